@@ -1,0 +1,137 @@
+// The only reader of process.env. Everything is validated here, every problem is reported at
+// once with an example value, and the result is a frozen object whose field names carry units.
+import { z } from 'zod';
+import { loadDevSecrets } from './dev/dev-secrets.js';
+
+export const ROLES = ['all', 'web', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface Config {
+  readonly nodeEnv: 'development' | 'production' | 'test';
+  /** Unset in development: main.ts then starts an embedded Postgres under ./.data. */
+  readonly databaseUrl: string | undefined;
+  /** Several during a rotation: an event is accepted if any of them verifies its signature. */
+  readonly webhookSecrets: readonly string[];
+  /** Unset in development: main.ts then starts the offline Stripe stand-in. */
+  readonly stripeSecretKey: string | undefined;
+  readonly stripeApiBase: string | undefined;
+  readonly port: number;
+  readonly role: Role;
+  readonly apiToken: string;
+  readonly adminToken: string;
+  readonly workerConcurrency: number;
+  readonly staleAfterMs: number;
+  readonly sweepCron: string;
+  readonly maxAttempts: number;
+  readonly eventRetentionDays: number;
+  readonly shutdownTimeoutMs: number;
+  readonly checkoutSuccessUrl: string;
+  readonly checkoutCancelUrl: string;
+  readonly logLevel: string;
+  /** Where the development secrets came from, so start-up can print how to use them. */
+  readonly devSecretsFile: string | undefined;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+// Tokens guard money-adjacent routes: short ones are guessable.
+const token = z.string().min(16, 'must be at least 16 characters');
+
+// Each variable: its schema and an example shown when it is wrong.
+const variables = {
+  NODE_ENV: { schema: z.enum(['development', 'production', 'test']), example: 'production' },
+  DATABASE_URL: { schema: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres://'), example: 'postgres://user:pass@db:5432/stripe_inbox' },
+  STRIPE_WEBHOOK_SECRET: {
+    schema: z
+      .string()
+      .transform((s) => s.split(',').map((p) => p.trim()).filter((p) => p !== ''))
+      .pipe(z.array(z.string().startsWith('whsec_', 'each secret must start with whsec_')).min(1, 'must list at least one secret')),
+    example: 'whsec_new...,whsec_old...',
+  },
+  STRIPE_SECRET_KEY: { schema: z.string().regex(/^(sk|rk)_(test|live)_\w+$/, 'must look like sk_live_… or rk_live_…'), example: 'sk_live_...' },
+  STRIPE_API_BASE: { schema: httpUrl, example: 'http://localhost:12111' },
+  PORT: { schema: int(0, 65535), example: '3000' },
+  ROLE: { schema: z.enum(ROLES), example: 'web' },
+  API_TOKEN: { schema: token, example: 'a long random string (openssl rand -hex 32)' },
+  ADMIN_TOKEN: { schema: token, example: 'a long random string (openssl rand -hex 32)' },
+  WORKER_CONCURRENCY: { schema: int(1, 100), example: '5' },
+  STALE_AFTER_SECONDS: { schema: int(1, 86_400), example: '300' },
+  SWEEP_CRON: { schema: z.string().regex(/^(\S+\s+){4}\S+$/, 'must have five crontab fields'), example: '* * * * *' },
+  MAX_ATTEMPTS: { schema: int(1, 100), example: '10' },
+  // Stripe resends events for up to 30 days; pruning sooner would let a late resend through
+  // the event-id claim (business idempotency still holds, but audit is lost).
+  EVENT_RETENTION_DAYS: { schema: int(31, 36_500), example: '90' },
+  SHUTDOWN_TIMEOUT_SECONDS: { schema: int(1, 3_600), example: '25' },
+  CHECKOUT_SUCCESS_URL: { schema: httpUrl, example: 'https://example.com/thanks?session_id={CHECKOUT_SESSION_ID}' },
+  CHECKOUT_CANCEL_URL: { schema: httpUrl, example: 'https://example.com/pricing' },
+  LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), example: 'info' },
+} as const;
+
+type Variables = typeof variables;
+type Parsed = { [K in keyof Variables]?: z.output<Variables[K]['schema']> };
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+  const parsed: Record<string, unknown> = {};
+  for (const [name, { schema, example }] of Object.entries(variables)) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    const result = schema.safeParse(raw);
+    if (result.success) parsed[name] = result.data;
+    else problems.push(`${name} ${result.error.issues.map((i) => i.message).join('; ')} (example: ${name}=${example})`);
+  }
+  const v = parsed as Parsed;
+  const nodeEnv = v.NODE_ENV ?? 'development';
+  const production = nodeEnv === 'production';
+
+  if (production) {
+    for (const name of ['DATABASE_URL', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_SECRET_KEY', 'API_TOKEN', 'ADMIN_TOKEN', 'CHECKOUT_SUCCESS_URL', 'CHECKOUT_CANCEL_URL'] as const) {
+      if (env[name] === undefined || env[name] === '') {
+        problems.push(`${name} is required when NODE_ENV=production (example: ${name}=${variables[name].example})`);
+      }
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  // Development fills missing secrets from ./.data/dev-secrets.json (generated once), so a
+  // fresh clone runs with `npm start` alone and send-event signs with the same secret.
+  const needDev = !production && (!v.STRIPE_WEBHOOK_SECRET || !v.API_TOKEN || !v.ADMIN_TOKEN);
+  const dev = needDev ? loadDevSecrets() : undefined;
+  const port = v.PORT ?? 3000;
+
+  return Object.freeze({
+    nodeEnv,
+    databaseUrl: v.DATABASE_URL,
+    webhookSecrets: Object.freeze(v.STRIPE_WEBHOOK_SECRET ?? [dev!.webhookSecret]),
+    stripeSecretKey: v.STRIPE_SECRET_KEY,
+    stripeApiBase: v.STRIPE_API_BASE,
+    port,
+    role: v.ROLE ?? 'all',
+    apiToken: v.API_TOKEN ?? dev!.apiToken,
+    adminToken: v.ADMIN_TOKEN ?? dev!.adminToken,
+    workerConcurrency: v.WORKER_CONCURRENCY ?? 5,
+    staleAfterMs: (v.STALE_AFTER_SECONDS ?? 300) * 1000,
+    sweepCron: v.SWEEP_CRON ?? '* * * * *',
+    maxAttempts: v.MAX_ATTEMPTS ?? 10,
+    eventRetentionDays: v.EVENT_RETENTION_DAYS ?? 90,
+    shutdownTimeoutMs: (v.SHUTDOWN_TIMEOUT_SECONDS ?? 25) * 1000,
+    checkoutSuccessUrl: v.CHECKOUT_SUCCESS_URL ?? `http://localhost:${port}/checkout/success?session_id={CHECKOUT_SESSION_ID}`,
+    checkoutCancelUrl: v.CHECKOUT_CANCEL_URL ?? `http://localhost:${port}/checkout/cancel`,
+    logLevel: v.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
+    devSecretsFile: dev?.file,
+  });
+}

@@ -1,0 +1,49 @@
+// One pg pool per process, shared by Kysely, graphile-worker and the scripts.
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+
+export interface Db {
+  readonly pool: pg.Pool;
+  readonly db: Kysely<Database>;
+  close(): Promise<void>;
+}
+
+export interface DbOptions {
+  /** Pool size; size it for HTTP requests plus worker concurrency plus graphile-worker's own clients. */
+  maxConnections?: number;
+  applicationName?: string;
+}
+
+export function openDatabase(connectionString: string, options: DbOptions = {}): Db {
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.maxConnections ?? 10,
+    application_name: options.applicationName ?? 'stripe-inbox',
+    // A request must fail fast with 503 when Postgres is gone, not hang until Stripe times out.
+    connectionTimeoutMillis: 5_000,
+    statement_timeout: 15_000,
+    lock_timeout: 10_000,
+    // A worker that died mid-transaction must not keep its event's row lock (the sweep's liveness
+    // signal) for long: Postgres ends such sessions, and keepalives notice a vanished peer.
+    idle_in_transaction_session_timeout: 60_000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  });
+  // An idle client losing its connection emits 'error' on the pool; without a listener that
+  // would crash the process during a database restart. The next checkout reconnects.
+  // The same for a checked-out client whose connection drops between queries (graphile-worker's
+  // LISTEN client among them): the query in progress fails, the process must not.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    pool,
+    db,
+    async close() {
+      // Kysely ends the pool only if it ever used it; scripts that only migrate did not.
+      await db.destroy();
+      if (!pool.ended) await pool.end();
+    },
+  };
+}

@@ -1,0 +1,92 @@
+// Applies sql/NNNN_*.sql in order, each in its own transaction, under an advisory lock so two
+// processes starting at once apply each migration once; then graphile-worker's own migrations.
+// Forward-only and expand/contract (docs/migrations.md): a release must keep working against
+// the schema of the next one, because two versions run at once during a rolling deploy.
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { runMigrations } from 'graphile-worker';
+import type pg from 'pg';
+import type { Logger } from '../logger.js';
+import { graphileLogger } from '../worker/graphile-logger.js';
+
+const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
+// Arbitrary but fixed: every stripe-inbox process must use the same key.
+const MIGRATION_LOCK_KEY = 7_031_337_001;
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+export async function readMigrations(dir = SQL_DIR): Promise<Migration[]> {
+  const files = (await readdir(dir)).filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f)).sort();
+  return Promise.all(
+    files.map(async (name) => {
+      const sql = await readFile(dir + name, 'utf8');
+      return { version: Number(name.slice(0, 4)), name, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+    }),
+  );
+}
+
+export interface MigrateResult {
+  applied: string[];
+}
+
+export async function migrate(pool: pg.Pool, logger: Logger): Promise<MigrateResult> {
+  const migrations = await readMigrations();
+  const client = await pool.connect();
+  try {
+    // Session-level lock on a dedicated client: held across the per-migration transactions and
+    // released even if this process dies (the session ends).
+    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    try {
+      await client.query(`create table if not exists schema_migrations (
+        version integer primary key,
+        name text not null,
+        checksum text not null,
+        applied_at timestamptz not null default now())`);
+      const { rows } = await client.query<{ version: number; name: string; checksum: string }>(
+        'select version, name, checksum from schema_migrations',
+      );
+      const done = new Map(rows.map((r) => [r.version, r]));
+      const applied: string[] = [];
+      for (const m of migrations) {
+        const previous = done.get(m.version);
+        if (previous) {
+          // An applied migration that was edited means this release expects a schema the
+          // database does not have: refuse to start rather than run on a half-known schema.
+          if (previous.checksum !== m.checksum) {
+            throw new Error(`migration ${m.name} was changed after it was applied; add a new migration instead`);
+          }
+          continue;
+        }
+        await client.query('begin');
+        try {
+          await client.query(m.sql);
+          await client.query('insert into schema_migrations (version, name, checksum) values ($1, $2, $3)', [m.version, m.name, m.checksum]);
+          await client.query('commit');
+        } catch (error) {
+          await client.query('rollback');
+          throw new Error(`applying migration ${m.name}`, { cause: error });
+        }
+        applied.push(m.name);
+        logger.info({ migration: m.name }, 'migration applied');
+      }
+      // Versions newer than ours were applied by the next release during a rolling deploy; by
+      // the expand/contract rule they are compatible with this code.
+      const known = new Set(migrations.map((m) => m.version));
+      const newer = rows.filter((r) => !known.has(r.version)).map((r) => r.name);
+      if (newer.length > 0) logger.warn({ migrations: newer }, 'database has migrations newer than this release');
+
+      await runMigrations({ pgPool: pool, logger: graphileLogger(logger) });
+      return { applied };
+    } finally {
+      await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+    }
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,36 @@
+// Postgres errors classified by SQLSTATE in one place, so callers decide "retry later" or
+// "answer 503" without string matching.
+
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN',
+]);
+
+function codeOf(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** True when the database cannot be reached or is going away: the caller should answer 503. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    const code = codeOf(e);
+    if (code !== undefined) {
+      if (CONNECTION_CODES.has(code)) return true;
+      // Class 08: connection exception; 57P01-57P03: admin/crash shutdown, cannot connect now;
+      // 53300: too many connections; 57014: statement timeout (a database too slow to answer).
+      if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300', '57014', '55P03'].includes(code)) return true;
+    }
+    // pg reports pool and connect timeouts as plain Errors without a code.
+    if (/timeout exceeded when trying to connect|Connection terminated/i.test(e.message)) return true;
+  }
+  return false;
+}
+
+export function isUniqueViolation(error: unknown): boolean {
+  return codeOf(error) === '23505';
+}
+
+export function isLockNotAvailable(error: unknown): boolean {
+  return codeOf(error) === '55P03';
+}

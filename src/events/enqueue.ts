@@ -1,0 +1,36 @@
+// The one place that turns event ids into graphile-worker jobs. Payloads carry the id only; the
+// task loads the row. The job key is per event, so a re-enqueue (replay, sweep) replaces a
+// waiting job instead of adding a second one, and replaces a job locked by a dead worker.
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+
+export const PROCESS_EVENT_TASK = 'process_stripe_event';
+
+const JOB_KEY_PREFIX = 'stripe_event:';
+export const eventJobKey = (eventId: string) => JOB_KEY_PREFIX + eventId;
+
+export interface EnqueueOptions {
+  /** graphile-worker's attempts for this job; our own count lives on the event row. */
+  maxAttempts: number;
+  /**
+   * Keep the run_at of a job that is already waiting (in its backoff): the sweep must not
+   * cut a backoff short. A replay by ops wants the job to run now, so it passes false.
+   */
+  preserveRunAt: boolean;
+}
+
+export async function enqueueEvents(db: Kysely<Database>, eventIds: readonly string[], options: EnqueueOptions): Promise<void> {
+  if (eventIds.length === 0) return;
+  // One add_jobs call for the whole batch: each call ends in one pg_notify, and notifying
+  // commits are serialised database-wide, so the count of calls, not of jobs, is what costs.
+  await sql`
+    select count(*) from graphile_worker.add_jobs(
+      array(
+        select row(${PROCESS_EVENT_TASK}, json_build_object('eventId', id), null, null,
+                   ${options.maxAttempts}::int, ${JOB_KEY_PREFIX}::text || id, null, null
+               )::graphile_worker.job_spec
+        from unnest(${eventIds}::text[]) as id
+      ),
+      ${options.preserveRunAt}
+    )`.execute(db);
+}

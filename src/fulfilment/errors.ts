@@ -1,0 +1,18 @@
+// Retry and give up are different, named outcomes. A PermanentError can never succeed on retry
+// (unknown order, amount mismatch, a payload that will never parse): the event ends 'failed' at
+// once with this message. Any other error is transient and retried with backoff.
+export class PermanentError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PermanentError';
+  }
+}
+
+/** The message stored as last_error: the chain of causes, so ops see the root. */
+export function describeError(error: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = error; e !== undefined && parts.length < 5; e = e instanceof Error ? e.cause : undefined) {
+    parts.push(e instanceof Error ? e.message : typeof e === 'string' ? e : JSON.stringify(e));
+  }
+  return parts.join(': ');
+}

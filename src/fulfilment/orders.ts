@@ -1,0 +1,57 @@
+// Orders: one per checkout attempt of a package by an account. Created before Stripe is called,
+// so a session Stripe knows about always names an order we know about.
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database, OrderRow, PackageRow } from '../db/schema.js';
+
+export async function listPackages(db: Kysely<Database>): Promise<PackageRow[]> {
+  return db.selectFrom('packages').selectAll().where('active', '=', true).orderBy('amount').execute();
+}
+
+export const newOrderId = () => `ord_${randomUUID().replaceAll('-', '')}`;
+
+/** Creates a pending order priced from the package, or returns undefined for an unknown package. */
+export async function createOrder(
+  db: Kysely<Database>,
+  input: { orderId?: string; packageId: string; accountId: string; email: string | null },
+): Promise<OrderRow | undefined> {
+  const pkg = await db.selectFrom('packages').selectAll().where('package_id', '=', input.packageId).where('active', '=', true).executeTakeFirst();
+  if (!pkg) return undefined;
+  return db
+    .insertInto('orders')
+    .values({
+      order_id: input.orderId ?? newOrderId(),
+      package_id: pkg.package_id,
+      account_id: input.accountId,
+      email: input.email,
+      amount: pkg.amount,
+      currency: pkg.currency,
+      credits: pkg.credits,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findOrder(db: Kysely<Database>, orderId: string, options: { forUpdate?: boolean } = {}): Promise<OrderRow | undefined> {
+  let query = db.selectFrom('orders').selectAll().where('order_id', '=', orderId);
+  if (options.forUpdate) query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
+export async function attachCheckoutSession(db: Kysely<Database>, orderId: string, checkoutSessionId: string): Promise<void> {
+  await db
+    .updateTable('orders')
+    .set({ checkout_session_id: checkoutSessionId })
+    .where('order_id', '=', orderId)
+    .where('checkout_session_id', 'is', null)
+    .execute();
+}
+
+export async function markOrderPaid(db: Kysely<Database>, orderId: string, checkoutSessionId: string): Promise<void> {
+  await db
+    .updateTable('orders')
+    .set({ status: 'paid', paid_at: sql<Date>`now()`, checkout_session_id: sql<string>`coalesce(checkout_session_id, ${checkoutSessionId})` })
+    .where('order_id', '=', orderId)
+    .where('status', '=', 'pending')
+    .execute();
+}

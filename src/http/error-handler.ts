@@ -1,0 +1,23 @@
+// Last stop for errors: a fixed message per kind, never an internal error text. Body-parser
+// errors are the client's (4xx); an unreachable database is a 503 so Stripe and clients retry.
+import type { ErrorRequestHandler } from 'express';
+import { isDatabaseUnavailable } from '../db/pg-errors.js';
+import type { Logger } from '../logger.js';
+
+export const DATABASE_UNAVAILABLE = { error: 'database unavailable, retry later' } as const;
+
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (error: unknown, req, res, _next) => {
+    const type = typeof error === 'object' && error !== null ? (error as { type?: unknown }).type : undefined;
+    if (type === 'entity.too.large') return void res.status(413).json({ error: 'request body too large: the limit is 1 MiB' });
+    if (type === 'encoding.unsupported') return void res.status(415).json({ error: 'compressed request bodies are not accepted' });
+    if (type === 'entity.parse.failed') return void res.status(400).json({ error: 'request body is not valid JSON' });
+    if (typeof type === 'string') return void res.status(400).json({ error: 'request body could not be read' });
+    if (isDatabaseUnavailable(error)) {
+      logger.warn({ err: error, path: req.path }, 'database unavailable');
+      return void res.status(503).json(DATABASE_UNAVAILABLE);
+    }
+    logger.error({ err: error, path: req.path }, 'request failed');
+    res.status(500).json({ error: 'internal error' });
+  };
+}

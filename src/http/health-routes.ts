@@ -1,0 +1,14 @@
+import { Router } from 'express';
+import type { Readiness } from './readiness.js';
+
+export function healthRoutes(readiness: Readiness): Router {
+  const router = Router();
+  router.get('/healthz', (_req, res) => {
+    res.json({ ok: true });
+  });
+  router.get('/readyz', async (_req, res) => {
+    const result = await readiness.check();
+    res.status(result.ready ? 200 : 503).json(result);
+  });
+  return router;
+}

@@ -1,0 +1,13 @@
+// Structured JSON logs (pino). Secrets, signatures and payloads are never logged: log event ids,
+// types and outcomes only. The redact list is a second line of defence, not the first.
+import { pino } from 'pino';
+
+export type Logger = pino.Logger;
+
+export function createLogger(level: string): Logger {
+  return pino({
+    level,
+    base: { service: 'stripe-inbox' },
+    redact: { paths: ['*.authorization', '*["stripe-signature"]', '*.secret', '*.token'], censor: '[redacted]' },
+  });
+}

@@ -1,0 +1,75 @@
+// The one long-running entry: config → database → migrate → HTTP and/or worker by ROLE →
+// graceful shutdown on SIGTERM/SIGINT.
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { openDatabase } from './db/database.js';
+import { startEmbeddedPostgres } from './db/embedded-postgres.js';
+import { migrate } from './db/migrate.js';
+import { createLogger, type Logger } from './logger.js';
+import { runsWeb, runsWorker, startService } from './service.js';
+import { installShutdown } from './shutdown.js';
+import { createStripeClient } from './stripe/client.js';
+import { startOfflineStripe } from './stripe/offline-stripe.js';
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`stripe-inbox: ${error.message}\n`);
+    process.exit(1);
+  }
+  const logger = createLogger(config.logLevel);
+  // Closed in this order at shutdown: database pool first, then the development stand-ins.
+  const closers: Array<() => Promise<void>> = [];
+
+  let databaseUrl = config.databaseUrl;
+  if (databaseUrl === undefined) {
+    const embedded = await startEmbeddedPostgres({ log: (line) => logger.debug({ component: 'embedded-postgres' }, line) });
+    closers.unshift(() => embedded.stop());
+    databaseUrl = embedded.connectionString;
+    logger.warn('DATABASE_URL is unset: using the embedded development Postgres under ./.data');
+  }
+
+  let stripeKey = config.stripeSecretKey;
+  let stripeApiBase = config.stripeApiBase;
+  if (stripeKey === undefined) {
+    // config.ts refuses production without a key, so this is development only.
+    const offline = await startOfflineStripe();
+    closers.unshift(() => offline.close());
+    stripeKey = 'sk_test_offline';
+    stripeApiBase = offline.url;
+    logger.warn({ url: offline.url }, 'STRIPE_SECRET_KEY is unset: using the offline Stripe stand-in (development only)');
+  }
+
+  // HTTP requests, plus each concurrent job, plus graphile-worker's LISTEN and bookkeeping clients.
+  const maxConnections = (runsWeb(config) ? 10 : 2) + (runsWorker(config) ? config.workerConcurrency + 3 : 0);
+  const database = openDatabase(databaseUrl, { maxConnections });
+  closers.unshift(() => database.close());
+
+  await migrate(database.pool, logger);
+  const service = await startService({ config, database, stripe: createStripeClient(stripeKey, stripeApiBase), logger });
+  logger.info({ port: config.port, role: config.role }, 'stripe-inbox started');
+  if (config.devSecretsFile) printDevelopmentHelp(config, logger);
+
+  installShutdown({ ...service, closers, logger, timeoutMs: config.shutdownTimeoutMs });
+}
+
+function printDevelopmentHelp(config: Config, logger: Logger): void {
+  const base = `http://localhost:${config.port}`;
+  const auth = `-H 'Authorization: Bearer ${config.apiToken}'`;
+  logger.info(`development secrets are in ${config.devSecretsFile}`);
+  process.stdout.write(`
+  stripe-inbox is listening on ${base} (development mode)
+
+  1. create an order:       curl -s -X POST ${base}/api/checkout ${auth} -H 'Content-Type: application/json' -d '{"package_id":"starter","account_id":"acct_demo"}'
+  2. pay it (signed event): npm run send-event -- checkout.session.completed --order <order_id from step 1>
+  3. see the credits:       curl -s ${base}/api/accounts/acct_demo/quota ${auth}
+
+`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`stripe-inbox failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

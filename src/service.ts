@@ -1,0 +1,75 @@
+// Starts what ROLE asks for on an open, migrated database: the HTTP app and/or the worker.
+// main.ts and the tests share it, so tests run the same wiring as production.
+import type { Server } from 'node:http';
+import express from 'express';
+import type { Runner } from 'graphile-worker';
+import type Stripe from 'stripe';
+import type { Config } from './config.js';
+import type { Db } from './db/database.js';
+import { claimEvents } from './events/event-store.js';
+import { buildApp } from './http/app.js';
+import { healthRoutes } from './http/health-routes.js';
+import { Readiness } from './http/readiness.js';
+import type { Logger } from './logger.js';
+import { shutdown } from './shutdown.js';
+import { startWorker } from './worker/run-worker.js';
+
+export interface ServiceDeps {
+  config: Config;
+  database: Db;
+  stripe: Stripe;
+  logger: Logger;
+}
+
+export interface Service {
+  readonly server: Server;
+  readonly url: string;
+  readonly worker: Runner | undefined;
+  readonly readiness: Readiness;
+  /** Graceful stop of HTTP and worker (not of the database, which the caller owns). */
+  stop(): Promise<void>;
+}
+
+export const runsWeb = (config: Config) => config.role !== 'worker';
+export const runsWorker = (config: Config) => config.role !== 'web';
+
+export async function startService({ config, database, stripe, logger }: ServiceDeps): Promise<Service> {
+  const readiness = new Readiness(database.pool);
+  readiness.markMigrated();
+  const queue = { maxAttempts: config.maxAttempts };
+
+  const worker = runsWorker(config)
+    ? await startWorker({ pool: database.pool, db: database.db, logger, concurrency: config.workerConcurrency, maxAttempts: config.maxAttempts })
+    : undefined;
+
+  // The worker role still answers /healthz and /readyz for container health checks, nothing else.
+  const app = runsWeb(config)
+    ? buildApp({
+        db: database.db,
+        logger,
+        readiness,
+        webhookSecrets: config.webhookSecrets,
+        claim: async (event) => (await claimEvents(database.db, [event], queue))[0]!,
+        stripe,
+        successUrl: config.checkoutSuccessUrl,
+        cancelUrl: config.checkoutCancelUrl,
+        apiToken: config.apiToken,
+        adminToken: config.adminToken,
+        maxAttempts: config.maxAttempts,
+      })
+    : express().use(healthRoutes(readiness));
+
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.port, (error?: Error) => (error ? reject(error) : resolve(s)));
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+
+  return {
+    server,
+    url: `http://127.0.0.1:${port}`,
+    worker,
+    readiness,
+    stop: () => shutdown({ server, worker, readiness, closers: [], logger, timeoutMs: config.shutdownTimeoutMs }),
+  };
+}

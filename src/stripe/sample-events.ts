@@ -1,0 +1,83 @@
+// Realistic Stripe events built from Stripe's own published example objects (fixtures/, from
+// the stripe/openapi repository, the ones stripe-mock serves), overriding only what matters.
+// Used by `npm run send-event` (our local `stripe trigger`) and by the tests; never by the
+// service itself. Signing is Stripe's: Stripe.webhooks.generateTestHeaderString.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import Stripe from 'stripe';
+
+const FIXTURES = new URL('./fixtures/', import.meta.url);
+const fixture = (name: string): Record<string, unknown> => JSON.parse(readFileSync(new URL(`${name}.json`, FIXTURES), 'utf8')) as Record<string, unknown>;
+
+export const randomStripeId = (prefix: string) => `${prefix}_test_${randomBytes(12).toString('hex')}`;
+
+export interface SampleEvent {
+  id: string;
+  object: 'event';
+  type: string;
+  created: number;
+  livemode: boolean;
+  api_version: string;
+  pending_webhooks: number;
+  request: { id: string | null; idempotency_key: string | null };
+  data: { object: Record<string, unknown> };
+}
+
+export function sampleEvent(type: string, object: Record<string, unknown>, overrides: Partial<SampleEvent> = {}): SampleEvent {
+  return {
+    id: randomStripeId('evt'),
+    object: 'event',
+    type,
+    created: Math.floor(Date.now() / 1000),
+    livemode: false,
+    api_version: '2026-10-28.endive',
+    pending_webhooks: 1,
+    request: { id: null, idempotency_key: null },
+    data: { object },
+    ...overrides,
+  };
+}
+
+export interface PaidSessionInput {
+  orderId: string;
+  amount: number;
+  currency: string;
+  sessionId?: string;
+  paymentStatus?: 'paid' | 'unpaid' | 'no_payment_required';
+}
+
+/** A completed Checkout Session for one of our orders, shaped exactly like Stripe's. */
+export function checkoutSession(input: PaidSessionInput): Record<string, unknown> {
+  return {
+    ...fixture('checkout.session'),
+    id: input.sessionId ?? randomStripeId('cs'),
+    amount_subtotal: input.amount,
+    amount_total: input.amount,
+    currency: input.currency,
+    client_reference_id: input.orderId,
+    metadata: { order_id: input.orderId },
+    payment_status: input.paymentStatus ?? 'paid',
+    status: 'complete',
+  };
+}
+
+/** The example object for a type we do not act on (telemetry, ignored types). */
+export function exampleObject(name: 'charge' | 'payment_intent' | 'refund' | 'checkout.session'): Record<string, unknown> {
+  return fixture(name);
+}
+
+export interface SignedDelivery {
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** Serialises and signs an event the way Stripe does for one delivery attempt. */
+export function signDelivery(event: unknown, secret: string, options: { timestamp?: number } = {}): SignedDelivery {
+  const body = typeof event === 'string' ? event : JSON.stringify(event, null, 2);
+  const signature = Stripe.webhooks.generateTestHeaderString({
+    payload: body,
+    secret,
+    ...(options.timestamp !== undefined && { timestamp: options.timestamp }),
+  });
+  return { body, headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': signature } };
+}

@@ -1,0 +1,13 @@
+// Routes graphile-worker's log calls into our pino logger so one process writes one log format.
+import { Logger as GraphileLogger, type LogLevel } from 'graphile-worker';
+import type { Logger } from '../logger.js';
+
+export function graphileLogger(logger: Logger): GraphileLogger {
+  const base = logger.child({ component: 'graphile-worker' });
+  return new GraphileLogger((scope) => (level: LogLevel, message: string, meta?: unknown) => {
+    const fields = { ...scope, ...(typeof meta === 'object' && meta !== null ? { meta } : {}) };
+    const name = String(level);
+    const method = name === 'warning' ? 'warn' : name === 'error' ? 'error' : name === 'info' ? 'info' : 'debug';
+    base[method](fields, message);
+  });
+}

@@ -1,0 +1,39 @@
+// graphile-worker task `process_stripe_event`: payload { eventId }; the row holds the rest.
+import type { Task } from 'graphile-worker';
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import type { Database } from '../src/db/schema.js';
+import { fulfilEvent } from '../src/fulfilment/fulfil-event.js';
+import type { Logger } from '../src/logger.js';
+
+const payloadSchema = z.object({ eventId: z.string().min(1) });
+
+export interface ProcessStripeEventDeps {
+  db: Kysely<Database>;
+  logger: Logger;
+  maxAttempts: number;
+}
+
+export function processStripeEvent({ db, logger, maxAttempts }: ProcessStripeEventDeps): Task {
+  return async (payload, helpers) => {
+    const parsed = payloadSchema.safeParse(payload);
+    if (!parsed.success) {
+      // Retrying cannot fix a malformed payload; log it and let the job complete.
+      logger.error({ jobId: helpers.job.id }, 'process_stripe_event job without a valid eventId');
+      return;
+    }
+    const { eventId } = parsed.data;
+    const result = await fulfilEvent(db, eventId, { maxAttempts });
+    const fields = { eventId, jobId: helpers.job.id, ...('type' in result ? { type: result.type, attempt: result.attempt } : {}), status: result.status };
+    if ('error' in result && result.error !== undefined) {
+      if (result.status === 'failed') {
+        logger.error({ ...fields, err: result.error }, 'event failed: dead letter, replay after fixing the cause');
+        return;
+      }
+      logger.warn({ ...fields, err: result.error }, 'event handler failed, will retry');
+      // Rethrown so graphile-worker schedules the retry with its exponential backoff.
+      throw result.error;
+    }
+    logger.info(fields, 'event fulfilled');
+  };
+}

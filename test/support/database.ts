@@ -1,0 +1,44 @@
+// One database per test file (or per test), cloned from the migrated template that test/run.ts
+// made for this run. The runner drops every database with this run's prefix at the end.
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { databaseUrl } from './database-url.js';
+
+export interface TestDatabase extends Db {
+  readonly url: string;
+  readonly name: string;
+}
+
+function runSettings() {
+  const { TEST_ADMIN_URL, TEST_DB_PREFIX, TEST_TEMPLATE_DB } = process.env;
+  if (!TEST_ADMIN_URL || !TEST_DB_PREFIX || !TEST_TEMPLATE_DB) {
+    throw new Error('run tests through `npm test` (or `npm test -- <file>`): it prepares the template database');
+  }
+  return { adminUrl: TEST_ADMIN_URL, prefix: TEST_DB_PREFIX, template: TEST_TEMPLATE_DB };
+}
+
+/** A fresh database on the test server: migrated (cloned from the template) unless `empty`. */
+export async function createTestDatabase(options: { empty?: boolean; maxConnections?: number } = {}): Promise<TestDatabase> {
+  const { adminUrl, prefix, template } = runSettings();
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await admin.query(options.empty ? `create database "${name}"` : `create database "${name}" template "${template}"`);
+        break;
+      } catch (error) {
+        // 55006: another file is cloning the template right now; clones must take turns.
+        if ((error as { code?: string }).code !== '55006' || attempt >= 50) throw error;
+        await sleep(50 * attempt);
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+  const url = databaseUrl(adminUrl, name);
+  return { ...openDatabase(url, { maxConnections: options.maxConnections ?? 20 }), url, name };
+}

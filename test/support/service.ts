@@ -1,0 +1,79 @@
+// Starts the real service wiring (src/service.ts) on a test database, with the fake Stripe
+// (the offline stand-in with its test hooks) behind STRIPE_API_BASE, on a random port.
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { startService, type Service } from '../../src/service.js';
+import { createStripeClient } from '../../src/stripe/client.js';
+import { startOfflineStripe, type OfflineStripe } from '../../src/stripe/offline-stripe.js';
+import { signDelivery } from '../../src/stripe/sample-events.js';
+import type { TestDatabase } from './database.js';
+
+export const WEBHOOK_SECRET = 'whsec_test_current_0123456789abcdef';
+export const PREVIOUS_WEBHOOK_SECRET = 'whsec_test_previous_0123456789abcdef';
+export const API_TOKEN = 'test-api-token-0123456789';
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export interface TestService extends Service {
+  readonly config: Config;
+  readonly stripe: OfflineStripe;
+  /** Signs and POSTs an event as one Stripe delivery attempt. */
+  deliver(event: unknown, options?: { secret?: string; timestamp?: number }): Promise<HttpReply>;
+  /** Calls /api or /admin/api with the right bearer token. */
+  call(method: string, path: string, options?: { body?: unknown; headers?: Record<string, string>; token?: string | null }): Promise<HttpReply>;
+  close(): Promise<void>;
+}
+
+export interface HttpReply {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+export async function startTestService(
+  database: TestDatabase,
+  options: { env?: Record<string, string>; stripe?: OfflineStripe } = {},
+): Promise<TestService> {
+  const stripe = options.stripe ?? (await startOfflineStripe());
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: database.url,
+    STRIPE_WEBHOOK_SECRET: `${WEBHOOK_SECRET},${PREVIOUS_WEBHOOK_SECRET}`,
+    STRIPE_SECRET_KEY: 'sk_test_offline',
+    STRIPE_API_BASE: stripe.url,
+    API_TOKEN,
+    ADMIN_TOKEN,
+    PORT: '0',
+    SHUTDOWN_TIMEOUT_SECONDS: '2',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...options.env,
+  });
+  const logger = createLogger(config.logLevel);
+  const service = await startService({ config, database, stripe: createStripeClient('sk_test_offline', stripe.url), logger });
+
+  const request = async (path: string, init: RequestInit): Promise<HttpReply> => {
+    const response = await fetch(service.url + path, init);
+    const text = await response.text();
+    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  };
+
+  return {
+    ...service,
+    config,
+    stripe,
+    deliver(event, { secret = WEBHOOK_SECRET, timestamp } = {}) {
+      const { body, headers } = signDelivery(event, secret, timestamp === undefined ? {} : { timestamp });
+      return request('/webhooks/stripe', { method: 'POST', body, headers });
+    },
+    call(method, path, { body, headers = {}, token } = {}) {
+      const bearer = token === undefined ? (path.startsWith('/admin') ? ADMIN_TOKEN : API_TOKEN) : token;
+      return request(path, {
+        method,
+        headers: { ...(bearer !== null && { authorization: `Bearer ${bearer}` }), ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+      });
+    },
+    async close() {
+      await service.stop();
+      if (!options.stripe) await stripe.close();
+    },
+  };
+}
