@@ -55,7 +55,13 @@ export async function startEmbeddedPostgres(
   else if (process.getuid && (await fs.stat(dataDir)).uid !== process.getuid()) {
     throw new Error(`${dataDir} belongs to another user (created as root?): delete it or run as that user`);
   }
-  await clearStaleLock(dataDir, log);
+  const sharedPort = await clearStaleLock(dataDir, log);
+  if (sharedPort !== undefined) {
+    // `npm start` is running on this cluster: scripts (status, sweep, migrate) use it too, and
+    // stopping it stays the owner's business.
+    log(`using the embedded Postgres already running on port ${sharedPort}`);
+    return { connectionString: connectionString(sharedPort), stop: () => Promise.resolve() };
+  }
 
   const port = await freePort(options.port ?? 5433);
   const recent: string[] = [];
@@ -110,7 +116,7 @@ export async function startEmbeddedPostgres(
   process.once('exit', onExit);
   let stopping: Promise<void> | undefined;
   return {
-    connectionString: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`,
+    connectionString: connectionString(port),
     stop: () => (stopping ??= server.stop().finally(() => process.off('exit', onExit))),
   };
 }
@@ -134,15 +140,19 @@ async function prepareForPostgresUser(dataDir: string, log: (line: string) => vo
 
 // A postmaster killed with -9 leaves postmaster.pid behind, which Postgres ignores only if that pid
 // is dead or not ours to signal; and a Node process killed with -9 leaves its Postgres running.
-async function clearStaleLock(dataDir: string, log: (line: string) => void): Promise<void> {
+// Returns the port of a cluster that a live process is still running, to be shared.
+async function clearStaleLock(dataDir: string, log: (line: string) => void): Promise<number | undefined> {
   const lockFile = path.join(dataDir, 'postmaster.pid');
   const pid = await readPid(lockFile);
-  if (pid === undefined || !isAlive(pid)) return fs.rm(lockFile, { force: true });
+  if (pid === undefined || !isAlive(pid)) return void (await fs.rm(lockFile, { force: true }));
   const command = await commandOf(pid);
   if (command === undefined) return; // cannot tell: leave the decision to Postgres
-  if (!command.includes('postgres') || !command.includes(dataDir)) return fs.rm(lockFile, { force: true });
+  if (!command.includes('postgres') || !command.includes(dataDir)) return void (await fs.rm(lockFile, { force: true }));
   const owner = await readPid(path.join(dataDir, OWNER_FILE));
   if (owner !== undefined && isAlive(owner)) {
+    // postmaster.pid's fourth line is the port the cluster listens on.
+    const port = Number((await fs.readFile(lockFile, 'utf8')).split('\n')[3]);
+    if (Number.isInteger(port) && port > 0) return port;
     throw new Error(`${dataDir} is in use by Postgres pid ${pid}, started by process ${owner}`);
   }
   log(`stopping Postgres pid ${pid}, orphaned by a killed previous run`);
@@ -178,6 +188,7 @@ function isAlive(pid: number): boolean {
   }
 }
 
+const connectionString = (port: number) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const exists = (file: string) => fs.access(file).then(() => true, () => false);
 const readPid = (file: string) =>

@@ -62,6 +62,8 @@ export function apiRoutes(deps: ApiDeps): Router {
       package_id: order.package_id,
       account_id: order.account_id,
       credits: order.credits,
+      amount: order.amount,
+      currency: order.currency,
       checkout_session_id: order.checkout_session_id,
     });
   });

@@ -1,4 +1,5 @@
 // Routes graphile-worker's log calls into our pino logger so one process writes one log format.
+// Its 'info' lines (one per completed job, on top of ours) go to debug.
 import { Logger as GraphileLogger, type LogLevel } from 'graphile-worker';
 import type { Logger } from '../logger.js';
 
@@ -7,7 +8,7 @@ export function graphileLogger(logger: Logger): GraphileLogger {
   return new GraphileLogger((scope) => (level: LogLevel, message: string, meta?: unknown) => {
     const fields = { ...scope, ...(typeof meta === 'object' && meta !== null ? { meta } : {}) };
     const name = String(level);
-    const method = name === 'warning' ? 'warn' : name === 'error' ? 'error' : name === 'info' ? 'info' : 'debug';
+    const method = name === 'warning' ? 'warn' : name === 'error' ? 'error' : 'debug';
     base[method](fields, message);
   });
 }

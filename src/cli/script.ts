@@ -1,0 +1,100 @@
+// The shape every ops script shares: --help, --json, arguments checked at the edge with an
+// error that names what is wrong, exit 0 on success, 1 on failure, 2 on bad usage.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import { openDatabase, type Db } from '../db/database.js';
+import { startEmbeddedPostgres } from '../db/embedded-postgres.js';
+import { createLogger, type Logger } from '../logger.js';
+
+export class UsageError extends Error {}
+
+export interface ScriptContext {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly json: boolean;
+  /** Opens DATABASE_URL, or in development the embedded Postgres (shared with a running npm start). */
+  database(): Promise<Db>;
+}
+
+export interface ScriptResult {
+  /** What --json prints. */
+  json: unknown;
+  /** What a person reads. */
+  text: string;
+  /** Exit code; 0 unless the result itself is a failure (e.g. an event that does not exist). */
+  exitCode?: number;
+}
+
+export interface ScriptSpec<O extends NonNullable<ParseArgsConfig['options']>> {
+  usage: string;
+  options: O;
+  positionals?: boolean;
+  run(args: { values: Record<string, unknown>; positionals: string[] }, ctx: ScriptContext): Promise<ScriptResult>;
+}
+
+export function runScript<O extends NonNullable<ParseArgsConfig['options']>>(spec: ScriptSpec<O>): void {
+  void main(spec).then((code) => {
+    process.exitCode = code;
+  });
+}
+
+async function main<O extends NonNullable<ParseArgsConfig['options']>>(spec: ScriptSpec<O>): Promise<number> {
+  let parsed: { values: Record<string, unknown>; positionals: string[] };
+  try {
+    parsed = parseArgs({
+      options: { ...spec.options, help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } },
+      allowPositionals: spec.positionals ?? false,
+      strict: true,
+    }) as typeof parsed;
+  } catch (error) {
+    process.stderr.write(`error: ${(error as Error).message}\n\n${spec.usage}\n`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    process.stdout.write(`${spec.usage}\n`);
+    return 0;
+  }
+  const json = parsed.values.json === true;
+  const closers: Array<() => Promise<void>> = [];
+  try {
+    const config = loadConfig();
+    // Scripts talk to stdout; their own logs go to stderr, warnings only unless LOG_LEVEL says more.
+    const logger = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn');
+    let db: Db | undefined;
+    const ctx: ScriptContext = {
+      config,
+      logger,
+      json,
+      async database() {
+        if (db) return db;
+        let url = config.databaseUrl;
+        if (url === undefined) {
+          const embedded = await startEmbeddedPostgres();
+          closers.push(() => embedded.stop());
+          url = embedded.connectionString;
+        }
+        const opened = openDatabase(url, { maxConnections: 4, applicationName: 'stripe-inbox-script' });
+        closers.unshift(() => opened.close());
+        return (db = opened);
+      },
+    };
+    const result = await spec.run(parsed, ctx);
+    process.stdout.write(json ? `${JSON.stringify(result.json, null, 2)}\n` : `${result.text}\n`);
+    return result.exitCode ?? 0;
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      process.stderr.write(`error: ${error.message}\n\n${spec.usage}\n`);
+      return 2;
+    }
+    process.stderr.write(`error: ${describe(error)}\n`);
+    return 1;
+  } finally {
+    for (const close of closers) await close().catch(() => {});
+  }
+}
+
+function describe(error: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = error; e instanceof Error; e = e.cause) parts.push(e.message);
+  return parts.join(': ') || String(error);
+}
