@@ -49,7 +49,7 @@ async function main(): Promise<void> {
 
   await migrate(database.pool, logger);
   const service = await startService({ config, database, stripe: createStripeClient(stripeKey, stripeApiBase), logger });
-  logger.info({ port: config.port, role: config.role }, 'stripe-inbox started');
+  logger.info({ url: service.url, role: config.role, pid: process.pid }, 'stripe-inbox started');
   if (config.devSecretsFile) printDevelopmentHelp(config, logger);
 
   installShutdown({ ...service, closers, logger, timeoutMs: config.shutdownTimeoutMs });

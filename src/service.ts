@@ -39,7 +39,15 @@ export async function startService({ config, database, stripe, logger }: Service
   const queue = { maxAttempts: config.maxAttempts };
 
   const worker = runsWorker(config)
-    ? await startWorker({ pool: database.pool, db: database.db, logger, concurrency: config.workerConcurrency, maxAttempts: config.maxAttempts })
+    ? await startWorker({
+        pool: database.pool,
+        db: database.db,
+        logger,
+        concurrency: config.workerConcurrency,
+        maxAttempts: config.maxAttempts,
+        staleAfterMs: config.staleAfterMs,
+        sweepCron: config.sweepCron,
+      })
     : undefined;
 
   // The worker role still answers /healthz and /readyz for container health checks, nothing else.
@@ -56,6 +64,7 @@ export async function startService({ config, database, stripe, logger }: Service
         apiToken: config.apiToken,
         adminToken: config.adminToken,
         maxAttempts: config.maxAttempts,
+        staleAfterMs: config.staleAfterMs,
       })
     : express().use(healthRoutes(readiness));
 

@@ -45,7 +45,7 @@ async function main<O extends NonNullable<ParseArgsConfig['options']>>(spec: Scr
       options: { ...spec.options, help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } },
       allowPositionals: spec.positionals ?? false,
       strict: true,
-    }) as typeof parsed;
+    });
   } catch (error) {
     process.stderr.write(`error: ${(error as Error).message}\n\n${spec.usage}\n`);
     return 2;

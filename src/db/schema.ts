@@ -72,6 +72,12 @@ export interface ApiIdempotencyKeysTable {
   created_at: Defaulted<Date>;
 }
 
+export interface MaintenanceRunsTable {
+  name: string;
+  last_run_at: Date;
+  last_result: ColumnType<unknown, string, string>;
+}
+
 export interface Database {
   stripe_events: StripeEventsTable;
   packages: PackagesTable;
@@ -79,6 +85,7 @@ export interface Database {
   credit_grants: CreditGrantsTable;
   account_credits: AccountCreditsTable;
   api_idempotency_keys: ApiIdempotencyKeysTable;
+  maintenance_runs: MaintenanceRunsTable;
 }
 
 export type StripeEventRow = Selectable<StripeEventsTable>;

@@ -6,7 +6,7 @@ import type { Database } from '../db/schema.js';
 
 export const PROCESS_EVENT_TASK = 'process_stripe_event';
 
-const JOB_KEY_PREFIX = 'stripe_event:';
+export const JOB_KEY_PREFIX = 'stripe_event:';
 export const eventJobKey = (eventId: string) => JOB_KEY_PREFIX + eventId;
 
 export interface EnqueueOptions {

@@ -1,6 +1,8 @@
 // The inbox at a glance, shared by GET /admin/api/status and `npm run status -- --json`.
 import { sql, type Kysely } from 'kysely';
 import { EVENT_STATUSES, type Database, type EventStatus } from '../db/schema.js';
+import { lastMaintenanceRun } from '../db/maintenance-runs.js';
+import { SWEEP_RUN_NAME } from '../sweep/sweep-stale-events.js';
 import { PROCESS_EVENT_TASK } from './enqueue.js';
 
 export interface InboxStatus {
@@ -29,6 +31,25 @@ export async function getInboxStatus(db: Kysely<Database>): Promise<InboxStatus>
     counts,
     oldest_processing_age_seconds: oldest?.age ?? null,
     jobs_queued: jobs[0]?.n ?? 0,
-    last_sweep_at: null,
+    last_sweep_at: (await lastMaintenanceRun(db, SWEEP_RUN_NAME))?.toISOString() ?? null,
   };
+}
+
+export interface FailedEvent {
+  event_id: string;
+  type: string;
+  attempts: number;
+  last_error: string | null;
+  finished_at: Date | null;
+}
+
+/** The dead letters, newest first: what an operator must look at. */
+export async function listFailedEvents(db: Kysely<Database>, limit: number): Promise<FailedEvent[]> {
+  return db
+    .selectFrom('stripe_events')
+    .select(['event_id', 'type', 'attempts', 'last_error', 'finished_at'])
+    .where('status', '=', 'failed')
+    .orderBy('finished_at', 'desc')
+    .limit(limit)
+    .execute();
 }

@@ -4,7 +4,7 @@
 // constraints in sql/0001 (a finished row has finished_at, a failed row has last_error, ...).
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
-import { enqueueEvents } from './enqueue.js';
+import { enqueueEvents, JOB_KEY_PREFIX } from './enqueue.js';
 
 /** A verified delivery, reduced to what the inbox stores. */
 export interface IncomingEvent {
@@ -131,6 +131,83 @@ export async function replayEvents(db: Kysely<Database>, eventIds: readonly stri
     await enqueueEvents(tx, ids, { maxAttempts: options.maxAttempts, preserveRunAt: false });
     return ids;
   });
+}
+
+export interface ReclaimOptions extends EventQueueOptions {
+  staleAfterMs: number;
+  limit: number;
+  /** Find and lock the candidates, change nothing. */
+  dryRun?: boolean;
+}
+
+/**
+ * The sweep's one statement (one transaction per batch). Takes 'processing' rows last enqueued
+ * more than staleAfterMs ago, whose row lock no one holds, and which have no job waiting to run:
+ * - The row lock is the liveness signal (DESIGN invariant 7): a worker holds its event's row lock
+ *   for the whole fulfilment transaction, so a live worker is never reclaimed, however slow; a
+ *   dead worker's connection ends and Postgres drops its lock (SKIP LOCKED does the rest).
+ * - A waiting job (queued, or in its retry backoff) means nothing is abandoned. Re-adding it would
+ *   also cut its backoff short: graphile-worker's preserve_run_at keeps run_at only for jobs never
+ *   attempted. Those rows are left alone and not counted.
+ * - A job locked by a dead worker, a job out of graphile-worker attempts, or no job at all: the
+ *   event is re-enqueued under its job key. add_jobs clears the key of the locked job (and
+ *   exhausts its attempts, so it never runs again) and inserts a fresh one.
+ * Each reclaim counts as an attempt; the one that reaches maxAttempts ends the event 'failed'
+ * instead, so a poison event that kills its worker every time ends visibly.
+ */
+export async function reclaimStaleEvents(db: Kysely<Database>, options: ReclaimOptions): Promise<Array<{ event_id: string; status: EventStatus }>> {
+  // The candidates are locked first in a MATERIALIZED CTE and exactly those are updated: an
+  // `IN (subquery ... FOR UPDATE SKIP LOCKED LIMIT n)` may be re-evaluated by the planner and
+  // lock and update more rows than its limit (PostgreSQL bug #15715).
+  const candidates = sql`
+    select e.event_id
+    from stripe_events e
+    where e.status = 'processing'
+      and e.enqueued_at < now() - make_interval(secs => ${options.staleAfterMs / 1000})
+      and not exists (
+        -- graphile-worker's own table: its public view cannot use the index on key.
+        select 1 from graphile_worker._private_jobs j
+        where j.key = ${JOB_KEY_PREFIX}::text || e.event_id
+          and j.locked_at is null and j.attempts < j.max_attempts)
+    order by e.enqueued_at
+    limit ${options.limit}
+    for update of e skip locked`;
+  const giveUp = sql`e.attempts + 1 >= ${options.maxAttempts}`;
+
+  return db.transaction().execute(async (tx) => {
+    if (options.dryRun) {
+      const { rows } = await sql<{ event_id: string; status: EventStatus }>`
+        select event_id, 'processing' as status from (${candidates}) c`.execute(tx);
+      return rows;
+    }
+    const { rows } = await sql<{ event_id: string; status: EventStatus }>`
+      with stale as materialized (${candidates})
+      update stripe_events e set
+        attempts = e.attempts + 1,
+        enqueued_at = now(),
+        status = case when ${giveUp} then 'failed' else e.status end,
+        finished_at = case when ${giveUp} then now() else e.finished_at end,
+        last_error = case when ${giveUp}
+          then 'abandoned by its worker (crash, kill or timeout) on its last attempt; earlier error: ' || coalesce(e.last_error, 'none')
+          else e.last_error end
+      from stale
+      where e.event_id = stale.event_id
+      returning e.event_id, e.status`.execute(tx);
+    // Same transaction as the update: a sweep that dies here neither counts nor loses anything.
+    const reclaimed = rows.filter((r) => r.status === 'processing').map((r) => r.event_id);
+    await enqueueEvents(tx, reclaimed, { maxAttempts: options.maxAttempts, preserveRunAt: true });
+    return rows;
+  });
+}
+
+export async function findEventIds(
+  db: Kysely<Database>,
+  filter: { status: EventStatus; receivedSince?: Date; limit: number },
+): Promise<string[]> {
+  let query = db.selectFrom('stripe_events').select('event_id').where('status', '=', filter.status);
+  if (filter.receivedSince) query = query.where('received_at', '>=', filter.receivedSince);
+  const rows = await query.orderBy('received_at').limit(filter.limit).execute();
+  return rows.map((r) => r.event_id);
 }
 
 export async function findEvent(db: Kysely<Database>, eventId: string): Promise<StripeEventRow | undefined> {

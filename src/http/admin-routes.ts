@@ -4,15 +4,19 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
 import { getInboxStatus } from '../events/event-status.js';
+import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
+import type { Logger } from '../logger.js';
 import { requireBearer } from './auth.js';
 
 export interface AdminDeps {
   db: Kysely<Database>;
   adminToken: string;
   maxAttempts: number;
+  staleAfterMs: number;
+  logger: Logger;
 }
 
-export function adminRoutes({ db, adminToken, maxAttempts }: AdminDeps): Router {
+export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger }: AdminDeps): Router {
   const router = Router();
   router.use('/admin', requireBearer(adminToken, 'admin'));
 
@@ -41,6 +45,11 @@ export function adminRoutes({ db, adminToken, maxAttempts }: AdminDeps): Router 
     const [replayed] = await replayEvents(db, [req.params.id], { maxAttempts });
     if (!replayed) return void res.status(404).json({ error: 'event not found' });
     res.status(202).json({ event_id: replayed, status: 'processing' });
+  });
+
+  router.post('/admin/api/sweep', async (_req, res) => {
+    const result = await sweepStaleEvents(db, { staleAfterMs, maxAttempts, logger });
+    res.json(result);
   });
 
   return router;

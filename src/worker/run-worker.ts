@@ -4,6 +4,7 @@ import { run, type Runner } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { processStripeEvent } from '../../tasks/process_stripe_event.js';
+import { sweepStaleEventsTask } from '../../tasks/sweep_stale_events.js';
 import type { Database } from '../db/schema.js';
 import { PROCESS_EVENT_TASK } from '../events/enqueue.js';
 import type { Logger } from '../logger.js';
@@ -15,9 +16,13 @@ export interface WorkerDeps {
   logger: Logger;
   concurrency: number;
   maxAttempts: number;
+  staleAfterMs: number;
+  sweepCron: string;
 }
 
-export async function startWorker({ pool, db, logger, concurrency, maxAttempts }: WorkerDeps): Promise<Runner> {
+export const SWEEP_TASK = 'sweep_stale_events';
+
+export async function startWorker({ pool, db, logger, concurrency, maxAttempts, staleAfterMs, sweepCron }: WorkerDeps): Promise<Runner> {
   return run({
     pgPool: pool,
     concurrency,
@@ -25,9 +30,11 @@ export async function startWorker({ pool, db, logger, concurrency, maxAttempts }
     logger: graphileLogger(logger),
     // New jobs arrive by LISTEN/NOTIFY at once; polling only finds retries whose backoff ended.
     pollInterval: 2_000,
-    crontab: '',
+    // One attempt per tick: a failed sweep is simply the next tick's work.
+    crontab: `${sweepCron} ${SWEEP_TASK} ?max=1\n`,
     taskList: {
       [PROCESS_EVENT_TASK]: processStripeEvent({ db, logger: logger.child({ task: PROCESS_EVENT_TASK }), maxAttempts }),
+      [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts }),
     },
   });
 }

@@ -1,0 +1,172 @@
+// The sweep against real rows and real graphile-worker jobs (DESIGN invariants 7 and 8): it
+// takes exactly the abandoned rows, at the threshold, never one a live transaction holds, never a
+// failed one, never one whose job waits in its backoff; and parallel sweeps claim disjoint rows.
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { openDatabase } from '../../src/db/database.js';
+import { claimEvents } from '../../src/events/event-store.js';
+import { sampleEvent } from '../../src/stripe/sample-events.js';
+import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
+const STALE_AFTER_MS = 60_000;
+const options = { staleAfterMs: STALE_AFTER_MS, maxAttempts: 3 };
+let database: TestDatabase;
+
+before(async () => {
+  database = await createTestDatabase();
+});
+after(async () => {
+  await database.close();
+});
+beforeEach(async () => {
+  await sql`truncate stripe_events, maintenance_runs; delete from graphile_worker._private_jobs`.execute(database.db);
+});
+
+/** Claims events as the webhook does, then ages them and drops their jobs, as after a crash. */
+async function givenAbandoned(count: number, ageMs = STALE_AFTER_MS + 1_000): Promise<string[]> {
+  const events = Array.from({ length: count }, () => sampleEvent('charge.succeeded', { id: 'ch_1', object: 'charge' }));
+  await claimEvents(
+    database.db,
+    events.map((e) => ({ eventId: e.id, type: e.type, objectId: 'ch_1', livemode: false, stripeCreatedAt: new Date(), rawBody: JSON.stringify(e) })),
+    options,
+  );
+  const ids = events.map((e) => e.id);
+  await sql`update stripe_events set enqueued_at = now() - make_interval(secs => ${ageMs / 1000}) where event_id = any(${ids})`.execute(database.db);
+  // The worker that fetched the job died holding it: locked, never completed.
+  await sql`update graphile_worker._private_jobs set locked_at = now() - interval '1 minute', locked_by = 'dead-worker', attempts = 1`.execute(database.db);
+  return ids;
+}
+
+async function row(eventId: string) {
+  return database.db.selectFrom('stripe_events').selectAll().where('event_id', '=', eventId).executeTakeFirstOrThrow();
+}
+
+async function jobsFor(eventId: string) {
+  const { rows } = await sql<{ key: string | null; locked_by: string | null; run_at: Date; attempts: number; max_attempts: number }>`
+    select key, locked_by, run_at, attempts, max_attempts from graphile_worker._private_jobs
+    where payload->>'eventId' = ${eventId} order by id`.execute(database.db);
+  return rows;
+}
+
+describe('which rows the sweep takes', () => {
+  test('a row abandoned by a dead worker is re-enqueued with a fresh job, counted as an attempt', async () => {
+    const [id] = await givenAbandoned(1);
+    const result = await sweepStaleEvents(database.db, options);
+    assert.deepEqual({ reclaimed: result.reclaimed, failed: result.failed }, { reclaimed: 1, failed: 0 });
+    const swept = await row(id!);
+    assert.equal(swept.status, 'processing');
+    assert.equal(swept.attempts, 1);
+    assert.ok(Date.now() - swept.enqueued_at.getTime() < STALE_AFTER_MS);
+    // The dead worker's job lost its key and its future (attempts exhausted); a new one waits.
+    const jobs = await jobsFor(id!);
+    assert.equal(jobs.length, 2);
+    assert.equal(jobs[0]!.key, null);
+    assert.equal(jobs[0]!.attempts, jobs[0]!.max_attempts);
+    assert.deepEqual({ key: jobs[1]!.key, locked_by: jobs[1]!.locked_by }, { key: `stripe_event:${id}`, locked_by: null });
+  });
+
+  test('a row whose job vanished is re-enqueued', async () => {
+    const [id] = await givenAbandoned(1);
+    await sql`delete from graphile_worker._private_jobs`.execute(database.db);
+    assert.equal((await sweepStaleEvents(database.db, options)).reclaimed, 1);
+    assert.equal((await jobsFor(id!)).length, 1);
+  });
+
+  test('rows just inside the threshold stay, rows just outside are taken', async () => {
+    const [inside] = await givenAbandoned(1, STALE_AFTER_MS - 2_000);
+    const [outside] = await givenAbandoned(1, STALE_AFTER_MS + 1_000);
+    const result = await sweepStaleEvents(database.db, options);
+    assert.deepEqual(result.event_ids, [outside]);
+    assert.equal((await row(inside!)).attempts, 0);
+  });
+
+  test('a row locked by a live transaction is not touched, however old', async () => {
+    const [held, free] = await givenAbandoned(2);
+    const worker = new pg.Client({ connectionString: database.url });
+    await worker.connect();
+    try {
+      await worker.query('begin');
+      await worker.query('select 1 from stripe_events where event_id = $1 for update', [held]);
+      const result = await sweepStaleEvents(database.db, options);
+      assert.deepEqual(result.event_ids, [free]);
+      assert.equal((await row(held!)).attempts, 0);
+    } finally {
+      await worker.query('rollback');
+      await worker.end();
+    }
+  });
+
+  test('a failed row is never resurrected', async () => {
+    const [id] = await givenAbandoned(1);
+    await sql`update stripe_events set status = 'failed', last_error = 'amount mismatch', finished_at = now() where event_id = ${id!}`.execute(database.db);
+    assert.equal((await sweepStaleEvents(database.db, options)).reclaimed, 0);
+    assert.equal((await row(id!)).status, 'failed');
+  });
+
+  test('a job waiting in its retry backoff keeps its run_at and the row is not counted', async () => {
+    const [id] = await givenAbandoned(1);
+    const runAt = new Date(Date.now() + 3_600_000);
+    await sql`update graphile_worker._private_jobs set locked_at = null, locked_by = null, attempts = 2, run_at = ${runAt}`.execute(database.db);
+    assert.equal((await sweepStaleEvents(database.db, options)).reclaimed, 0);
+    const jobs = await jobsFor(id!);
+    assert.equal(jobs.length, 1);
+    assert.equal(jobs[0]!.run_at.getTime(), runAt.getTime());
+    assert.equal((await row(id!)).attempts, 0);
+  });
+
+  test('the reclaim that reaches MAX_ATTEMPTS ends the event failed, visibly', async () => {
+    const [id] = await givenAbandoned(1);
+    await sql`update stripe_events set attempts = 2, last_error = 'connection terminated' where event_id = ${id!}`.execute(database.db);
+    const result = await sweepStaleEvents(database.db, options);
+    assert.deepEqual({ reclaimed: result.reclaimed, failed: result.failed }, { reclaimed: 0, failed: 1 });
+    const failed = await row(id!);
+    assert.equal(failed.status, 'failed');
+    assert.match(failed.last_error ?? '', /abandoned by its worker.*connection terminated/);
+    assert.equal((await jobsFor(id!)).filter((j) => j.key !== null).length, 1, 'no new job for a failed event');
+  });
+
+  test('a dry run reports and changes nothing; a real run records when it ran', async () => {
+    const ids = await givenAbandoned(3);
+    const dry = await sweepStaleEvents(database.db, { ...options, dryRun: true });
+    assert.deepEqual([...dry.event_ids].sort(), [...ids].sort());
+    assert.equal((await row(ids[0]!)).attempts, 0);
+    const { rows: before } = await sql`select * from maintenance_runs`.execute(database.db);
+    assert.equal(before.length, 0);
+    await sweepStaleEvents(database.db, options);
+    const { rows } = await sql<{ last_result: unknown }>`select last_result from maintenance_runs where name = 'sweep'`.execute(database.db);
+    assert.deepEqual(rows[0]?.last_result, { reclaimed: 3, failed: 0, batches: 1 });
+  });
+
+  test('--limit bounds the rows taken in one run', async () => {
+    await givenAbandoned(5);
+    const result = await sweepStaleEvents(database.db, { ...options, limit: 2, batchSize: 1 });
+    assert.equal(result.reclaimed, 2);
+    assert.equal(result.batches, 2);
+  });
+});
+
+describe('sweeps running at once', () => {
+  test('five parallel sweeps over 1,000 stale rows reclaim each row exactly once', async () => {
+    const ids = await givenAbandoned(1_000);
+    // Separate pools: five processes' worth of connections, not five queries on one client.
+    const pools = Array.from({ length: 5 }, () => openDatabase(database.url, { maxConnections: 2 }));
+    try {
+      const results = await Promise.all(pools.map((p) => sweepStaleEvents(p.db, { ...options, batchSize: 50 })));
+      const claimed = results.flatMap((r) => r.event_ids);
+      assert.equal(claimed.length, 1_000);
+      assert.equal(new Set(claimed).size, 1_000, 'claims are disjoint');
+      assert.ok(results.filter((r) => r.reclaimed > 0).length > 1, 'the work was shared');
+    } finally {
+      await Promise.all(pools.map((p) => p.close()));
+    }
+    const { rows } = await sql<{ attempts: number; n: number }>`
+      select attempts, count(*)::int as n from stripe_events group by attempts`.execute(database.db);
+    assert.deepEqual(rows, [{ attempts: 1, n: 1_000 }]);
+    const { rows: jobs } = await sql<{ n: number }>`
+      select count(*)::int as n from graphile_worker._private_jobs where key is not null and locked_at is null`.execute(database.db);
+    assert.equal(jobs[0]!.n, ids.length, 'one waiting job per event');
+  });
+});
