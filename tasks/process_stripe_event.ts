@@ -34,6 +34,8 @@ export function processStripeEvent({ db, logger, maxAttempts }: ProcessStripeEve
       // Rethrown so graphile-worker schedules the retry with its exponential backoff.
       throw result.error;
     }
-    logger.info(fields, 'event fulfilled');
+    // 'missing' and 'already_finished' are a second job for the same event (a replay or a
+    // reclaim racing a late commit): nothing was done, which is the point.
+    logger.info(fields, 'type' in result ? 'event fulfilled' : 'nothing to do for this event');
   };
 }

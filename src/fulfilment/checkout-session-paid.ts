@@ -40,7 +40,7 @@ export async function fulfilCheckoutSession(tx: Transaction<Database>, event: St
   if (!order) throw new PermanentError(`unknown order ${orderId} in checkout session ${session.id}`);
   if (session.amount_total !== order.amount || session.currency?.toLowerCase() !== order.currency) {
     throw new PermanentError(
-      `amount mismatch for order ${orderId}: session paid ${session.amount_total ?? 'null'} ${session.currency ?? 'null'}, order costs ${order.amount} ${order.currency}`,
+      `amount or currency mismatch for order ${orderId}: session paid ${session.amount_total ?? 'null'} ${session.currency ?? 'null'}, order costs ${order.amount} ${order.currency}`,
     );
   }
 

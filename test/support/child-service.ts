@@ -28,6 +28,7 @@ export async function spawnService(databaseUrl: string, env: Record<string, stri
       ADMIN_TOKEN,
       PORT: '0',
       LOG_LEVEL: 'info',
+      SHUTDOWN_TIMEOUT_SECONDS: '5',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,8 +1,11 @@
 // Test data with defaults: only what a test is about needs to be spelled out.
-import { createOrder } from '../../src/fulfilment/orders.js';
-import type { OrderRow } from '../../src/db/schema.js';
+import type { OrderRow, StripeEventRow } from '../../src/db/schema.js';
+import { findEvent, type IncomingEvent } from '../../src/events/event-store.js';
+import { getQuota, type Quota } from '../../src/fulfilment/credit-ledger.js';
+import { createOrder, findOrder } from '../../src/fulfilment/orders.js';
 import { checkoutSession, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import type { TestDatabase } from './database.js';
+import { waitFor } from './wait-for.js';
 
 let accounts = 0;
 export const newAccountId = () => `acct_test_${process.pid}_${++accounts}`;
@@ -27,4 +30,47 @@ export function paidEvent(
     ...(overrides.paymentStatus !== undefined && { paymentStatus: overrides.paymentStatus }),
   });
   return sampleEvent(overrides.type ?? 'checkout.session.completed', session, overrides.event);
+}
+
+/** The event as the webhook route would store it, for tests that skip HTTP (no worker running). */
+export function incomingEvent(event: SampleEvent): IncomingEvent {
+  const objectId = event.data.object.id;
+  return {
+    eventId: event.id,
+    type: event.type,
+    objectId: typeof objectId === 'string' ? objectId : null,
+    livemode: event.livemode,
+    stripeCreatedAt: new Date(event.created * 1000),
+    rawBody: JSON.stringify(event),
+  };
+}
+
+// Reading outcomes: what a test asserts on, straight from the tables.
+
+export async function eventRow(database: TestDatabase, eventId: string): Promise<StripeEventRow> {
+  const row = await findEvent(database.db, eventId);
+  if (!row) throw new Error(`event ${eventId} is not stored`);
+  return row;
+}
+
+/** Polls until the worker has finished the event (any status but 'processing') and returns its row. */
+export async function finishedEvent(database: TestDatabase, eventId: string, options: { timeoutMs?: number } = {}): Promise<StripeEventRow> {
+  return waitFor(`event ${eventId} to finish`, async () => {
+    const row = await findEvent(database.db, eventId);
+    return row?.status !== 'processing' && row;
+  }, options);
+}
+
+export async function grantsOf(database: TestDatabase, orderId: string): Promise<Array<{ event_id: string; credits: number }>> {
+  return database.db.selectFrom('credit_grants').select(['event_id', 'credits']).where('order_id', '=', orderId).execute();
+}
+
+export async function quotaOf(database: TestDatabase, accountId: string): Promise<Quota> {
+  return getQuota(database.db, accountId);
+}
+
+export async function orderRow(database: TestDatabase, orderId: string): Promise<OrderRow> {
+  const order = await findOrder(database.db, orderId);
+  if (!order) throw new Error(`order ${orderId} is not stored`);
+  return order;
 }

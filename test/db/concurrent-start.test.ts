@@ -1,0 +1,33 @@
+// Two service processes started at the same instant on an empty database (DESIGN invariant 10):
+// both come up, and each migration is applied exactly once.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { readMigrations } from '../../src/db/migrate.js';
+import { spawnService, type ChildService } from '../support/child-service.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
+let database: TestDatabase;
+const children: ChildService[] = [];
+
+before(async () => {
+  database = await createTestDatabase({ empty: true });
+});
+after(async () => {
+  for (const child of children) child.process.kill('SIGKILL');
+  await database.close();
+});
+
+test('two processes starting at once on an empty database both come up and migrate once', async () => {
+  const started = await Promise.all([spawnService(database.url), spawnService(database.url)]);
+  children.push(...started);
+  for (const child of started) assert.equal((await fetch(`${child.url}/readyz`)).status, 200);
+
+  const { rows } = await sql<{ version: number; n: number }>`
+    select version, count(*)::int as n from schema_migrations group by version order by version`.execute(database.db);
+  assert.deepEqual(rows, (await readMigrations()).map((m) => ({ version: m.version, n: 1 })));
+  const applied = started.flatMap((c) => c.logs.filter((l) => l.msg === 'migration applied'));
+  assert.equal(applied.length, rows.length, 'each migration logged once, by whichever process got the lock');
+  const { rows: worker } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.migrations`.execute(database.db);
+  assert.ok(worker[0]!.n > 0);
+});

@@ -1,0 +1,78 @@
+// A checkout session that can never be fulfilled (unknown order, wrong amount, wrong currency)
+// ends 'failed' on its first attempt with a reason ops can act on, and grants nothing (DESIGN
+// "Event lifecycle": a permanent error is not retried). The service runs with its default
+// MAX_ATTEMPTS, so a transient classification would leave the row 'processing' instead.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { checkoutSession, sampleEvent } from '../../src/stripe/sample-events.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { finishedEvent, givenOrder, grantsOf, orderRow, paidEvent } from '../support/factories.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+let database: TestDatabase;
+let service: TestService;
+
+before(async () => {
+  database = await createTestDatabase();
+  service = await startTestService(database);
+});
+after(async () => {
+  await service.close();
+  await database.close();
+});
+
+async function granted(accountId: string): Promise<unknown> {
+  const reply = await service.call('GET', `/api/accounts/${accountId}/quota`);
+  assert.equal(reply.status, 200);
+  return reply.body.granted;
+}
+
+describe('a paid checkout session that cannot be fulfilled fails at once', () => {
+  test('an unknown metadata.order_id: failed on attempt 1, naming the order, no grant', async () => {
+    const orderId = 'ord_test_never_created';
+    const event = sampleEvent('checkout.session.completed', checkoutSession({ orderId, amount: 4900, currency: 'chf' }));
+    assert.equal((await service.deliver(event)).status, 200);
+
+    const row = await finishedEvent(database, event.id);
+    assert.equal(row.status, 'failed');
+    assert.equal(row.attempts, 1);
+    assert.match(row.last_error ?? '', new RegExp(`unknown order ${orderId}`));
+    const grants = await database.db.selectFrom('credit_grants').select('order_id').where('event_id', '=', event.id).execute();
+    assert.deepEqual(grants, []);
+  });
+
+  const mismatches: Array<[string, { amount?: number; currency?: string }]> = [
+    ['an amount other than the order price', { amount: 100 }],
+    ['a currency other than the order currency', { currency: 'eur' }],
+  ];
+  for (const [name, override] of mismatches) {
+    test(`${name}: failed on attempt 1, no grant, order still pending`, async () => {
+      const order = await givenOrder(database);
+      const event = paidEvent(order, override);
+      assert.equal((await service.deliver(event)).status, 200);
+
+      const row = await finishedEvent(database, event.id);
+      assert.equal(row.status, 'failed');
+      assert.equal(row.attempts, 1);
+      assert.match(row.last_error ?? '', new RegExp(`mismatch for order ${order.order_id}`));
+      const stored = await orderRow(database, order.order_id);
+      assert.equal(stored.status, 'pending');
+      assert.equal(stored.paid_at, null);
+      assert.deepEqual(await grantsOf(database, order.order_id), []);
+      assert.equal(await granted(order.account_id), 0);
+    });
+  }
+
+  test('a failed event is visible to ops through the admin API', async () => {
+    const order = await givenOrder(database);
+    const event = paidEvent(order, { amount: order.amount + 1 });
+    await service.deliver(event);
+    await finishedEvent(database, event.id);
+
+    const reply = await service.call('GET', `/admin/api/events/${event.id}`);
+    assert.equal(reply.status, 200);
+    assert.equal(reply.body.status, 'failed');
+    assert.equal(reply.body.attempts, 1);
+    assert.equal(typeof reply.body.last_error, 'string');
+  });
+});
