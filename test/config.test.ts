@@ -1,0 +1,119 @@
+// loadConfig: every problem reported at once with an example, production refuses to start
+// without its secrets, and the result's fields carry units. Outside production every secret is
+// passed in, so loadConfig never generates ./.data/dev-secrets.json from a test.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+const SECRETS = {
+  STRIPE_WEBHOOK_SECRET: 'whsec_test_config_0123456789',
+  API_TOKEN: 'test-api-token-0123456789',
+  ADMIN_TOKEN: 'test-admin-token-0123456789',
+};
+const PRODUCTION = {
+  NODE_ENV: 'production',
+  DATABASE_URL: 'postgres://app:secret@db:5432/stripe_inbox',
+  STRIPE_SECRET_KEY: 'sk_live_0123456789',
+  CHECKOUT_SUCCESS_URL: 'https://shop.example.test/thanks',
+  CHECKOUT_CANCEL_URL: 'https://shop.example.test/pricing',
+  ...SECRETS,
+};
+
+/** The problems loadConfig reports, or a failed assertion if it accepts the env. */
+function problemsOf(env: NodeJS.ProcessEnv): readonly string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+    return error.problems;
+  }
+  assert.fail('loadConfig accepted an invalid configuration');
+}
+
+describe('invalid values', () => {
+  test('are all reported at once, each with the variable and an example', () => {
+    const problems = problemsOf({ NODE_ENV: 'test', ...SECRETS, PORT: 'eighty', ROLE: 'frontend', EVENT_RETENTION_DAYS: '7' });
+    assert.equal(problems.length, 3, problems.join('\n'));
+    for (const [name, example] of [['PORT', 'PORT=3000'], ['ROLE', 'ROLE=web'], ['EVENT_RETENTION_DAYS', 'EVENT_RETENTION_DAYS=90']] as const) {
+      const problem = problems.find((p) => p.startsWith(`${name} `));
+      assert.ok(problem, `no problem reported for ${name}`);
+      assert.ok(problem.includes(`(example: ${example})`), problem);
+    }
+  });
+
+  test('the message of the error lists every problem, one a line', () => {
+    assert.throws(
+      () => loadConfig({ NODE_ENV: 'test', ...SECRETS, PORT: '70000', MAX_ATTEMPTS: '0' }),
+      (error: unknown) => error instanceof ConfigError && /\n {2}- PORT .*\n {2}- MAX_ATTEMPTS /s.test(error.message),
+    );
+  });
+
+  test('an event retention under Stripe’s 30-day resend window is refused, 31 days is accepted', () => {
+    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, EVENT_RETENTION_DAYS: '30' }).join('\n'), /^EVENT_RETENTION_DAYS /);
+    assert.equal(loadConfig({ NODE_ENV: 'test', ...SECRETS, EVENT_RETENTION_DAYS: '31' }).eventRetentionDays, 31);
+  });
+
+  test('a webhook secret that is not a whsec_ secret is refused', () => {
+    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: 'whsec_ok,sk_live_oops' }).join('\n'), /^STRIPE_WEBHOOK_SECRET .*whsec_/);
+  });
+});
+
+describe('production', () => {
+  test('without DATABASE_URL, Stripe secrets, tokens and checkout URLs fails naming each one', () => {
+    const problems = problemsOf({ NODE_ENV: 'production' });
+    const required = ['DATABASE_URL', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_SECRET_KEY', 'API_TOKEN', 'ADMIN_TOKEN', 'CHECKOUT_SUCCESS_URL', 'CHECKOUT_CANCEL_URL'];
+    for (const name of required) {
+      assert.ok(
+        problems.some((p) => p.startsWith(`${name} is required when NODE_ENV=production`) && p.includes('(example: ')),
+        `${name} missing from:\n${problems.join('\n')}`,
+      );
+    }
+    assert.equal(problems.length, required.length);
+  });
+
+  test('an empty variable counts as missing', () => {
+    assert.deepEqual(
+      problemsOf({ ...PRODUCTION, ADMIN_TOKEN: '' }).map((p) => p.split(' ')[0]),
+      ['ADMIN_TOKEN'],
+    );
+  });
+
+  test('with everything set, starts without development secrets', () => {
+    const config = loadConfig(PRODUCTION);
+    assert.equal(config.nodeEnv, 'production');
+    assert.equal(config.databaseUrl, PRODUCTION.DATABASE_URL);
+    assert.equal(config.apiToken, SECRETS.API_TOKEN);
+    assert.equal(config.devSecretsFile, undefined);
+    assert.ok(Object.isFrozen(config));
+  });
+
+  test('a short token is refused', () => {
+    assert.match(problemsOf({ ...PRODUCTION, API_TOKEN: 'short' }).join('\n'), /^API_TOKEN must be at least 16 characters/);
+  });
+});
+
+describe('valid values', () => {
+  test('comma-separated webhook secrets (a rotation) parse to each secret, trimmed', () => {
+    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: 'whsec_new_1, whsec_old_2,' });
+    assert.deepEqual(config.webhookSecrets, ['whsec_new_1', 'whsec_old_2']);
+  });
+
+  test('defaults are DESIGN’s, in fields that carry their unit', () => {
+    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS });
+    assert.equal(config.port, 3000);
+    assert.equal(config.role, 'all');
+    assert.equal(config.workerConcurrency, 5);
+    assert.equal(config.staleAfterMs, 300_000);
+    assert.equal(config.sweepCron, '* * * * *');
+    assert.equal(config.maxAttempts, 10);
+    assert.equal(config.eventRetentionDays, 90);
+    assert.equal(config.databaseUrl, undefined);
+    assert.equal(config.devSecretsFile, undefined);
+  });
+
+  test('seconds in the environment become milliseconds in the config', () => {
+    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, STALE_AFTER_SECONDS: '30', SHUTDOWN_TIMEOUT_SECONDS: '2' });
+    assert.equal(config.staleAfterMs, 30_000);
+    assert.equal(config.shutdownTimeoutMs, 2_000);
+  });
+});

@@ -1,0 +1,72 @@
+// migrate(): two processes starting at once on an empty database apply each migration once
+// (advisory lock), graphile-worker's schema comes along, a later run applies nothing, and an
+// applied migration whose file changed stops start-up (DESIGN invariant 10, STYLE rule 5).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { migrate, readMigrations, type Migration } from '../../src/db/migrate.js';
+import { createLogger } from '../../src/logger.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
+const logger = createLogger('silent');
+let database: TestDatabase;
+let migrations: Migration[];
+const pools: Db[] = [];
+
+/** Another process's pool on the same database. */
+function secondPool(): Db {
+  const db = openDatabase(database.url, { maxConnections: 3 });
+  pools.push(db);
+  return db;
+}
+
+before(async () => {
+  database = await createTestDatabase({ empty: true });
+  migrations = await readMigrations();
+  assert.ok(migrations.length > 0);
+});
+after(async () => {
+  for (const db of pools) await db.close();
+  await database.close();
+});
+
+async function appliedVersions(): Promise<Array<{ version: number; name: string; checksum: string }>> {
+  const { rows } = await sql<{ version: number; name: string; checksum: string }>`
+    select version, name, checksum from schema_migrations order by version`.execute(database.db);
+  return rows;
+}
+
+test('two migrate() runs started at once on an empty database apply each migration exactly once', async () => {
+  const results = await Promise.all([migrate(database.pool, logger), migrate(secondPool().pool, logger)]);
+
+  // One run applied everything, the other found it done: no migration was applied twice.
+  const applied = results.flatMap((r) => r.applied).sort();
+  assert.deepEqual(applied, migrations.map((m) => m.name).sort());
+  assert.deepEqual(
+    await appliedVersions(),
+    migrations.map(({ version, name, checksum }) => ({ version, name, checksum })),
+  );
+
+  const { rows } = await sql<{ jobs: string | null; events: string | null }>`
+    select to_regclass('graphile_worker._private_jobs')::text as jobs, to_regclass('public.stripe_events')::text as events`.execute(database.db);
+  assert.deepEqual(rows[0], { jobs: 'graphile_worker._private_jobs', events: 'stripe_events' });
+});
+
+test('a third run applies nothing', async () => {
+  assert.deepEqual(await migrate(secondPool().pool, logger), { applied: [] });
+  assert.equal((await appliedVersions()).length, migrations.length);
+});
+
+// The timeout turns a lock kept by the refusal (the last migrate() would wait forever) into a failure.
+test('an applied migration whose file changed makes migrate() refuse, and releases its lock', { timeout: 15_000 }, async () => {
+  const [first] = migrations;
+  await sql`update schema_migrations set checksum = 'edited' where version = ${first!.version}`.execute(database.db);
+  try {
+    await assert.rejects(migrate(database.pool, logger), new RegExp(`migration ${first!.name} was changed after it was applied`));
+  } finally {
+    await sql`update schema_migrations set checksum = ${first!.checksum} where version = ${first!.version}`.execute(database.db);
+  }
+  // A fixed release in another process can still take the lock: the refusal did not keep it.
+  assert.deepEqual(await migrate(secondPool().pool, logger), { applied: [] });
+});

@@ -1,0 +1,87 @@
+// STYLE rule 3: the database enforces the rules. Each illegal write below is raw SQL, past every
+// TypeScript check, and Postgres itself refuses it with the named constraint. A legal write of
+// the same shape goes through first, so a refusal cannot come from a broken statement.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { sql, type RawBuilder } from 'kysely';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { givenOrder } from '../support/factories.js';
+
+let database: TestDatabase;
+
+before(async () => {
+  database = await createTestDatabase();
+});
+after(async () => {
+  await database.close();
+});
+
+const CHECK_VIOLATION = '23514';
+const UNIQUE_VIOLATION = '23505';
+
+async function assertRefused(statement: RawBuilder<unknown>, code: string, constraint: string): Promise<void> {
+  await assert.rejects(statement.execute(database.db), (error: { code?: string; constraint?: string }) => {
+    assert.equal(error.code, code);
+    assert.equal(error.constraint, constraint);
+    return true;
+  });
+}
+
+let events = 0;
+/** An insert into stripe_events with the given lifecycle columns. */
+function insertEvent(columns: { status: string; finished?: true; last_error?: string }, id = `evt_schema_${++events}`) {
+  return sql`insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, status, finished_at, last_error)
+             values (${id}, 'charge.succeeded', 'ch_1', false, now(), '{}', ${columns.status},
+                     ${columns.finished ? sql`now()` : null}, ${columns.last_error ?? null})`;
+}
+
+describe('stripe_events state machine', () => {
+  test('a processed event must have finished_at', async () => {
+    await insertEvent({ status: 'processed', finished: true }).execute(database.db);
+    await assertRefused(insertEvent({ status: 'processed' }), CHECK_VIOLATION, 'stripe_events_finished_when_not_processing');
+  });
+
+  test('a processing event must not have finished_at', async () => {
+    await insertEvent({ status: 'processing' }).execute(database.db);
+    await assertRefused(insertEvent({ status: 'processing', finished: true }), CHECK_VIOLATION, 'stripe_events_finished_when_not_processing');
+  });
+
+  test('a failed event must carry its last error', async () => {
+    await insertEvent({ status: 'failed', finished: true, last_error: 'boom' }).execute(database.db);
+    await assertRefused(insertEvent({ status: 'failed', finished: true }), CHECK_VIOLATION, 'stripe_events_failed_has_error');
+  });
+
+  test('an unknown status is refused', async () => {
+    await assertRefused(insertEvent({ status: 'done', finished: true }), CHECK_VIOLATION, 'stripe_events_status_known');
+  });
+
+  test('an UPDATE to an illegal state is refused as well as an INSERT', async () => {
+    await insertEvent({ status: 'processing' }, 'evt_schema_update').execute(database.db);
+    await assertRefused(sql`update stripe_events set status = 'processed' where event_id = 'evt_schema_update'`, CHECK_VIOLATION, 'stripe_events_finished_when_not_processing');
+  });
+});
+
+describe('the credit ledger', () => {
+  test('an order is granted at most once: a second credit_grants row is a unique violation', async () => {
+    const order = await givenOrder(database);
+    const grant = (eventId: string) =>
+      sql`insert into credit_grants (order_id, account_id, credits, event_id) values (${order.order_id}, ${order.account_id}, 40, ${eventId})`;
+    await grant('evt_first').execute(database.db);
+    // A second Event object for the same payment, under a new id: still refused.
+    await assertRefused(grant('evt_second'), UNIQUE_VIOLATION, 'credit_grants_pkey');
+  });
+
+  test('an account cannot use more credits than it was granted', async () => {
+    const accountId = `acct_schema_${process.pid}`;
+    await sql`insert into account_credits (account_id, granted, used) values (${accountId}, 2, 2)`.execute(database.db);
+    await assertRefused(sql`update account_credits set used = used + 1 where account_id = ${accountId}`, CHECK_VIOLATION, 'account_credits_used_within_granted');
+  });
+});
+
+describe('orders', () => {
+  test('a paid order must have paid_at', async () => {
+    const order = await givenOrder(database);
+    await assertRefused(sql`update orders set status = 'paid' where order_id = ${order.order_id}`, CHECK_VIOLATION, 'orders_paid_at_when_paid');
+    await sql`update orders set status = 'paid', paid_at = now() where order_id = ${order.order_id}`.execute(database.db);
+  });
+});

@@ -1,0 +1,115 @@
+// DESIGN invariant 1, the unhappy half: when Postgres cannot be reached the webhook answers 503
+// (Stripe retries it) instead of hanging or acknowledging, /readyz says 503 so the proxy stops
+// routing here, and nothing is half-written. The service talks to its database through a TCP
+// link this test can cut: existing connections are reset and new ones refused, as when
+// Postgres restarts or its host goes away.
+import assert from 'node:assert/strict';
+import net, { type AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { exampleObject, sampleEvent } from '../../src/stripe/sample-events.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { givenOrder, paidEvent } from '../support/factories.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+interface PostgresLink {
+  readonly url: string;
+  /** Resets every open connection and refuses new ones (ECONNREFUSED). */
+  cut(): Promise<void>;
+  restore(): Promise<void>;
+}
+
+async function linkTo(databaseUrl: string): Promise<PostgresLink> {
+  const target = new URL(databaseUrl);
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  const listen = (port: number) => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  await listen(0);
+  const { port } = server.address() as AddressInfo;
+  const url = new URL(databaseUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    async cut() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+    restore: () => listen(port),
+  };
+}
+
+let database: TestDatabase;
+let link: PostgresLink;
+let linked: Db;
+let service: TestService;
+
+before(async () => {
+  database = await createTestDatabase();
+  link = await linkTo(database.url);
+  linked = openDatabase(link.url, { maxConnections: 5 });
+  service = await startTestService({ ...linked, url: link.url, name: database.name }, { env: { ROLE: 'web' } });
+});
+after(async () => {
+  await service.close();
+  await linked.close();
+  await link.cut();
+  await database.close();
+});
+
+/** Read directly, not through the link. */
+async function storedEvent(eventId: string): Promise<{ events: number; jobs: number }> {
+  const { rows } = await sql<{ events: number; jobs: number }>`
+    select (select count(*)::int from stripe_events where event_id = ${eventId}) as events,
+           (select count(*)::int from graphile_worker.jobs where key = ${`stripe_event:${eventId}`}) as jobs`.execute(database.db);
+  return rows[0]!;
+}
+
+const readyz = async () => {
+  const response = await fetch(`${service.url}/readyz`);
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+};
+
+test('while Postgres answers, a delivery is stored and /readyz is 200', async () => {
+  const event = sampleEvent('charge.succeeded', exampleObject('charge'));
+  assert.deepEqual(await service.deliver(event), { status: 200, body: { received: true } });
+  assert.deepEqual(await storedEvent(event.id), { events: 1, jobs: 1 });
+  assert.equal((await readyz()).status, 200);
+});
+
+// The timeout turns a hung request into a failure instead of a stuck suite.
+test('with Postgres unreachable the webhook answers 503 and stores nothing; /readyz and the API answer 503', { timeout: 20_000 }, async () => {
+  const order = await givenOrder(database);
+  const event = paidEvent(order);
+  await link.cut();
+  try {
+    const reply = await service.deliver(event);
+    assert.equal(reply.status, 503);
+    assert.deepEqual(reply.body, { error: 'database unavailable, retry later' });
+
+    assert.deepEqual(await readyz(), { status: 503, body: { ready: false, reason: 'database unreachable' } });
+    // Not a 500: an outage is a retry-later for API clients too.
+    assert.equal((await service.call('GET', `/api/orders/${order.order_id}`)).status, 503);
+  } finally {
+    await link.restore();
+  }
+  assert.deepEqual(await storedEvent(event.id), { events: 0, jobs: 0 });
+
+  // Stripe's retry of the same event, once Postgres is back, is the first to be stored.
+  assert.deepEqual(await service.deliver(event), { status: 200, body: { received: true } });
+  assert.deepEqual(await storedEvent(event.id), { events: 1, jobs: 1 });
+  assert.equal((await readyz()).status, 200);
+});
