@@ -6,7 +6,7 @@ import type { Runner } from 'graphile-worker';
 import type Stripe from 'stripe';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
-import { claimEvents } from './events/event-store.js';
+import { ClaimBatcher } from './events/claim-batcher.js';
 import { buildApp } from './http/app.js';
 import { healthRoutes } from './http/health-routes.js';
 import { Readiness } from './http/readiness.js';
@@ -36,7 +36,7 @@ export const runsWorker = (config: Config) => config.role !== 'web';
 export async function startService({ config, database, stripe, logger }: ServiceDeps): Promise<Service> {
   const readiness = new Readiness(database.pool);
   readiness.markMigrated();
-  const queue = { maxAttempts: config.maxAttempts };
+  const claims = new ClaimBatcher(database.db, { maxAttempts: config.maxAttempts });
 
   const worker = runsWorker(config)
     ? await startWorker({
@@ -57,7 +57,7 @@ export async function startService({ config, database, stripe, logger }: Service
         logger,
         readiness,
         webhookSecrets: config.webhookSecrets,
-        claim: async (event) => (await claimEvents(database.db, [event], queue))[0]!,
+        claim: (event) => claims.claim(event),
         stripe,
         successUrl: config.checkoutSuccessUrl,
         cancelUrl: config.checkoutCancelUrl,

@@ -1,0 +1,86 @@
+// Group commit keeps the webhook's contract (DESIGN invariants 1 and 3): concurrent claims share
+// transactions, yet each resolves only once its own row and job are committed; a duplicate in the
+// same batch is a duplicate; one bad row does not fail its neighbours.
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, test } from 'node:test';
+import { sql } from 'kysely';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { ClaimBatcher } from '../../src/events/claim-batcher.js';
+import type { IncomingEvent } from '../../src/events/event-store.js';
+import { randomStripeId } from '../../src/stripe/sample-events.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
+let database: TestDatabase;
+let observer: Db;
+
+before(async () => {
+  database = await createTestDatabase();
+  // Another pool: what it sees is what any other process would see, i.e. committed rows only.
+  observer = openDatabase(database.url, { maxConnections: 2 });
+});
+after(async () => {
+  await observer.close();
+  await database.close();
+});
+beforeEach(async () => {
+  await sql`truncate stripe_events; delete from graphile_worker._private_jobs`.execute(database.db);
+});
+
+function incoming(eventId = randomStripeId('evt')): IncomingEvent {
+  return { eventId, type: 'charge.succeeded', objectId: 'ch_1', livemode: false, stripeCreatedAt: new Date(), rawBody: JSON.stringify({ id: eventId }) };
+}
+
+async function committed(eventId: string): Promise<{ row: boolean; job: boolean }> {
+  const { rows } = await sql<{ row: boolean; job: boolean }>`
+    select exists (select 1 from stripe_events where event_id = ${eventId}) as row,
+           exists (select 1 from graphile_worker._private_jobs where key = ${`stripe_event:${eventId}`}) as job`.execute(observer.db);
+  return rows[0]!;
+}
+
+test('200 concurrent claims share transactions, and each resolves only after its row and job are committed', async () => {
+  const batcher = new ClaimBatcher(database.db, { maxAttempts: 10 });
+  const events = Array.from({ length: 200 }, () => incoming());
+  const checks = await Promise.all(
+    events.map(async (event) => {
+      const outcome = await batcher.claim(event);
+      return { outcome, seen: await committed(event.eventId) };
+    }),
+  );
+  for (const check of checks) assert.deepEqual(check, { outcome: 'claimed', seen: { row: true, job: true } });
+  const { transactions, events: claimed } = batcher.stats;
+  assert.equal(claimed, 200);
+  assert.ok(transactions < 200 / 4, `group commit formed batches (${transactions} transactions for 200 claims)`);
+});
+
+test('the same event id twice, in one batch or across batches, is claimed once', async () => {
+  const batcher = new ClaimBatcher(database.db, { maxAttempts: 10 });
+  const event = incoming();
+  const outcomes = await Promise.all(Array.from({ length: 30 }, () => batcher.claim(event)));
+  assert.equal(outcomes.filter((o) => o === 'claimed').length, 1);
+  assert.equal(outcomes.filter((o) => o === 'duplicate').length, 29);
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker._private_jobs`.execute(database.db);
+  assert.equal(rows[0]!.n, 1);
+});
+
+test('one row the database refuses fails alone; its neighbours in the batch are claimed', async () => {
+  await sql`
+    create function reject_poison() returns trigger language plpgsql as $$
+    begin
+      if new.event_id = 'evt_poison' then raise exception 'poison row'; end if;
+      return new;
+    end $$;
+    create trigger reject_poison before insert on stripe_events for each row execute function reject_poison()`.execute(database.db);
+  try {
+    const batcher = new ClaimBatcher(database.db, { maxAttempts: 10, maxInFlight: 1 });
+    const good = Array.from({ length: 20 }, () => incoming());
+    // The first claim occupies the one transaction slot, so the rest queue up into one batch.
+    const results = await Promise.allSettled([incoming(), ...good.slice(0, 10), incoming('evt_poison'), ...good.slice(10)].map((e) => batcher.claim(e)));
+    const rejected = results.filter((r) => r.status === 'rejected');
+    assert.equal(rejected.length, 1);
+    assert.match(String((rejected[0] as PromiseRejectedResult).reason), /poison row/);
+    for (const event of good) assert.deepEqual(await committed(event.eventId), { row: true, job: true });
+    assert.deepEqual(await committed('evt_poison'), { row: false, job: false });
+  } finally {
+    await sql`drop trigger reject_poison on stripe_events; drop function reject_poison()`.execute(database.db);
+  }
+});
