@@ -2,6 +2,7 @@
 // once with an example value, and the result is a frozen object whose field names carry units.
 import { z } from 'zod';
 import { loadDevSecrets } from './dev/dev-secrets.js';
+import { REFUND_POLICIES, type RefundPolicy } from './fulfilment/credit-revocations.js';
 
 export const ROLES = ['all', 'web', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
@@ -15,6 +16,9 @@ export interface Config {
   /** Unset in development: main.ts then starts the offline Stripe stand-in. */
   readonly stripeSecretKey: string | undefined;
   readonly stripeApiBase: string | undefined;
+  /** The mode of STRIPE_SECRET_KEY (sk_live_/rk_live_): events of the other mode never act. */
+  readonly stripeLivemode: boolean;
+  readonly refundPolicy: RefundPolicy;
   readonly port: number;
   readonly role: Role;
   readonly apiToken: string;
@@ -76,6 +80,7 @@ const variables = {
   // the event-id claim (business idempotency still holds, but audit is lost).
   EVENT_RETENTION_DAYS: { schema: int(31, 36_500), example: '90' },
   SHUTDOWN_TIMEOUT_SECONDS: { schema: int(1, 3_600), example: '25' },
+  REFUND_POLICY: { schema: z.enum(REFUND_POLICIES), example: 'full' },
   CHECKOUT_SUCCESS_URL: { schema: httpUrl, example: 'https://example.com/thanks?session_id={CHECKOUT_SESSION_ID}' },
   CHECKOUT_CANCEL_URL: { schema: httpUrl, example: 'https://example.com/pricing' },
   LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), example: 'info' },
@@ -119,6 +124,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookSecrets: Object.freeze(v.STRIPE_WEBHOOK_SECRET ?? [dev!.webhookSecret]),
     stripeSecretKey: v.STRIPE_SECRET_KEY,
     stripeApiBase: v.STRIPE_API_BASE,
+    stripeLivemode: /^(sk|rk)_live_/.test(v.STRIPE_SECRET_KEY ?? ''),
+    refundPolicy: v.REFUND_POLICY ?? 'full',
     port,
     role: v.ROLE ?? 'all',
     apiToken: v.API_TOKEN ?? dev!.apiToken,

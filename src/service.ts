@@ -47,6 +47,8 @@ export async function startService({ config, database, stripe, logger }: Service
         maxAttempts: config.maxAttempts,
         staleAfterMs: config.staleAfterMs,
         sweepCron: config.sweepCron,
+        livemode: config.stripeLivemode,
+        refundPolicy: config.refundPolicy,
       })
     : undefined;
 

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../src/db/schema.js';
 import { fulfilEvent } from '../src/fulfilment/fulfil-event.js';
+import type { Dispatch } from '../src/fulfilment/handlers.js';
 import type { Logger } from '../src/logger.js';
 
 const payloadSchema = z.object({ eventId: z.string().min(1) });
@@ -12,9 +13,10 @@ export interface ProcessStripeEventDeps {
   db: Kysely<Database>;
   logger: Logger;
   maxAttempts: number;
+  dispatch: Dispatch;
 }
 
-export function processStripeEvent({ db, logger, maxAttempts }: ProcessStripeEventDeps): Task {
+export function processStripeEvent({ db, logger, maxAttempts, dispatch }: ProcessStripeEventDeps): Task {
   return async (payload, helpers) => {
     const parsed = payloadSchema.safeParse(payload);
     if (!parsed.success) {
@@ -23,7 +25,7 @@ export function processStripeEvent({ db, logger, maxAttempts }: ProcessStripeEve
       return;
     }
     const { eventId } = parsed.data;
-    const result = await fulfilEvent(db, eventId, { maxAttempts });
+    const result = await fulfilEvent(db, eventId, { maxAttempts, dispatch });
     const fields = { eventId, jobId: helpers.job.id, ...('type' in result ? { type: result.type, attempt: result.attempt } : {}), status: result.status };
     if ('error' in result && result.error !== undefined) {
       if (result.status === 'failed') {

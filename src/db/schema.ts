@@ -47,6 +47,8 @@ export interface OrdersTable {
   checkout_session_id: string | null;
   created_at: Defaulted<Date>;
   paid_at: Date | null;
+  payment_intent_id: string | null;
+  refunded_amount: Defaulted<number>;
 }
 
 export interface CreditGrantsTable {
@@ -57,6 +59,14 @@ export interface CreditGrantsTable {
   granted_at: Defaulted<Date>;
 }
 
+export interface CreditRevocationsTable {
+  order_id: string;
+  account_id: string;
+  target_credits: number;
+  revoked_credits: number;
+  updated_at: Defaulted<Date>;
+}
+
 export interface AccountCreditsTable {
   account_id: string;
   granted: Defaulted<number>;
@@ -65,8 +75,11 @@ export interface AccountCreditsTable {
 
 export interface ApiIdempotencyKeysTable {
   idempotency_key: string;
+  operation: Defaulted<'checkout' | 'refund'>;
   request_hash: string;
   order_id: string;
+  refund_seq: number | null;
+  refund_amount: number | null;
   response_status: number | null;
   response_body: ColumnType<unknown, string | null, string | null>;
   created_at: Defaulted<Date>;
@@ -84,6 +97,7 @@ export interface Database {
   orders: OrdersTable;
   credit_grants: CreditGrantsTable;
   account_credits: AccountCreditsTable;
+  credit_revocations: CreditRevocationsTable;
   api_idempotency_keys: ApiIdempotencyKeysTable;
   maintenance_runs: MaintenanceRunsTable;
 }

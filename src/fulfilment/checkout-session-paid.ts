@@ -20,6 +20,7 @@ const checkoutSessionEvent = z.object({
       amount_total: z.number().int().nullable(),
       currency: z.string().nullable(),
       metadata: z.record(z.string(), z.string()).nullable(),
+      payment_intent: z.string().nullable(),
     }),
   }),
 });
@@ -49,6 +50,6 @@ export async function fulfilCheckoutSession(tx: Transaction<Database>, event: St
     // Re-running the event that granted (a replay) is the same outcome, not a duplicate.
     return grant.byEventId === event.event_id ? { status: 'processed' } : { status: 'duplicate', duplicateOf: grant.byEventId };
   }
-  await markOrderPaid(tx, orderId, session.id);
+  await markOrderPaid(tx, orderId, { checkoutSessionId: session.id, paymentIntentId: session.payment_intent });
   return { status: 'processed' };
 }

@@ -8,6 +8,17 @@ export class PermanentError extends Error {
   }
 }
 
+/**
+ * The event depends on something that has not happened yet (a refund before the payment it
+ * refunds was fulfilled): retried later with backoff, like any transient error, never dropped.
+ */
+export class RetryLaterError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RetryLaterError';
+  }
+}
+
 /** The message stored as last_error: the chain of causes, so ops see the root. */
 export function describeError(error: unknown): string {
   const parts: string[] = [];

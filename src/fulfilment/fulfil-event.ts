@@ -6,13 +6,17 @@ import { sql, type Kysely } from 'kysely';
 import type { Database, EventStatus } from '../db/schema.js';
 import { lockForFulfilment, markFinished, recordFailure, type EventQueueOptions } from '../events/event-store.js';
 import { describeError, PermanentError } from './errors.js';
-import { dispatch } from './handlers.js';
+import type { Dispatch } from './handlers.js';
 
 export type FulfilResult =
   | { status: 'missing' | 'already_finished' }
   | { status: EventStatus; type: string; attempt: number; error?: Error };
 
-export async function fulfilEvent(db: Kysely<Database>, eventId: string, options: EventQueueOptions): Promise<FulfilResult> {
+export interface FulfilOptions extends EventQueueOptions {
+  dispatch: Dispatch;
+}
+
+export async function fulfilEvent(db: Kysely<Database>, eventId: string, options: FulfilOptions): Promise<FulfilResult> {
   return db.transaction().execute(async (tx): Promise<FulfilResult> => {
     // Held until commit: the sweep skips locked rows, so a live worker is never reclaimed.
     const event = await lockForFulfilment(tx, eventId);
@@ -25,7 +29,7 @@ export async function fulfilEvent(db: Kysely<Database>, eventId: string, options
     // failure is recorded by the same transaction that owned the attempt.
     await sql`savepoint fulfil`.execute(tx);
     try {
-      const outcome = await dispatch(tx, event);
+      const outcome = await options.dispatch(tx, event);
       await markFinished(tx, eventId, outcome);
       return { status: outcome.status, type: event.type, attempt: event.attempts + 1 };
     } catch (error) {

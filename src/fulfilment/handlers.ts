@@ -10,7 +10,10 @@
 import type { Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../db/schema.js';
 import type { FinishOutcome } from '../events/event-store.js';
+import { chargeRefunded } from './charge-refunded.js';
 import { fulfilCheckoutSession } from './checkout-session-paid.js';
+import type { RefundPolicy } from './credit-revocations.js';
+import { PermanentError } from './errors.js';
 
 export type EventHandler = (tx: Transaction<Database>, event: StripeEventRow) => Promise<FinishOutcome>;
 
@@ -18,17 +21,33 @@ export type EventHandler = (tx: Transaction<Database>, event: StripeEventRow) =>
 // session; treating them as a second cashier would grant twice. They are recorded, not acted on.
 const telemetry: EventHandler = () => Promise.resolve({ status: 'processed' });
 
-export const HANDLERS: Readonly<Record<string, EventHandler>> = Object.freeze({
-  'checkout.session.completed': fulfilCheckoutSession,
-  'checkout.session.async_payment_succeeded': fulfilCheckoutSession,
-  'checkout.session.async_payment_failed': telemetry,
-  'checkout.session.expired': telemetry,
-  'payment_intent.succeeded': telemetry,
-  'charge.succeeded': telemetry,
-});
+export interface DispatchOptions {
+  /** The mode of our Stripe key: an event of the other mode never acts here. */
+  livemode: boolean;
+  refundPolicy: RefundPolicy;
+}
 
-export async function dispatch(tx: Transaction<Database>, event: StripeEventRow): Promise<FinishOutcome> {
-  const handler = HANDLERS[event.type];
-  return handler ? handler(tx, event) : { status: 'ignored' };
+export type Dispatch = EventHandler;
+
+export function createDispatch({ livemode, refundPolicy }: DispatchOptions): Dispatch {
+  const handlers: Readonly<Record<string, EventHandler>> = {
+    'checkout.session.completed': fulfilCheckoutSession,
+    'checkout.session.async_payment_succeeded': fulfilCheckoutSession,
+    'checkout.session.async_payment_failed': telemetry,
+    'checkout.session.expired': telemetry,
+    'payment_intent.succeeded': telemetry,
+    'charge.succeeded': telemetry,
+    'charge.refunded': chargeRefunded(refundPolicy),
+  };
+  return (tx, event) => {
+    // A test-mode event reaching a live service (or the reverse) is a misconfigured endpoint or
+    // secret: it must never grant. It ends 'failed', visible in status, instead of being
+    // answered 4xx, which Stripe would retry for three days.
+    if (event.livemode !== livemode) {
+      throw new PermanentError(`livemode mismatch: a ${event.livemode ? 'live' : 'test'}-mode event reached a ${livemode ? 'live' : 'test'}-mode service`);
+    }
+    const handler = handlers[event.type];
+    return handler ? handler(tx, event) : Promise.resolve({ status: 'ignored' });
+  };
 }
 

@@ -47,10 +47,20 @@ export async function attachCheckoutSession(db: Kysely<Database>, orderId: strin
     .execute();
 }
 
-export async function markOrderPaid(db: Kysely<Database>, orderId: string, checkoutSessionId: string): Promise<void> {
+/** The PaymentIntent is kept because refunds (charge.refunded, refunds.create) name it. */
+export async function markOrderPaid(
+  db: Kysely<Database>,
+  orderId: string,
+  paid: { checkoutSessionId: string; paymentIntentId: string | null },
+): Promise<void> {
   await db
     .updateTable('orders')
-    .set({ status: 'paid', paid_at: sql<Date>`now()`, checkout_session_id: sql<string>`coalesce(checkout_session_id, ${checkoutSessionId})` })
+    .set({
+      status: 'paid',
+      paid_at: sql<Date>`now()`,
+      checkout_session_id: sql<string>`coalesce(checkout_session_id, ${paid.checkoutSessionId})`,
+      payment_intent_id: paid.paymentIntentId,
+    })
     .where('order_id', '=', orderId)
     .where('status', '=', 'pending')
     .execute();

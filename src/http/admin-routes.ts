@@ -1,12 +1,16 @@
 // /admin/api/*: the operator's JSON API. Bearer ADMIN_TOKEN on every route, no exceptions.
-import { Router } from 'express';
+import express, { Router } from 'express';
 import type { Kysely } from 'kysely';
+import type Stripe from 'stripe';
+import { z } from 'zod';
 import type { Database } from '../db/schema.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
 import { getInboxStatus } from '../events/event-status.js';
 import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
 import type { Logger } from '../logger.js';
+import { requestRefund } from '../refunds/request-refund.js';
 import { requireBearer } from './auth.js';
+import { badRequest, idempotencyKeyHeader } from './validation.js';
 
 export interface AdminDeps {
   db: Kysely<Database>;
@@ -14,11 +18,14 @@ export interface AdminDeps {
   maxAttempts: number;
   staleAfterMs: number;
   logger: Logger;
+  stripe: Stripe;
 }
 
-export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger }: AdminDeps): Router {
+const refundBody = z.strictObject({ amount: z.number().int().positive('must be a positive amount in the smallest currency unit').optional() });
+
+export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger, stripe }: AdminDeps): Router {
   const router = Router();
-  router.use('/admin', requireBearer(adminToken, 'admin'));
+  router.use('/admin', requireBearer(adminToken, 'admin'), express.json({ limit: '16kb' }));
 
   router.get('/admin/api/status', async (_req, res) => {
     res.json(await getInboxStatus(db));
@@ -50,6 +57,17 @@ export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger 
   router.post('/admin/api/sweep', async (_req, res) => {
     const result = await sweepStaleEvents(db, { staleAfterMs, maxAttempts, logger });
     res.json(result);
+  });
+
+  router.post('/admin/api/orders/:id/refund', async (req, res) => {
+    const key = idempotencyKeyHeader.safeParse(req.headers['idempotency-key']);
+    if (!key.success) {
+      return void res.status(400).json({ error: 'an Idempotency-Key header is required, so that a retried refund request never refunds twice' });
+    }
+    const body = refundBody.safeParse(req.body ?? {});
+    if (!body.success) return badRequest(res, body.error);
+    const result = await requestRefund({ db, stripe }, req.params.id, body.data, key.data);
+    res.status(result.status).json(result.body);
   });
 
   return router;

@@ -1,6 +1,6 @@
 // /api/*: what the selling application calls. Bearer API_TOKEN. Bodies and path parameters are
 // checked here and errors name the field and what is expected.
-import express, { Router, type Response } from 'express';
+import express, { Router } from 'express';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { startCheckout, type CheckoutDeps } from '../checkout/start-checkout.js';
@@ -8,6 +8,7 @@ import type { Database } from '../db/schema.js';
 import { consumeCredit, getQuota } from '../fulfilment/credit-ledger.js';
 import { findOrder, listPackages } from '../fulfilment/orders.js';
 import { requireBearer } from './auth.js';
+import { badRequest, idempotencyKeyHeader } from './validation.js';
 
 export interface ApiDeps extends CheckoutDeps {
   db: Kysely<Database>;
@@ -21,13 +22,6 @@ const checkoutBody = z.strictObject({
   account_id: accountId,
   email: z.email('must be an email address').max(254).optional(),
 });
-const idempotencyKey = z.string().regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1-255 printable ASCII characters');
-
-function badRequest(res: Response, error: z.ZodError): void {
-  const issue = error.issues[0];
-  const where = issue?.path.length ? `${issue.path.join('.')}: ` : '';
-  res.status(400).json({ error: `${where}${issue?.message ?? 'invalid request'}` });
-}
 
 export function apiRoutes(deps: ApiDeps): Router {
   const { db } = deps;
@@ -45,7 +39,7 @@ export function apiRoutes(deps: ApiDeps): Router {
     const rawKey = req.headers['idempotency-key'];
     let key: string | undefined;
     if (rawKey !== undefined) {
-      const parsed = idempotencyKey.safeParse(rawKey);
+      const parsed = idempotencyKeyHeader.safeParse(rawKey);
       if (!parsed.success) return badRequest(res, parsed.error);
       key = parsed.data;
     }

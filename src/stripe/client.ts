@@ -17,3 +17,8 @@ export function createStripeClient(secretKey: string, apiBase: string | undefine
     }),
   });
 }
+
+/** A short, safe reason for a failed Stripe call: its error type, never its raw message. */
+export function describeStripeFailure(error: unknown): string {
+  return error instanceof Stripe.errors.StripeError ? error.type : 'network error';
+}

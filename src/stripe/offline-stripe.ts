@@ -31,6 +31,7 @@ export interface OfflineStripe {
   readonly port: number;
   readonly requests: ReadonlyArray<RecordedStripeRequest>;
   readonly sessions: ReadonlyMap<string, Record<string, unknown>>;
+  readonly refunds: ReadonlyMap<string, Record<string, unknown>>;
   failNext(count: number, status?: number): void;
   setDelay(ms: number): void;
   close(): Promise<void>;
@@ -66,6 +67,7 @@ export async function startOfflineStripe(options: { port?: number; host?: string
   const host = options.host ?? '127.0.0.1';
   const requests: RecordedStripeRequest[] = [];
   const sessions = new Map<string, Params>();
+  const refunds = new Map<string, Params>();
   const idempotency = new Map<string, IdempotencyRecord>();
   const closing = new AbortController();
   let failures = { remaining: 0, status: 500 };
@@ -98,7 +100,7 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     }
   }
 
-  // Stripe also refuses a key reused on another endpoint; with a single POST endpoint that cannot happen here.
+  // Stripe also refuses a key reused on another endpoint; our keys name their operation, so that is not reproduced.
   async function idempotent(key: string, params: Params, run: () => Promise<Reply>): Promise<Reply> {
     const fingerprint = canonical(params);
     const saved = idempotency.get(key);
@@ -124,13 +126,14 @@ export async function startOfflineStripe(options: { port?: number; host?: string
   async function execute(method: string, path: string, params: Params): Promise<Reply> {
     if (delayMs > 0) await sleep(delayMs, undefined, { signal: closing.signal });
     if (method === 'POST' && path === '/v1/checkout/sessions') return ok(createSession(params));
+    if (method === 'POST' && path === '/v1/refunds') return ok(createRefund(params));
     const id = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(path)?.[1];
     if (method === 'GET' && id !== undefined) {
       const session = sessions.get(id);
       if (session !== undefined) return ok(session);
       throw new StripeApiError(404, { type: 'invalid_request_error', code: 'resource_missing', param: 'session', message: `No such checkout.session: '${id}'` });
     }
-    throw new StripeApiError(404, { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}). This is the offline Stripe stand-in; it only implements Checkout Session create and retrieve.` });
+    throw new StripeApiError(404, { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}). This is the offline Stripe stand-in; it only implements Checkout Session create and retrieve, and refund create.` });
   }
 
   function createSession(params: Params): Params {
@@ -171,6 +174,20 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     return session;
   }
 
+  // The stand-in does not know PaymentIntents, so it needs the amount the service always sends.
+  function createRefund(params: Params): Params {
+    if (typeof params.payment_intent !== 'string') throw missing('payment_intent');
+    const refund: Params = {
+      id: `re_test_${randomId(24)}`, object: 'refund',
+      amount: integer(params.amount, 'amount'), currency: null, charge: null,
+      created: Math.floor(Date.now() / 1000),
+      metadata: isRecord(params.metadata) ? params.metadata : {},
+      payment_intent: params.payment_intent, reason: params.reason ?? null, status: 'succeeded',
+    };
+    refunds.set(refund.id as string, refund);
+    return refund;
+  }
+
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
       // Also reached when close() aborts a delayed request; its socket is already gone then.
@@ -184,7 +201,7 @@ export async function startOfflineStripe(options: { port?: number; host?: string
   url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
   return {
-    url, port, requests, sessions,
+    url, port, requests, sessions, refunds,
     failNext(count, status = 500) { failures = { remaining: count, status }; },
     setDelay(ms) { delayMs = ms; },
     close: () =>

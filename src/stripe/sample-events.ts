@@ -43,6 +43,7 @@ export interface PaidSessionInput {
   amount: number;
   currency: string;
   sessionId?: string;
+  paymentIntentId?: string;
   paymentStatus?: 'paid' | 'unpaid' | 'no_payment_required';
 }
 
@@ -56,8 +57,24 @@ export function checkoutSession(input: PaidSessionInput): Record<string, unknown
     currency: input.currency,
     client_reference_id: input.orderId,
     metadata: { order_id: input.orderId },
+    // Each session has its own PaymentIntent; refunds find the order through it.
+    payment_intent: input.paymentIntentId ?? randomStripeId('pi'),
     payment_status: input.paymentStatus ?? 'paid',
     status: 'complete',
+  };
+}
+
+/** A charge of one of our Checkout payments, refunded by `amountRefunded` so far (cumulative). */
+export function refundedCharge(input: { paymentIntentId: string; amount: number; currency: string; amountRefunded: number }): Record<string, unknown> {
+  return {
+    ...fixture('charge'),
+    id: randomStripeId('ch'),
+    amount: input.amount,
+    amount_captured: input.amount,
+    amount_refunded: input.amountRefunded,
+    currency: input.currency,
+    payment_intent: input.paymentIntentId,
+    refunded: input.amountRefunded >= input.amount,
   };
 }
 

@@ -7,10 +7,11 @@ import { processStripeEvent } from '../../tasks/process_stripe_event.js';
 import { sweepStaleEventsTask } from '../../tasks/sweep_stale_events.js';
 import type { Database } from '../db/schema.js';
 import { PROCESS_EVENT_TASK } from '../events/enqueue.js';
+import { createDispatch, type DispatchOptions } from '../fulfilment/handlers.js';
 import type { Logger } from '../logger.js';
 import { graphileLogger } from './graphile-logger.js';
 
-export interface WorkerDeps {
+export interface WorkerDeps extends DispatchOptions {
   pool: pg.Pool;
   db: Kysely<Database>;
   logger: Logger;
@@ -22,7 +23,7 @@ export interface WorkerDeps {
 
 export const SWEEP_TASK = 'sweep_stale_events';
 
-export async function startWorker({ pool, db, logger, concurrency, maxAttempts, staleAfterMs, sweepCron }: WorkerDeps): Promise<Runner> {
+export async function startWorker({ pool, db, logger, concurrency, maxAttempts, staleAfterMs, sweepCron, ...dispatch }: WorkerDeps): Promise<Runner> {
   return run({
     pgPool: pool,
     concurrency,
@@ -33,7 +34,7 @@ export async function startWorker({ pool, db, logger, concurrency, maxAttempts, 
     // One attempt per tick: a failed sweep is simply the next tick's work.
     crontab: `${sweepCron} ${SWEEP_TASK} ?max=1\n`,
     taskList: {
-      [PROCESS_EVENT_TASK]: processStripeEvent({ db, logger: logger.child({ task: PROCESS_EVENT_TASK }), maxAttempts }),
+      [PROCESS_EVENT_TASK]: processStripeEvent({ db, logger: logger.child({ task: PROCESS_EVENT_TASK }), maxAttempts, dispatch: createDispatch(dispatch) }),
       [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts }),
     },
   });

@@ -8,10 +8,11 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { claimEvents, replayEvents } from '../../src/events/event-store.js';
 import { fulfilEvent } from '../../src/fulfilment/fulfil-event.js';
+import { createDispatch } from '../../src/fulfilment/handlers.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { eventRow, givenOrder, grantsOf, incomingEvent, orderRow, paidEvent, quotaOf } from '../support/factories.js';
 
-const queue = { maxAttempts: 3 };
+const queue = { maxAttempts: 3, dispatch: createDispatch({ livemode: false, refundPolicy: 'full' }) };
 let database: TestDatabase;
 
 before(async () => {

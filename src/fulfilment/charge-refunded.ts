@@ -1,0 +1,48 @@
+// charge.refunded: Stripe sends the charge with its cumulative amount_refunded, once per refund
+// (so it legitimately repeats for one charge and is never collapsed). The order keeps the
+// largest amount Stripe has reported: repeated, reordered or stale events (a retry carrying an
+// old charge) can only confirm it, never lower it. Credits are taken back per REFUND_POLICY,
+// converging on one target per order, so a refund never revokes twice.
+import type { Transaction } from 'kysely';
+import { z } from 'zod';
+import type { Database, StripeEventRow } from '../db/schema.js';
+import type { FinishOutcome } from '../events/event-store.js';
+import { revocationTarget, revokeCredits, type RefundPolicy } from './credit-revocations.js';
+import { PermanentError, RetryLaterError } from './errors.js';
+
+const chargeEvent = z.object({
+  data: z.object({
+    object: z.object({
+      id: z.string(),
+      object: z.literal('charge'),
+      amount_refunded: z.number().int().nonnegative(),
+      payment_intent: z.string().nullable(),
+    }),
+  }),
+});
+
+export function chargeRefunded(policy: RefundPolicy) {
+  return async (tx: Transaction<Database>, event: StripeEventRow): Promise<FinishOutcome> => {
+    const parsed = chargeEvent.safeParse(event.payload);
+    if (!parsed.success) throw new PermanentError(`not a charge event: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    const charge = parsed.data.data.object;
+    if (!charge.payment_intent) throw new PermanentError(`charge ${charge.id} has no payment_intent: not one of our Checkout payments`);
+
+    const orders = await tx.selectFrom('orders').selectAll().where('payment_intent_id', '=', charge.payment_intent).forUpdate().execute();
+    // The refund can arrive before the payment it refunds was fulfilled: wait for it.
+    if (orders.length === 0) throw new RetryLaterError(`no paid order for payment intent ${charge.payment_intent} yet`);
+    if (orders.length > 1) throw new PermanentError(`payment intent ${charge.payment_intent} names ${orders.length} orders`);
+    const order = orders[0]!;
+
+    const refunded = Math.min(order.amount, Math.max(order.refunded_amount, charge.amount_refunded));
+    if (refunded !== order.refunded_amount) {
+      await tx
+        .updateTable('orders')
+        .set({ refunded_amount: refunded, ...(refunded >= order.amount && { status: 'refunded' }) })
+        .where('order_id', '=', order.order_id)
+        .execute();
+    }
+    await revokeCredits(tx, order, revocationTarget(policy, order, refunded));
+    return { status: 'processed' };
+  };
+}

@@ -1,0 +1,88 @@
+// POST /admin/api/orders/:id/refund (DESIGN invariant 9): the outbound Idempotency-Key is
+// derived from the order and the refund's sequence, so a retried request never refunds twice and
+// a second partial refund is not mistaken for a replay of the first.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { OrderRow } from '../../src/db/schema.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { finishedEvent, givenOrder, orderRow, paidEvent } from '../support/factories.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+let database: TestDatabase;
+let service: TestService;
+
+before(async () => {
+  database = await createTestDatabase();
+  service = await startTestService(database);
+});
+after(async () => {
+  await service.close();
+  await database.close();
+});
+
+async function paidOrder(): Promise<OrderRow> {
+  const order = await givenOrder(database);
+  const event = paidEvent(order);
+  await service.deliver(event);
+  await finishedEvent(database, event.id);
+  return orderRow(database, order.order_id);
+}
+
+const refund = (orderId: string, key: string | undefined, body: unknown = {}) =>
+  service.call('POST', `/admin/api/orders/${orderId}/refund`, { body, headers: key === undefined ? {} : { 'idempotency-key': key } });
+
+const refundRequests = (order: OrderRow) => service.stripe.requests.filter((r) => r.path === '/v1/refunds' && r.params.payment_intent === order.payment_intent_id);
+
+test('a refund needs an Idempotency-Key, and the admin token', async () => {
+  const order = await paidOrder();
+  assert.equal((await refund(order.order_id, undefined)).status, 400);
+  const withApiToken = await service.call('POST', `/admin/api/orders/${order.order_id}/refund`, { body: {}, headers: { 'idempotency-key': 'k' }, token: 'test-api-token-0123456789' });
+  assert.equal(withApiToken.status, 401);
+  assert.equal(refundRequests(order).length, 0);
+});
+
+test('a retried request refunds once; a second refund gets the next sequence number', async () => {
+  const order = await paidOrder();
+  const first = await refund(order.order_id, 'ops-refund-1', { amount: 1000 });
+  assert.equal(first.status, 201);
+  assert.equal(first.body.amount, 1000);
+  const retried = await refund(order.order_id, 'ops-refund-1', { amount: 1000 });
+  assert.deepEqual(retried, first);
+  const second = await refund(order.order_id, 'ops-refund-2', { amount: 1000 });
+  assert.equal(second.status, 201);
+  assert.notEqual(second.body.refund_id, first.body.refund_id);
+
+  assert.deepEqual(
+    refundRequests(order).map((r) => [r.idempotencyKey, r.params.amount]),
+    [
+      [`refund:${order.order_id}:1`, '1000'],
+      [`refund:${order.order_id}:2`, '1000'],
+    ],
+  );
+  assert.equal((await refund(order.order_id, 'ops-refund-1', { amount: 500 })).status, 422);
+});
+
+test('when Stripe fails: 502, and a retry with the same key sends Stripe the same key and amount', async () => {
+  const order = await paidOrder();
+  service.stripe.failNext(3); // stripe-node tries three times
+  const failed = await refund(order.order_id, 'ops-refund-flaky');
+  assert.equal(failed.status, 502);
+  assert.equal(failed.body.order_id, order.order_id);
+  const retried = await refund(order.order_id, 'ops-refund-flaky');
+  assert.equal(retried.status, 201);
+  assert.equal(retried.body.amount, order.amount, 'no amount: the rest of the order');
+  const requests = refundRequests(order);
+  assert.equal(requests.length, 4);
+  assert.deepEqual(new Set(requests.map((r) => `${r.idempotencyKey} ${String(r.params.amount)}`)), new Set([`refund:${order.order_id}:1 ${order.amount}`]));
+  assert.equal([...service.stripe.refunds.values()].filter((r) => r.payment_intent === order.payment_intent_id).length, 1);
+});
+
+test('what cannot be refunded is refused before Stripe is called', async () => {
+  const pending = await givenOrder(database);
+  assert.equal((await refund(pending.order_id, 'ops-pending')).status, 409);
+  assert.equal((await refund('ord_missing', 'ops-missing')).status, 404);
+  const order = await paidOrder();
+  assert.equal((await refund(order.order_id, 'ops-too-much', { amount: order.amount + 1 })).status, 400);
+  assert.equal((await refund(order.order_id, 'ops-negative', { amount: -5 })).status, 400);
+  assert.equal(refundRequests(order).length, 0);
+});
