@@ -53,6 +53,17 @@ async function main(): Promise<void> {
   if (config.devSecretsFile) printDevelopmentHelp(config, logger);
 
   installShutdown({ ...service, closers, logger, timeoutMs: config.shutdownTimeoutMs });
+  // A worker that stops on its own would leave a process that accepts events and never fulfils
+  // them while still looking healthy: exit instead, and let the container restart.
+  service.worker?.promise.then(
+    () => service.readiness.shuttingDown || exitOnWorkerLoss(logger, undefined),
+    (error: unknown) => exitOnWorkerLoss(logger, error),
+  );
+}
+
+function exitOnWorkerLoss(logger: Logger, error: unknown): void {
+  logger.fatal({ err: error }, 'the worker stopped unexpectedly: exiting so the container restarts');
+  process.exit(1);
 }
 
 function printDevelopmentHelp(config: Config, logger: Logger): void {

@@ -10,6 +10,11 @@
 //
 // A delivery arriving when nothing is in flight commits at once, alone: batching adds no wait at
 // low load; batches only form under load, and their size follows the load.
+//
+// A claim not committed within claimTimeoutMs is answered with an error (the route's 503). That
+// bounds a request when the database hangs instead of refusing (a network partition, a frozen
+// host: nothing on the client side bounds a query on an open connection). If that transaction
+// commits after all, Stripe's retry is simply answered as a duplicate.
 import type { Kysely } from 'kysely';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database } from '../db/schema.js';
@@ -26,6 +31,15 @@ export interface ClaimBatcherOptions extends EventQueueOptions {
   maxBatch?: number;
   /** Claim transactions open at once; more waits gain nothing while commits serialise. */
   maxInFlight?: number;
+  /** Longest a delivery waits for its commit; well under Stripe's own webhook timeout. */
+  claimTimeoutMs?: number;
+}
+
+export class ClaimTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`claim not committed within ${ms} ms: the database is too slow or unreachable`);
+    this.name = 'ClaimTimeoutError';
+  }
 }
 
 export class ClaimBatcher {
@@ -35,6 +49,7 @@ export class ClaimBatcher {
   #events = 0;
   readonly #maxBatch: number;
   readonly #maxInFlight: number;
+  readonly #claimTimeoutMs: number;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -42,12 +57,18 @@ export class ClaimBatcher {
   ) {
     this.#maxBatch = options.maxBatch ?? 200;
     this.#maxInFlight = options.maxInFlight ?? 2;
+    this.#claimTimeoutMs = options.claimTimeoutMs ?? 10_000;
   }
 
   /** Resolves after the transaction holding this event has committed. */
   claim(event: IncomingEvent): Promise<ClaimOutcome> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ event, resolve, reject });
+      const timer = setTimeout(() => reject(new ClaimTimeoutError(this.#claimTimeoutMs)), this.#claimTimeoutMs);
+      const settle = <T>(fn: (value: T) => void) => (value: T) => {
+        clearTimeout(timer);
+        fn(value);
+      };
+      this.#queue.push({ event, resolve: settle(resolve), reject: settle(reject) });
       this.#next();
     });
   }

@@ -2,10 +2,11 @@
 // transactions, yet each resolves only once its own row and job are committed; a duplicate in the
 // same batch is a duplicate; one bad row does not fail its neighbours.
 import assert from 'node:assert/strict';
+import net, { type AddressInfo } from 'node:net';
 import { after, before, beforeEach, test } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase, type Db } from '../../src/db/database.js';
-import { ClaimBatcher } from '../../src/events/claim-batcher.js';
+import { ClaimBatcher, ClaimTimeoutError } from '../../src/events/claim-batcher.js';
 import type { IncomingEvent } from '../../src/events/event-store.js';
 import { randomStripeId } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -82,5 +83,40 @@ test('one row the database refuses fails alone; its neighbours in the batch are 
     assert.deepEqual(await committed('evt_poison'), { row: false, job: false });
   } finally {
     await sql`drop trigger reject_poison on stripe_events; drop function reject_poison()`.execute(database.db);
+  }
+});
+
+test('a database that hangs instead of refusing: the claim gives up at its deadline', async () => {
+  // A link to Postgres that can stop passing bytes without closing anything, like a network
+  // partition: queries on its open connections never answer and never fail.
+  let stalled = false;
+  const sockets = new Set<net.Socket>();
+  const target = new URL(database.url);
+  const link = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    sockets.add(client).add(upstream);
+    const forward = (from: net.Socket, to: net.Socket) => from.on('data', (chunk) => stalled || to.write(chunk));
+    forward(client, upstream);
+    forward(upstream, client);
+    const close = () => (client.destroy(), upstream.destroy());
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+  });
+  await new Promise<void>((resolve) => link.listen(0, '127.0.0.1', resolve));
+  const url = new URL(database.url);
+  url.port = String((link.address() as AddressInfo).port);
+  const linked = openDatabase(url.toString(), { maxConnections: 2 });
+  try {
+    const batcher = new ClaimBatcher(linked.db, { maxAttempts: 10, claimTimeoutMs: 500 });
+    assert.equal(await batcher.claim(incoming()), 'claimed');
+    stalled = true;
+    const started = Date.now();
+    await assert.rejects(batcher.claim(incoming()), ClaimTimeoutError);
+    assert.ok(Date.now() - started < 2_000);
+  } finally {
+    // Ending the partition with a reset frees the stuck connection, so the pool can close.
+    link.close();
+    for (const socket of sockets) socket.destroy();
+    await linked.close().catch(() => {});
   }
 });
