@@ -47,6 +47,7 @@ export async function startService({ config, database, stripe, logger }: Service
         maxAttempts: config.maxAttempts,
         staleAfterMs: config.staleAfterMs,
         sweepCron: config.sweepCron,
+        eventRetentionDays: config.eventRetentionDays,
         livemode: config.stripeLivemode,
         refundPolicy: config.refundPolicy,
       })

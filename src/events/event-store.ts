@@ -200,6 +200,30 @@ export async function reclaimStaleEvents(db: Kysely<Database>, options: ReclaimO
   });
 }
 
+/**
+ * Deletes finished events that finished before `finishedBefore`, one batch. 'processing' and
+ * 'failed' rows are never pruned: the first are work in flight, the second wait for ops. Safe
+ * for business idempotency: grants are keyed by order, so a pruned event delivered again is
+ * claimed anew and ends 'duplicate' (DESIGN invariant 5). Returns the rows deleted.
+ */
+export async function pruneFinishedEvents(db: Kysely<Database>, options: { finishedBefore: Date; limit: number }): Promise<number> {
+  // SKIP LOCKED: a replay or a late job holding a row keeps it; the next run gets it.
+  const { numDeletedRows } = await db
+    .deleteFrom('stripe_events')
+    .where('event_id', 'in', (qb) =>
+      qb
+        .selectFrom('stripe_events')
+        .select('event_id')
+        .where('status', 'in', ['processed', 'ignored', 'duplicate'])
+        .where('finished_at', '<', options.finishedBefore)
+        .limit(options.limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .executeTakeFirst();
+  return Number(numDeletedRows);
+}
+
 export async function findEventIds(
   db: Kysely<Database>,
   filter: { status: EventStatus; receivedSince?: Date; limit: number },

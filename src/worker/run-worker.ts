@@ -4,6 +4,7 @@ import { run, type Runner } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { processStripeEvent } from '../../tasks/process_stripe_event.js';
+import { pruneEventsTask } from '../../tasks/prune_events.js';
 import { sweepStaleEventsTask } from '../../tasks/sweep_stale_events.js';
 import type { Database } from '../db/schema.js';
 import { PROCESS_EVENT_TASK } from '../events/enqueue.js';
@@ -19,11 +20,15 @@ export interface WorkerDeps extends DispatchOptions {
   maxAttempts: number;
   staleAfterMs: number;
   sweepCron: string;
+  eventRetentionDays: number;
 }
 
 export const SWEEP_TASK = 'sweep_stale_events';
+export const PRUNE_TASK = 'prune_events';
+// Daily, off the hour: many crontabs fire at :00.
+const PRUNE_CRON = '17 3 * * *';
 
-export async function startWorker({ pool, db, logger, concurrency, maxAttempts, staleAfterMs, sweepCron, ...dispatch }: WorkerDeps): Promise<Runner> {
+export async function startWorker({ pool, db, logger, concurrency, maxAttempts, staleAfterMs, sweepCron, eventRetentionDays, ...dispatch }: WorkerDeps): Promise<Runner> {
   return run({
     pgPool: pool,
     concurrency,
@@ -32,10 +37,11 @@ export async function startWorker({ pool, db, logger, concurrency, maxAttempts, 
     // New jobs arrive by LISTEN/NOTIFY at once; polling only finds retries whose backoff ended.
     pollInterval: 2_000,
     // One attempt per tick: a failed sweep is simply the next tick's work.
-    crontab: `${sweepCron} ${SWEEP_TASK} ?max=1\n`,
+    crontab: `${sweepCron} ${SWEEP_TASK} ?max=1\n${PRUNE_CRON} ${PRUNE_TASK} ?max=3\n`,
     taskList: {
       [PROCESS_EVENT_TASK]: processStripeEvent({ db, logger: logger.child({ task: PROCESS_EVENT_TASK }), maxAttempts, dispatch: createDispatch(dispatch) }),
       [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts }),
+      [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: eventRetentionDays }),
     },
   });
 }

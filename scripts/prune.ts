@@ -1,0 +1,23 @@
+// npm run prune: retention on demand (the worker also prunes daily at 03:17).
+import { runScript, UsageError } from '../src/cli/script.js';
+import { MIN_RETENTION_DAYS, pruneEvents } from '../src/prune/prune-events.js';
+
+runScript({
+  usage: `usage: npm run prune -- [--older-than-days <n>] [--json]
+
+Deletes processed, ignored and duplicate events that finished more than --older-than-days
+(default EVENT_RETENTION_DAYS) ago, in batches. Never 'processing' or 'failed' events; never
+fewer than ${MIN_RETENTION_DAYS} days (Stripe resends events for up to 30 days). Grants are keyed
+by order, so a pruned event delivered again still grants nothing.`,
+  options: { 'older-than-days': { type: 'string' } },
+  async run({ values }, ctx) {
+    const raw = values['older-than-days'];
+    const days = raw === undefined ? ctx.config.eventRetentionDays : Number(raw);
+    if (!Number.isInteger(days) || days < MIN_RETENTION_DAYS) {
+      throw new UsageError(`--older-than-days must be a whole number of at least ${MIN_RETENTION_DAYS}: Stripe resends events for up to 30 days`);
+    }
+    const { db } = await ctx.database();
+    const result = await pruneEvents(db, { retentionDays: days });
+    return { json: result, text: `deleted ${result.deleted} finished event(s) older than ${result.finished_before}, in ${result.batches} batch(es)` };
+  },
+});

@@ -1,0 +1,81 @@
+// Retention deletes only finished events past the window, never work in flight or dead letters,
+// never under 31 days; and a pruned event delivered again still grants nothing (DESIGN invariant 5).
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, test } from 'node:test';
+import { sql } from 'kysely';
+import { pruneEvents } from '../../src/prune/prune-events.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { finishedEvent, givenOrder, grantsOf, paidEvent, quotaOf } from '../support/factories.js';
+import { startTestService } from '../support/service.js';
+
+let database: TestDatabase;
+
+before(async () => {
+  database = await createTestDatabase();
+});
+after(async () => {
+  await database.close();
+});
+beforeEach(async () => {
+  await sql`truncate stripe_events, maintenance_runs`.execute(database.db);
+});
+
+/** Inserts `count` events in `status` that finished `ageDays` ago (received a minute before). */
+async function givenEvents(count: number, status: string, ageDays: number): Promise<void> {
+  await sql`
+    insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, status, last_error, duplicate_of, received_at, enqueued_at, finished_at)
+    select 'evt_' || ${status} || '_' || ${ageDays} || '_' || i, 'charge.succeeded', 'ch_1', false, now(), '{}'::jsonb, ${status},
+           case when ${status} = 'failed' then 'amount mismatch' end,
+           case when ${status} = 'duplicate' then 'evt_original' end,
+           now() - make_interval(days => ${ageDays}, mins => 1), now() - make_interval(days => ${ageDays}, mins => 1),
+           case when ${status} <> 'processing' then now() - make_interval(days => ${ageDays}) end
+    from generate_series(1, ${count}) as i`.execute(database.db);
+}
+
+async function remaining(): Promise<Record<string, number>> {
+  const { rows } = await sql<{ status: string; n: number }>`select status, count(*)::int as n from stripe_events group by status`.execute(database.db);
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
+test('finished events past the window go; young ones, processing and failed ones stay', async () => {
+  for (const status of ['processed', 'ignored', 'duplicate', 'failed', 'processing']) await givenEvents(3, status, 40);
+  await givenEvents(2, 'processed', 10);
+  const result = await pruneEvents(database.db, { retentionDays: 31 });
+  assert.equal(result.deleted, 9);
+  assert.deepEqual(await remaining(), { processed: 2, failed: 3, processing: 3 });
+  const { rows } = await sql<{ last_result: unknown }>`select last_result from maintenance_runs where name = 'prune'`.execute(database.db);
+  assert.deepEqual(rows[0]?.last_result, { deleted: 9, batches: 1 });
+});
+
+test('large backlogs go in batches', async () => {
+  await givenEvents(2_500, 'processed', 100);
+  const result = await pruneEvents(database.db, { retentionDays: 90, batchSize: 1_000 });
+  assert.deepEqual({ deleted: result.deleted, batches: result.batches }, { deleted: 2_500, batches: 3 });
+});
+
+test('a retention under 31 days is refused: Stripe resends events for up to 30', async () => {
+  await givenEvents(1, 'processed', 40);
+  await assert.rejects(pruneEvents(database.db, { retentionDays: 30 }), /at least 31 days/);
+  assert.deepEqual(await remaining(), { processed: 1 });
+});
+
+test('a pruned event delivered again grants nothing more', async () => {
+  const service = await startTestService(database);
+  try {
+    const order = await givenOrder(database);
+    const event = paidEvent(order);
+    await service.deliver(event);
+    assert.equal((await finishedEvent(database, event.id)).status, 'processed');
+    await sql`update stripe_events set finished_at = now() - interval '40 days' where event_id = ${event.id}`.execute(database.db);
+    assert.equal((await pruneEvents(database.db, { retentionDays: 31 })).deleted, 1);
+
+    const again = await service.deliver(event);
+    assert.deepEqual(again.body, { received: true }, 'claimed anew: the row is gone');
+    // The grant already names this very event: the same outcome again, granted once.
+    assert.equal((await finishedEvent(database, event.id)).status, 'processed');
+    assert.equal((await grantsOf(database, order.order_id)).length, 1);
+    assert.equal((await quotaOf(database, order.account_id)).granted, 40);
+  } finally {
+    await service.close();
+  }
+});
