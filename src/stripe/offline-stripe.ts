@@ -32,6 +32,8 @@ export interface OfflineStripe {
   readonly requests: ReadonlyArray<RecordedStripeRequest>;
   readonly sessions: ReadonlyMap<string, Record<string, unknown>>;
   readonly refunds: ReadonlyMap<string, Record<string, unknown>>;
+  /** Makes an event listable by GET /v1/events, as Stripe keeps them for 30 days. */
+  addEvent(event: Record<string, unknown>, options?: { delivered?: boolean }): void;
   failNext(count: number, status?: number): void;
   setDelay(ms: number): void;
   close(): Promise<void>;
@@ -68,6 +70,7 @@ export async function startOfflineStripe(options: { port?: number; host?: string
   const requests: RecordedStripeRequest[] = [];
   const sessions = new Map<string, Params>();
   const refunds = new Map<string, Params>();
+  const events: Array<{ event: Params; delivered: boolean }> = [];
   const idempotency = new Map<string, IdempotencyRecord>();
   const closing = new AbortController();
   let failures = { remaining: 0, status: 500 };
@@ -127,13 +130,14 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     if (delayMs > 0) await sleep(delayMs, undefined, { signal: closing.signal });
     if (method === 'POST' && path === '/v1/checkout/sessions') return ok(createSession(params));
     if (method === 'POST' && path === '/v1/refunds') return ok(createRefund(params));
+    if (method === 'GET' && path === '/v1/events') return ok(listEvents(params));
     const id = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(path)?.[1];
     if (method === 'GET' && id !== undefined) {
       const session = sessions.get(id);
       if (session !== undefined) return ok(session);
       throw new StripeApiError(404, { type: 'invalid_request_error', code: 'resource_missing', param: 'session', message: `No such checkout.session: '${id}'` });
     }
-    throw new StripeApiError(404, { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}). This is the offline Stripe stand-in; it only implements Checkout Session create and retrieve, and refund create.` });
+    throw new StripeApiError(404, { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}). This is the offline Stripe stand-in; it only implements Checkout Session create and retrieve, refund create and event list.` });
   }
 
   function createSession(params: Params): Params {
@@ -188,6 +192,24 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     return refund;
   }
 
+  // Newest first, cursor by starting_after, like Stripe's list endpoints.
+  function listEvents(params: Params): Params {
+    const created = isRecord(params.created) ? params.created : {};
+    const gte = created.gte === undefined ? 0 : integer(created.gte, 'created[gte]');
+    const limit = params.limit === undefined ? 10 : integer(params.limit, 'limit');
+    if (limit < 1 || limit > 100) throw invalid('limit must be between 1 and 100', 'limit');
+    let matching = events
+      .filter((e) => (e.event.created as number) >= gte)
+      .filter((e) => params.delivery_success === undefined || String(e.delivered) === params.delivery_success)
+      .map((e) => e.event)
+      .sort((a, b) => (b.created as number) - (a.created as number));
+    if (typeof params.starting_after === 'string') {
+      const at = matching.findIndex((e) => e.id === params.starting_after);
+      matching = at === -1 ? [] : matching.slice(at + 1);
+    }
+    return { object: 'list', url: '/v1/events', has_more: matching.length > limit, data: matching.slice(0, limit) };
+  }
+
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
       // Also reached when close() aborts a delayed request; its socket is already gone then.
@@ -202,6 +224,7 @@ export async function startOfflineStripe(options: { port?: number; host?: string
 
   return {
     url, port, requests, sessions, refunds,
+    addEvent(event, { delivered = false } = {}) { events.push({ event, delivered }); },
     failNext(count, status = 500) { failures = { remaining: count, status }; },
     setDelay(ms) { delayMs = ms; },
     close: () =>

@@ -1,0 +1,71 @@
+// Every ops script as an operator runs it: --help, a clear error and exit 2 for bad arguments,
+// --json for machines, a non-zero exit when the result is a failure.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { ADMIN_TOKEN, API_TOKEN, WEBHOOK_SECRET } from '../support/service.js';
+
+const run = promisify(execFile);
+let database: TestDatabase;
+
+before(async () => {
+  database = await createTestDatabase();
+});
+after(async () => {
+  await database.close();
+});
+
+async function script(name: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = { ...process.env, NODE_ENV: 'test', DATABASE_URL: database.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, API_TOKEN, ADMIN_TOKEN, LOG_LEVEL: 'silent' };
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', `scripts/${name}.ts`, ...args], { env });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe('every script', () => {
+  for (const name of ['status', 'sweep', 'replay', 'reconcile', 'prune', 'migrate', 'send-event']) {
+    test(`${name}: --help, and exit 2 naming a bad option`, async () => {
+      const help = await script(name, ['--help']);
+      assert.equal(help.code, 0);
+      assert.match(help.stdout, new RegExp(`usage: npm run ${name}`));
+      const bad = await script(name, ['--no-such-option']);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /error: .*--no-such-option/);
+    });
+  }
+});
+
+test('status --json has the admin API shape and exits 0 when nothing failed', async () => {
+  const { code, stdout } = await script('status', ['--json']);
+  assert.equal(code, 0);
+  const status = JSON.parse(stdout) as Record<string, unknown>;
+  assert.deepEqual(Object.keys(status).sort(), ['counts', 'failed', 'jobs_queued', 'last_sweep_at', 'oldest_processing_age_seconds']);
+});
+
+test('bad values are refused with the flag named and an example', async () => {
+  const cases: Array<[string, string[], RegExp]> = [
+    ['prune', ['--older-than-days', '7'], /--older-than-days .*at least 31/],
+    ['reconcile', ['--since', '40d'], /--since can be at most 30d/],
+    ['reconcile', [], /--since is required/],
+    ['sweep', ['--stale-after', 'soon'], /--stale-after must be a whole number/],
+    ['replay', ['--status', 'lost'], /--status must be one of/],
+    ['replay', [], /give event ids or --status/],
+  ];
+  for (const [name, args, message] of cases) {
+    const result = await script(name, args);
+    assert.equal(result.code, 2, `${name} ${args.join(' ')}`);
+    assert.match(result.stderr, message);
+  }
+});
+
+test('replay of an unknown event exits 1 and says which', async () => {
+  const result = await script('replay', ['evt_unknown', '--json']);
+  assert.equal(result.code, 1);
+  assert.deepEqual(JSON.parse(result.stdout), { replayed: [], not_found: ['evt_unknown'] });
+});
