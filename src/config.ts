@@ -23,6 +23,8 @@ export interface Config {
   readonly role: Role;
   readonly apiToken: string;
   readonly adminToken: string;
+  /** Bearer token for GET /metrics; ADMIN_TOKEN when unset. */
+  readonly metricsToken: string;
   readonly workerConcurrency: number;
   readonly staleAfterMs: number;
   readonly sweepCron: string;
@@ -32,6 +34,10 @@ export interface Config {
   readonly checkoutSuccessUrl: string;
   readonly checkoutCancelUrl: string;
   readonly logLevel: string;
+  /** Proxies in front of the service (Traefik: 1); 0 reads the client IP from the socket. */
+  readonly trustProxyHops: number;
+  /** Per client IP: /api requests; /admin gets a quarter, rejected webhooks half; 0 is off. */
+  readonly rateLimitPerMinute: number;
   /** Where the development secrets came from, so start-up can print how to use them. */
   readonly devSecretsFile: string | undefined;
 }
@@ -72,6 +78,7 @@ const variables = {
   ROLE: { schema: z.enum(ROLES), example: 'web' },
   API_TOKEN: { schema: token, example: 'a long random string (openssl rand -hex 32)' },
   ADMIN_TOKEN: { schema: token, example: 'a long random string (openssl rand -hex 32)' },
+  METRICS_TOKEN: { schema: token, example: 'a long random string for Prometheus (openssl rand -hex 32)' },
   WORKER_CONCURRENCY: { schema: int(1, 100), example: '5' },
   STALE_AFTER_SECONDS: { schema: int(1, 86_400), example: '300' },
   SWEEP_CRON: { schema: z.string().regex(/^(\S+\s+){4}\S+$/, 'must have five crontab fields'), example: '* * * * *' },
@@ -83,10 +90,24 @@ const variables = {
   REFUND_POLICY: { schema: z.enum(REFUND_POLICIES), example: 'full' },
   CHECKOUT_SUCCESS_URL: { schema: httpUrl, example: 'https://example.com/thanks?session_id={CHECKOUT_SESSION_ID}' },
   CHECKOUT_CANCEL_URL: { schema: httpUrl, example: 'https://example.com/pricing' },
+  // A hop count, not `true`: trusting every X-Forwarded-For entry lets any client pick its IP.
+  TRUST_PROXY: {
+    schema: z
+      .string()
+      .regex(/^(false|\d{1,2})$/, 'must be false or the number of proxies in front (1 behind Traefik)')
+      .transform((v) => (v === 'false' ? 0 : Number(v)))
+      .pipe(z.number().int().max(10, 'must be at most 10 proxies')),
+    example: '1',
+  },
+  RATE_LIMIT_PER_MINUTE: { schema: int(0, 1_000_000), example: '1200' },
   LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), example: 'info' },
 } as const;
 
 type Variables = typeof variables;
+
+/** Every variable read here: the deployment files (docker-compose.yml, .env.example) must list each. */
+export const ENV_VARIABLES = Object.freeze(Object.keys(variables)) as readonly (keyof Variables)[];
+
 type Parsed = { [K in keyof Variables]?: z.output<Variables[K]['schema']> };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -130,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     role: v.ROLE ?? 'all',
     apiToken: v.API_TOKEN ?? dev!.apiToken,
     adminToken: v.ADMIN_TOKEN ?? dev!.adminToken,
+    metricsToken: v.METRICS_TOKEN ?? v.ADMIN_TOKEN ?? dev!.adminToken,
     workerConcurrency: v.WORKER_CONCURRENCY ?? 5,
     staleAfterMs: (v.STALE_AFTER_SECONDS ?? 300) * 1000,
     sweepCron: v.SWEEP_CRON ?? '* * * * *',
@@ -139,6 +161,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     checkoutSuccessUrl: v.CHECKOUT_SUCCESS_URL ?? `http://localhost:${port}/checkout/success?session_id={CHECKOUT_SESSION_ID}`,
     checkoutCancelUrl: v.CHECKOUT_CANCEL_URL ?? `http://localhost:${port}/checkout/cancel`,
     logLevel: v.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
+    trustProxyHops: v.TRUST_PROXY ?? 0,
+    rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE ?? 1200,
     devSecretsFile: dev?.file,
   });
 }

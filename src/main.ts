@@ -49,16 +49,14 @@ async function main(): Promise<void> {
 
   await migrate(database.pool, logger);
   const service = await startService({ config, database, stripe: createStripeClient(stripeKey, stripeApiBase), logger });
+  // Before the start line: a supervisor may signal as soon as it sees the process up.
+  installShutdown({ ...service, closers, logger, timeoutMs: config.shutdownTimeoutMs });
   logger.info({ url: service.url, role: config.role, pid: process.pid }, 'stripe-inbox started');
   if (config.devSecretsFile) printDevelopmentHelp(config, logger);
 
-  installShutdown({ ...service, closers, logger, timeoutMs: config.shutdownTimeoutMs });
   // A worker that stops on its own would leave a process that accepts events and never fulfils
   // them while still looking healthy: exit instead, and let the container restart.
-  service.worker?.promise.then(
-    () => service.readiness.shuttingDown || exitOnWorkerLoss(logger, undefined),
-    (error: unknown) => exitOnWorkerLoss(logger, error),
-  );
+  void service.workerStopped?.then((error) => service.readiness.shuttingDown || exitOnWorkerLoss(logger, error));
 }
 
 function exitOnWorkerLoss(logger: Logger, error: unknown): void {

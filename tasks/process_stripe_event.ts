@@ -6,6 +6,7 @@ import type { Database } from '../src/db/schema.js';
 import { fulfilEvent } from '../src/fulfilment/fulfil-event.js';
 import type { Dispatch } from '../src/fulfilment/handlers.js';
 import type { Logger } from '../src/logger.js';
+import type { Metrics } from '../src/metrics/metrics.js';
 
 const payloadSchema = z.object({ eventId: z.string().min(1) });
 
@@ -14,9 +15,10 @@ export interface ProcessStripeEventDeps {
   logger: Logger;
   maxAttempts: number;
   dispatch: Dispatch;
+  metrics: Metrics;
 }
 
-export function processStripeEvent({ db, logger, maxAttempts, dispatch }: ProcessStripeEventDeps): Task {
+export function processStripeEvent({ db, logger, maxAttempts, dispatch, metrics }: ProcessStripeEventDeps): Task {
   return async (payload, helpers) => {
     const parsed = payloadSchema.safeParse(payload);
     if (!parsed.success) {
@@ -27,6 +29,13 @@ export function processStripeEvent({ db, logger, maxAttempts, dispatch }: Proces
     const { eventId } = parsed.data;
     const result = await fulfilEvent(db, eventId, { maxAttempts, dispatch });
     const fields = { eventId, jobId: helpers.job.id, ...('type' in result ? { type: result.type, attempt: result.attempt } : {}), status: result.status };
+    if ('type' in result) {
+      if (result.error) metrics.handlerFailures.inc({ type: result.type, retry: result.status === 'processing' ? 'yes' : 'no' });
+      if (result.status !== 'processing') {
+        metrics.eventsFinished.inc({ type: result.type, status: result.status });
+        metrics.receivedToFinished.observe({ type: result.type }, (Date.now() - result.receivedAt.getTime()) / 1000);
+      }
+    }
     if ('error' in result && result.error !== undefined) {
       if (result.status === 'failed') {
         logger.error({ ...fields, err: result.error }, 'event failed: dead letter, replay after fixing the cause');

@@ -5,6 +5,7 @@ import type { Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/logger.js';
+import type { Metrics } from '../src/metrics/metrics.js';
 import { sweepStaleEvents } from '../src/sweep/sweep-stale-events.js';
 
 export interface SweepTaskDeps {
@@ -12,10 +13,11 @@ export interface SweepTaskDeps {
   logger: Logger;
   staleAfterMs: number;
   maxAttempts: number;
+  metrics: Metrics;
 }
 
-export function sweepStaleEventsTask({ db, logger, staleAfterMs, maxAttempts }: SweepTaskDeps): Task {
+export function sweepStaleEventsTask({ db, logger, staleAfterMs, maxAttempts, metrics }: SweepTaskDeps): Task {
   return async () => {
-    await sweepStaleEvents(db, { staleAfterMs, maxAttempts, logger });
+    await sweepStaleEvents(db, { staleAfterMs, maxAttempts, logger, metrics });
   };
 }

@@ -35,21 +35,79 @@ export async function getInboxStatus(db: Kysely<Database>): Promise<InboxStatus>
   };
 }
 
-export interface FailedEvent {
+export interface EventSummary {
   event_id: string;
   type: string;
+  object_id: string | null;
+  status: EventStatus;
   attempts: number;
   last_error: string | null;
+  received_at: Date;
+  enqueued_at: Date;
   finished_at: Date | null;
 }
 
+const summaryColumns = ['event_id', 'type', 'object_id', 'status', 'attempts', 'last_error', 'received_at', 'enqueued_at', 'finished_at'] as const;
+
 /** The dead letters, newest first: what an operator must look at. */
-export async function listFailedEvents(db: Kysely<Database>, limit: number): Promise<FailedEvent[]> {
+export async function listFailedEvents(db: Kysely<Database>, limit: number): Promise<EventSummary[]> {
+  return db.selectFrom('stripe_events').select(summaryColumns).where('status', '=', 'failed').orderBy('finished_at', 'desc').limit(limit).execute();
+}
+
+/** 'processing' events waiting longer than `olderThanMs` since their last enqueue, oldest first. */
+export async function listStuckEvents(db: Kysely<Database>, olderThanMs: number, limit: number): Promise<EventSummary[]> {
   return db
     .selectFrom('stripe_events')
-    .select(['event_id', 'type', 'attempts', 'last_error', 'finished_at'])
-    .where('status', '=', 'failed')
-    .orderBy('finished_at', 'desc')
+    .select(summaryColumns)
+    .where('status', '=', 'processing')
+    .where('enqueued_at', '<', sql<Date>`now() - make_interval(secs => ${olderThanMs / 1000})`)
+    .orderBy('enqueued_at')
     .limit(limit)
     .execute();
+}
+
+/** Events whose id, object id or order id (as metadata, or as the order they granted) is `term`. */
+export async function searchEvents(db: Kysely<Database>, term: string, limit = 50): Promise<EventSummary[]> {
+  return db
+    .selectFrom('stripe_events')
+    .select(summaryColumns)
+    .where((eb) =>
+      eb.or([
+        eb('event_id', '=', term),
+        eb('object_id', '=', term),
+        eb(sql`payload #>> '{data,object,metadata,order_id}'`, '=', term),
+        eb('event_id', 'in', eb.selectFrom('credit_grants').select('event_id').where('order_id', '=', term)),
+      ]),
+    )
+    .orderBy('received_at', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+export interface MinuteCounts {
+  minute: string;
+  received: number;
+  finished: number;
+  failed: number;
+}
+
+/** Received, finished and failed events per minute over the last `hours`, oldest first. */
+export async function eventTimeline(db: Kysely<Database>, hours: number): Promise<MinuteCounts[]> {
+  const { rows } = await sql<MinuteCounts>`
+    with minutes as (
+      select generate_series(date_trunc('minute', now() - make_interval(hours => ${hours})), date_trunc('minute', now()), interval '1 minute') as minute
+    ), received as (
+      select date_trunc('minute', received_at) as minute, count(*)::int as n
+      from stripe_events where received_at >= now() - make_interval(hours => ${hours}) group by 1
+    ), finished as (
+      select date_trunc('minute', finished_at) as minute,
+             count(*) filter (where status <> 'failed')::int as finished,
+             count(*) filter (where status = 'failed')::int as failed
+      from stripe_events where finished_at >= now() - make_interval(hours => ${hours}) group by 1
+    )
+    select to_char(m.minute at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI"Z"') as minute,
+           coalesce(r.n, 0) as received, coalesce(f.finished, 0) as finished, coalesce(f.failed, 0) as failed
+    from minutes m left join received r using (minute) left join finished f using (minute)
+    order by m.minute`.execute(db);
+  return rows;
 }

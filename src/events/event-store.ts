@@ -148,7 +148,8 @@ export interface ReclaimOptions extends EventQueueOptions {
  *   dead worker's connection ends and Postgres drops its lock (SKIP LOCKED does the rest).
  * - A waiting job (queued, or in its retry backoff) means nothing is abandoned. Re-adding it would
  *   also cut its backoff short: graphile-worker's preserve_run_at keeps run_at only for jobs never
- *   attempted. Those rows are left alone and not counted.
+ *   attempted. Those rows are left alone and not counted. So are rows whose job a worker fetched
+ *   less than staleAfterMs ago: that worker may be alive and about to take the row lock.
  * - A job locked by a dead worker, a job out of graphile-worker attempts, or no job at all: the
  *   event is re-enqueued under its job key. add_jobs clears the key of the locked job (and
  *   exhausts its attempts, so it never runs again) and inserts a fresh one.
@@ -168,7 +169,10 @@ export async function reclaimStaleEvents(db: Kysely<Database>, options: ReclaimO
         -- graphile-worker's own table: its public view cannot use the index on key.
         select 1 from graphile_worker._private_jobs j
         where j.key = ${JOB_KEY_PREFIX}::text || e.event_id
-          and j.locked_at is null and j.attempts < j.max_attempts)
+          and ((j.locked_at is null and j.attempts < j.max_attempts)
+               -- Fetched by a worker recently: under a backlog a live worker may hold the job a
+               -- while (waiting for a pooled connection) before it takes the row lock.
+               or j.locked_at > now() - make_interval(secs => ${options.staleAfterMs / 1000})))
     order by e.enqueued_at
     limit ${options.limit}
     for update of e skip locked`;

@@ -10,7 +10,7 @@ import type { Dispatch } from './handlers.js';
 
 export type FulfilResult =
   | { status: 'missing' | 'already_finished' }
-  | { status: EventStatus; type: string; attempt: number; error?: Error };
+  | { status: EventStatus; type: string; attempt: number; receivedAt: Date; error?: Error };
 
 export interface FulfilOptions extends EventQueueOptions {
   dispatch: Dispatch;
@@ -31,12 +31,18 @@ export async function fulfilEvent(db: Kysely<Database>, eventId: string, options
     try {
       const outcome = await options.dispatch(tx, event);
       await markFinished(tx, eventId, outcome);
-      return { status: outcome.status, type: event.type, attempt: event.attempts + 1 };
+      return { status: outcome.status, type: event.type, attempt: event.attempts + 1, receivedAt: event.received_at };
     } catch (error) {
       await sql`rollback to savepoint fulfil`.execute(tx);
       const permanent = error instanceof PermanentError;
       const status = await recordFailure(tx, eventId, { message: describeError(error), permanent }, options);
-      return { status: status ?? 'processing', type: event.type, attempt: event.attempts + 1, error: error instanceof Error ? error : new Error(describeError(error)) };
+      return {
+        status: status ?? 'processing',
+        type: event.type,
+        attempt: event.attempts + 1,
+        receivedAt: event.received_at,
+        error: error instanceof Error ? error : new Error(describeError(error)),
+      };
     }
   });
 }

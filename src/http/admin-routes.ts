@@ -1,15 +1,17 @@
-// /admin/api/*: the operator's JSON API. Bearer ADMIN_TOKEN on every route, no exceptions.
+// /admin/api/*: the operator's JSON API. ADMIN_TOKEN on every route, no exceptions: as a bearer
+// token, or the dashboard's session cookie that signing in with it sets.
 import express, { Router } from 'express';
 import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';
 import { z } from 'zod';
 import type { Database } from '../db/schema.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
-import { getInboxStatus } from '../events/event-status.js';
+import { eventTimeline, getInboxStatus, listFailedEvents, listStuckEvents, searchEvents } from '../events/event-status.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
 import type { Logger } from '../logger.js';
 import { requestRefund } from '../refunds/request-refund.js';
-import { requireBearer } from './auth.js';
+import { adminGuard } from './admin-dashboard.js';
 import { badRequest, idempotencyKeyHeader } from './validation.js';
 
 export interface AdminDeps {
@@ -19,13 +21,18 @@ export interface AdminDeps {
   staleAfterMs: number;
   logger: Logger;
   stripe: Stripe;
+  metrics: Metrics;
 }
 
 const refundBody = z.strictObject({ amount: z.number().int().positive('must be a positive amount in the smallest currency unit').optional() });
 
-export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger, stripe }: AdminDeps): Router {
+const eventList = z.strictObject({ status: z.enum(['failed', 'stuck']), limit: z.coerce.number().int().min(1).max(500).default(50) });
+const timelineQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(48).default(3) });
+const searchQuery = z.strictObject({ q: z.string().trim().min(1, 'give an event id, object id or order id').max(255) });
+
+export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger, stripe, metrics }: AdminDeps): Router {
   const router = Router();
-  router.use('/admin', requireBearer(adminToken, 'admin'), express.json({ limit: '16kb' }));
+  router.use('/admin', adminGuard(adminToken), express.json({ limit: '16kb' }));
 
   router.get('/admin/api/status', async (_req, res) => {
     res.json(await getInboxStatus(db));
@@ -54,8 +61,28 @@ export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger,
     res.status(202).json({ event_id: replayed, status: 'processing' });
   });
 
+  // The dashboard's lists: dead letters, and 'processing' events older than the stale threshold.
+  router.get('/admin/api/events', async (req, res) => {
+    const query = eventList.safeParse(req.query);
+    if (!query.success) return badRequest(res, query.error);
+    const { status, limit } = query.data;
+    res.json(status === 'failed' ? await listFailedEvents(db, limit) : await listStuckEvents(db, staleAfterMs, limit));
+  });
+
+  router.get('/admin/api/timeline', async (req, res) => {
+    const query = timelineQuery.safeParse(req.query);
+    if (!query.success) return badRequest(res, query.error);
+    res.json(await eventTimeline(db, query.data.hours));
+  });
+
+  router.get('/admin/api/search', async (req, res) => {
+    const query = searchQuery.safeParse(req.query);
+    if (!query.success) return badRequest(res, query.error);
+    res.json(await searchEvents(db, query.data.q));
+  });
+
   router.post('/admin/api/sweep', async (_req, res) => {
-    const result = await sweepStaleEvents(db, { staleAfterMs, maxAttempts, logger });
+    const result = await sweepStaleEvents(db, { staleAfterMs, maxAttempts, logger, metrics });
     res.json(result);
   });
 

@@ -1,5 +1,7 @@
-// Last stop for errors: a fixed message per kind, never an internal error text. Body-parser
-// errors are the client's (4xx); an unreachable database is a 503 so Stripe and clients retry.
+// Last stop for errors: a fixed message per kind, never an internal error text and never the
+// request echoed back. Body-parser errors are the client's (4xx), as is anything Express or its
+// router marks 4xx (e.g. a path parameter that is not valid percent-encoding); an unreachable
+// database is a 503 so Stripe and clients retry.
 import type { ErrorRequestHandler } from 'express';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Logger } from '../logger.js';
@@ -8,11 +10,18 @@ export const DATABASE_UNAVAILABLE = { error: 'database unavailable, retry later'
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
-    const type = typeof error === 'object' && error !== null ? (error as { type?: unknown }).type : undefined;
-    if (type === 'entity.too.large') return void res.status(413).json({ error: 'request body too large: the limit is 1 MiB' });
+    const { type, limit, status } = typeof error === 'object' && error !== null ? (error as { type?: unknown; limit?: unknown; status?: unknown }) : {};
+    if (type === 'entity.too.large') {
+      const bound = typeof limit === 'number' ? `: the limit is ${limit} bytes` : '';
+      return void res.status(413).json({ error: `request body too large${bound}` });
+    }
     if (type === 'encoding.unsupported') return void res.status(415).json({ error: 'compressed request bodies are not accepted' });
     if (type === 'entity.parse.failed') return void res.status(400).json({ error: 'request body is not valid JSON' });
     if (typeof type === 'string') return void res.status(400).json({ error: 'request body could not be read' });
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      logger.info({ status, path: req.path }, 'malformed request');
+      return void res.status(status).json({ error: 'malformed request' });
+    }
     if (isDatabaseUnavailable(error)) {
       logger.warn({ err: error, path: req.path }, 'database unavailable');
       return void res.status(503).json(DATABASE_UNAVAILABLE);

@@ -1,54 +1,71 @@
 // POST /webhooks/stripe. Verify, claim, answer. Nothing slow happens here: the 2xx goes out as
 // soon as the event row and its job are committed (DESIGN invariant 1), and the worker does the
 // rest. Every answer is one of a fixed set; Stripe retries anything that is not 2xx.
-import express, { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import type { ClaimOutcome, IncomingEvent } from '../events/event-store.js';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Logger } from '../logger.js';
+import type { Metrics, WebhookOutcome } from '../metrics/metrics.js';
 import { parseWebhook, WebhookRejection } from '../stripe/webhook-event.js';
 import { DATABASE_UNAVAILABLE } from './error-handler.js';
+import { readRawBody } from './read-raw-body.js';
 
-export const WEBHOOK_BODY_LIMIT = '1mb';
+/** 1 MiB. Stripe's events are a few KB; the limit bounds the memory one request can take. */
+export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface WebhookDeps {
   webhookSecrets: readonly string[];
   /** Durably claims the event and enqueues its job; resolves only after commit. */
   claim: (event: IncomingEvent) => Promise<ClaimOutcome>;
   logger: Logger;
+  metrics: Metrics;
 }
 
-export function webhookRoutes({ webhookSecrets, claim, logger }: WebhookDeps): Router {
+function rejectionOutcome(status: number, error: string): WebhookOutcome {
+  if (status === 413) return 'too_large';
+  return error.includes('Stripe-Signature') ? 'bad_signature' : 'malformed';
+}
+
+/** `limitRejections` sees rejected deliveries only (see rate-limits.ts): it calls next, or answers 429. */
+export function webhookRoutes({ webhookSecrets, claim, logger, metrics }: WebhookDeps, limitRejections: RequestHandler): Router {
   const router = Router();
-  router.post(
-    '/webhooks/stripe',
-    // Raw body on this route only: the signature covers the exact bytes. The limit is enforced
-    // from Content-Length before reading, and while streaming for chunked bodies. No inflate:
-    // Stripe does not compress, and a compressed body would dodge the limit until inflated.
-    express.raw({ type: () => true, limit: WEBHOOK_BODY_LIMIT, inflate: false }),
-    async (req, res) => {
-      const started = performance.now();
-      const rawBody = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      let event: IncomingEvent;
-      try {
-        event = parseWebhook(rawBody, req.headers['stripe-signature'], webhookSecrets);
-      } catch (error) {
-        if (!(error instanceof WebhookRejection)) throw error;
-        logger.warn({ outcome: 'rejected', reason: error.message }, 'webhook rejected');
-        return void res.status(400).json({ error: error.message });
-      }
-      const log = { eventId: event.eventId, type: event.type };
-      let outcome: ClaimOutcome;
-      try {
-        outcome = await claim(event);
-      } catch (error) {
-        if (!isDatabaseUnavailable(error)) logger.error({ ...log, err: error }, 'claiming webhook event failed');
-        else logger.warn({ ...log, outcome: 'unavailable' }, 'database unavailable, Stripe will retry');
-        // Whatever went wrong, nothing was committed: 503 makes Stripe deliver again.
-        return void res.status(503).json(DATABASE_UNAVAILABLE);
-      }
-      logger.info({ ...log, outcome, durationMs: Math.round(performance.now() - started) }, 'webhook');
-      res.status(200).json(outcome === 'duplicate' ? { received: true, duplicate: true } : { received: true });
-    },
-  );
+  router.post('/webhooks/stripe', async (req, res, next) => {
+    const started = performance.now();
+    // A client over its limit gets a quiet 429 instead, so a flood cannot flood the log either.
+    const reject = (status: number, error: string) => {
+      res.once('finish', () => metrics.webhookRequests.inc({ outcome: res.statusCode === 429 ? 'rate_limited' : rejectionOutcome(status, error) }));
+      void limitRejections(req, res, (failure?: unknown) => {
+        if (failure) return next(failure);
+        logger.warn({ outcome: 'rejected', status, reason: error }, 'webhook rejected');
+        res.status(status).json({ error });
+      });
+    };
+    // Raw body on this route only: the signature covers the exact bytes.
+    const read = await readRawBody(req, res, WEBHOOK_BODY_LIMIT_BYTES);
+    if (read.kind === 'aborted') return;
+    if (read.kind === 'rejected') return reject(read.status, read.error);
+
+    let event: IncomingEvent;
+    try {
+      event = parseWebhook(read.body, req.headers['stripe-signature'], webhookSecrets);
+    } catch (error) {
+      if (!(error instanceof WebhookRejection)) throw error;
+      return reject(400, error.message);
+    }
+    const log = { eventId: event.eventId, type: event.type };
+    let outcome: ClaimOutcome;
+    try {
+      outcome = await claim(event);
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) logger.error({ ...log, err: error }, 'claiming webhook event failed');
+      else logger.warn({ ...log, outcome: 'unavailable' }, 'database unavailable, Stripe will retry');
+      // Whatever went wrong, nothing was committed: 503 makes Stripe deliver again.
+      metrics.webhookRequests.inc({ outcome: 'unavailable' });
+      return void res.status(503).json(DATABASE_UNAVAILABLE);
+    }
+    metrics.webhookRequests.inc({ outcome: outcome === 'claimed' ? 'accepted' : 'duplicate' });
+    logger.info({ ...log, outcome, durationMs: Math.round(performance.now() - started) }, 'webhook');
+    res.status(200).json(outcome === 'duplicate' ? { received: true, duplicate: true } : { received: true });
+  });
   return router;
 }

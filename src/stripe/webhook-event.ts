@@ -15,14 +15,25 @@ export class WebhookRejection extends Error {
   }
 }
 
+/** Far beyond anything Stripe sends, far below what Postgres stores: numeric takes up to 131072
+ * digits before the point and 16383 after, so 1000 digits and a 1000 exponent always fit; its
+ * recursive jsonb parser copes with about 10k levels of nesting at the default max_stack_depth. */
+const MAX_NUMBER_LENGTH = 1000;
+const MAX_JSON_DEPTH = 512;
+/** Ids are indexed (a btree entry holds at most ~2.7 KB); Stripe's are a few dozen characters. */
+const MAX_ID_LENGTH = 255;
+
+/** 9999-12-31T23:59:59Z: `created` is Unix seconds, and a Date (or a timestamptz) past this is not a time. */
+const MAX_CREATED = 253_402_300_799;
+
 // Odd but valid ids and types are accepted; what is bounded is what we store and index.
 const printable = (max: number) => z.string().min(1).max(max).regex(/^[\x21-\x7e]+$/);
 
 const eventShape = z.object({
-  id: printable(255),
+  id: printable(MAX_ID_LENGTH),
   object: z.literal('event'),
-  type: printable(255),
-  created: z.number().int().nonnegative(),
+  type: printable(MAX_ID_LENGTH),
+  created: z.number().int().nonnegative().max(MAX_CREATED),
   livemode: z.boolean(),
   data: z.object({ object: z.record(z.string(), z.unknown()) }),
 });
@@ -34,10 +45,13 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
   if (typeof signatureHeader !== 'string' || signatureHeader === '') {
     throw new WebhookRejection('missing Stripe-Signature header');
   }
-  // Stripe's libraries only bound a signature's age; a timestamp far in the future would stretch
-  // the window in which a captured delivery can be replayed, so it is bounded too.
-  const timestamp = /(?:^|,)\s*t=(\d{1,12})(?:,|$)/.exec(signatureHeader)?.[1];
-  if (timestamp !== undefined && Number(timestamp) > Date.now() / 1000 + SIGNATURE_TOLERANCE_SECONDS) {
+  // Stripe's verifier only bounds a signature's age, and not at all when `t` is not a number
+  // (NaN fails every comparison): a signature over "NaN.<body>" would never expire. It also
+  // accepts any timestamp in the future, which stretches the window in which a captured delivery
+  // can be replayed. So the timestamp it will sign over is bounded both ways, here, first.
+  const timestamp = signedTimestamp(signatureHeader);
+  const now = Math.floor(Date.now() / 1000);
+  if (!Number.isSafeInteger(timestamp) || Math.abs(now - timestamp) > SIGNATURE_TOLERANCE_SECONDS) {
     throw new WebhookRejection(INVALID_SIGNATURE);
   }
   // Every configured secret is tried, so a rotation (old and new secret both live) loses nothing.
@@ -63,12 +77,17 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
     const issue = parsed.error.issues[0];
     throw new WebhookRejection(`malformed event: ${issue?.path.join('.') || 'body'} is missing or invalid`);
   }
-  // jsonb cannot hold NUL characters; refusing here keeps a database error (a 5xx, hence a
-  // retry loop) off the webhook path.
-  if (text.includes('\\u0000')) throw new WebhookRejection('malformed event: contains a NUL character');
+  // What Postgres would refuse must be refused here: a database error on the webhook path is a
+  // 5xx, and Stripe retries a 5xx for days although the payload can never be stored.
+  const unstorable = unstorableJson(text);
+  if (unstorable) throw new WebhookRejection(`malformed event: ${unstorable}`);
 
   const event = parsed.data;
+  // Some types (invoice.upcoming) have an object without an id; an id that is there is indexed.
   const objectId = event.data.object.id;
+  if (typeof objectId === 'string' && (objectId.length < 1 || objectId.length > MAX_ID_LENGTH)) {
+    throw new WebhookRejection('malformed event: data.object.id is missing or invalid');
+  }
   return {
     eventId: event.id,
     type: event.type,
@@ -77,4 +96,55 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
     stripeCreatedAt: new Date(event.created * 1000),
     rawBody: text,
   };
+}
+
+/** The `t` that Stripe's verifier reads (its parseHeader: the last `t=` item, parseInt). */
+function signedTimestamp(header: string): number {
+  let timestamp = Number.NaN;
+  for (const item of header.split(',')) {
+    const [key, value] = item.split('=');
+    if (key === 't') timestamp = Number.parseInt(String(value), 10);
+  }
+  return timestamp;
+}
+
+const NUMBER = /-?\d+(?:\.\d+)?(?:[eE]([+-]?\d+))?/y;
+
+/**
+ * Why Postgres's jsonb input would refuse this JSON text (already valid for JSON.parse), or
+ * undefined. One pass over the text, no recursion: \u0000 (jsonb cannot hold NUL), an unpaired
+ * UTF-16 surrogate escape, a number beyond what numeric holds, nesting deep enough to exhaust
+ * Postgres's stack (its parser recurses, and 100k levels fit in a 200 KB body).
+ */
+export function unstorableJson(text: string): string | undefined {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) {
+        if (text.charCodeAt(i) !== 0x5c /* \ */) continue;
+        i++;
+        if (text[i] !== 'u') continue;
+        const unit = Number.parseInt(text.slice(i + 1, i + 5), 16);
+        i += 4;
+        if (unit === 0) return 'contains a NUL character';
+        if (unit >= 0xdc00 && unit <= 0xdfff) return 'contains an unpaired UTF-16 surrogate';
+        if (unit >= 0xd800 && unit <= 0xdbff) {
+          const low = text.startsWith('\\u', i + 1) ? Number.parseInt(text.slice(i + 3, i + 7), 16) : Number.NaN;
+          if (!(low >= 0xdc00 && low <= 0xdfff)) return 'contains an unpaired UTF-16 surrogate';
+          i += 6;
+        }
+      }
+    } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > MAX_JSON_DEPTH) return 'nested too deeply';
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) {
+      depth--;
+    } else if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {
+      NUMBER.lastIndex = i;
+      const [number = '', exponent = '0'] = NUMBER.exec(text) ?? [];
+      if (number.length > MAX_NUMBER_LENGTH || Math.abs(Number(exponent)) > MAX_NUMBER_LENGTH) return 'a number is out of range';
+      i += Math.max(number.length, 1) - 1;
+    }
+  }
+  return undefined;
 }

@@ -10,6 +10,7 @@ import type { Kysely } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { reclaimStaleEvents } from '../events/event-store.js';
 
 export interface SweepOptions {
@@ -22,6 +23,7 @@ export interface SweepOptions {
   dryRun?: boolean;
   /** Logs a line only when the sweep did something. */
   logger?: Logger;
+  metrics?: Pick<Metrics, 'sweepReclaims'>;
 }
 
 export interface SweepResult {
@@ -54,6 +56,8 @@ export async function sweepStaleEvents(db: Kysely<Database>, options: SweepOptio
   }
   if (!result.dry_run) {
     await recordMaintenanceRun(db, SWEEP_RUN_NAME, { reclaimed: result.reclaimed, failed: result.failed, batches: result.batches });
+    options.metrics?.sweepReclaims.inc({ result: 'reclaimed' }, result.reclaimed);
+    options.metrics?.sweepReclaims.inc({ result: 'failed' }, result.failed);
     if (result.reclaimed + result.failed > 0) {
       options.logger?.warn({ reclaimed: result.reclaimed, failed: result.failed, batches: result.batches }, 'sweep reclaimed abandoned events');
     }

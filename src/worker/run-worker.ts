@@ -10,6 +10,7 @@ import type { Database } from '../db/schema.js';
 import { PROCESS_EVENT_TASK } from '../events/enqueue.js';
 import { createDispatch, type DispatchOptions } from '../fulfilment/handlers.js';
 import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { graphileLogger } from './graphile-logger.js';
 
 export interface WorkerDeps extends DispatchOptions {
@@ -21,6 +22,7 @@ export interface WorkerDeps extends DispatchOptions {
   staleAfterMs: number;
   sweepCron: string;
   eventRetentionDays: number;
+  metrics: Metrics;
 }
 
 export const SWEEP_TASK = 'sweep_stale_events';
@@ -28,7 +30,7 @@ export const PRUNE_TASK = 'prune_events';
 // Daily, off the hour: many crontabs fire at :00.
 const PRUNE_CRON = '17 3 * * *';
 
-export async function startWorker({ pool, db, logger, concurrency, maxAttempts, staleAfterMs, sweepCron, eventRetentionDays, ...dispatch }: WorkerDeps): Promise<Runner> {
+export async function startWorker({ pool, db, logger, concurrency, maxAttempts, staleAfterMs, sweepCron, eventRetentionDays, metrics, ...dispatch }: WorkerDeps): Promise<Runner> {
   return run({
     pgPool: pool,
     concurrency,
@@ -39,8 +41,8 @@ export async function startWorker({ pool, db, logger, concurrency, maxAttempts, 
     // One attempt per tick: a failed sweep is simply the next tick's work.
     crontab: `${sweepCron} ${SWEEP_TASK} ?max=1\n${PRUNE_CRON} ${PRUNE_TASK} ?max=3\n`,
     taskList: {
-      [PROCESS_EVENT_TASK]: processStripeEvent({ db, logger: logger.child({ task: PROCESS_EVENT_TASK }), maxAttempts, dispatch: createDispatch(dispatch) }),
-      [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts }),
+      [PROCESS_EVENT_TASK]: processStripeEvent({ db, logger: logger.child({ task: PROCESS_EVENT_TASK }), maxAttempts, dispatch: createDispatch(dispatch), metrics }),
+      [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts, metrics }),
       [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: eventRetentionDays }),
     },
   });

@@ -36,7 +36,7 @@ async function givenAbandoned(count: number, ageMs = STALE_AFTER_MS + 1_000): Pr
   const ids = events.map((e) => e.id);
   await sql`update stripe_events set enqueued_at = now() - make_interval(secs => ${ageMs / 1000}) where event_id = any(${ids})`.execute(database.db);
   // The worker that fetched the job died holding it: locked, never completed.
-  await sql`update graphile_worker._private_jobs set locked_at = now() - interval '1 minute', locked_by = 'dead-worker', attempts = 1`.execute(database.db);
+  await sql`update graphile_worker._private_jobs set locked_at = now() - interval '2 minutes', locked_by = 'dead-worker', attempts = 1`.execute(database.db);
   return ids;
 }
 
@@ -114,6 +114,14 @@ describe('which rows the sweep takes', () => {
     const jobs = await jobsFor(id!);
     assert.equal(jobs.length, 1);
     assert.equal(jobs[0]!.run_at.getTime(), runAt.getTime());
+    assert.equal((await row(id!)).attempts, 0);
+  });
+
+  test('a job a worker fetched moments ago is left alone, though the row is not locked yet', async () => {
+    // Under a backlog a live worker can hold a job while it waits for a pooled connection.
+    const [id] = await givenAbandoned(1);
+    await sql`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'live-worker'`.execute(database.db);
+    assert.equal((await sweepStaleEvents(database.db, options)).reclaimed, 0);
     assert.equal((await row(id!)).attempts, 0);
   });
 

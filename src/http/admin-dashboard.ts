@@ -1,0 +1,43 @@
+// /admin: the dashboard page, signing in and out, and its two static files. Everything else under
+// /admin (the JSON API) sits behind adminGuard, which takes the bearer token or a session.
+import express, { Router, type RequestHandler } from 'express';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { ADMIN_CSP, dashboardCss, dashboardJs, dashboardPage, loginPage } from './admin-page.js';
+import { endSession, hasSession, startSession } from './admin-session.js';
+import { requireBearer } from './auth.js';
+
+export const adminGuard = (adminToken: string): RequestHandler => requireBearer(adminToken, 'admin', (req) => hasSession(req, adminToken));
+
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+export function adminDashboard(adminToken: string): Router {
+  const router = Router();
+  const html = (status: number, body: string): RequestHandler => (_req, res) => {
+    res.status(status).set({ 'Content-Security-Policy': ADMIN_CSP, 'Cache-Control': 'no-store' }).type('html').send(body);
+  };
+
+  // A browser gets the page (or the sign-in form); an API client gets JSON like every /admin route.
+  // all(), not get(): any other method must fall through to the guard (Express would otherwise
+  // answer OPTIONS itself).
+  router.all(['/admin', '/admin/'], (req, res, next) => {
+    if (req.method !== 'GET' || req.accepts(['json', 'html']) !== 'html') return next();
+    return hasSession(req, adminToken) ? html(200, dashboardPage)(req, res, next) : html(401, loginPage())(req, res, next);
+  });
+  // The stylesheet carries no data and the sign-in page needs it.
+  router.get('/admin/app.css', (_req, res) => void res.type('css').set('Cache-Control', 'no-cache').send(dashboardCss));
+  router.get('/admin/app.js', adminGuard(adminToken), (_req, res) => void res.type('js').set('Cache-Control', 'no-cache').send(dashboardJs));
+
+  router.post('/admin/login', express.urlencoded({ extended: false, limit: '4kb' }), (req, res, next) => {
+    const token: unknown = (req.body as Record<string, unknown> | undefined)?.token;
+    if (typeof token !== 'string' || !timingSafeEqual(digest(token), digest(adminToken))) {
+      return html(401, loginPage('That is not the admin token.'))(req, res, next);
+    }
+    startSession(res, req, adminToken);
+    res.redirect(303, '/admin');
+  });
+  router.post('/admin/logout', (_req, res) => {
+    endSession(res);
+    res.redirect(303, '/admin');
+  });
+  return router;
+}

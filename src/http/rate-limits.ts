@@ -1,0 +1,57 @@
+// Per-client-IP rate limits (express-rate-limit, in-memory: per process, so N web containers
+// allow N times as much). One number, RATE_LIMIT_PER_MINUTE (default 1200), sets all three:
+//   - /api/*: that many requests a minute per IP (1200/min = 20/s sustained, above what one
+//     selling application's backend needs, well below what it takes to hurt Postgres);
+//   - /admin*: a quarter of it (300/min), an operator with a dashboard or a script;
+//   - POST /webhooks/stripe: half of it (600/min), counting rejected deliveries only.
+// Stripe's bursts are never limited: after an outage Stripe retries every failed delivery at
+// once, from its few published IPs, and a limit on them would turn a backlog into a longer one.
+// The webhook limiter is therefore consulted only once a delivery is being rejected (bad
+// signature, malformed, too large): a delivery that verifies never touches a counter, whatever
+// else its IP has sent. Counting by the response status instead (skipSuccessfulRequests) is not
+// enough, because the hit is counted while the request is in flight: a burst of valid deliveries
+// from one IP would be limited by its own concurrency.
+// The client IP is the socket's unless TRUST_PROXY says how many proxies (Traefik) sit in front;
+// IPv6 clients are counted per /56 (express-rate-limit's default: one household or server).
+import type { RequestHandler } from 'express';
+import { rateLimit } from 'express-rate-limit';
+import type { Logger } from '../logger.js';
+
+export const TOO_MANY_REQUESTS = 'too many requests from this address: retry after the delay in Retry-After';
+
+export interface RateLimits {
+  /** For /api/*: counts every request, before authentication (token guessing included). */
+  readonly api: RequestHandler;
+  readonly admin: RequestHandler;
+  /**
+   * For a webhook delivery that is being rejected: calls `next` to let the rejection answer,
+   * or answers 429 itself once this IP is over its limit.
+   */
+  readonly webhookRejections: RequestHandler;
+}
+
+const passThrough: RequestHandler = (_req, _res, next) => next();
+
+/** `perMinute` 0 turns rate limiting off (e.g. when the proxy in front already limits). */
+export function rateLimits(perMinute: number, logger: Logger): RateLimits {
+  if (perMinute === 0) return { api: passThrough, admin: passThrough, webhookRejections: passThrough };
+  const limiter = (name: string, limit: number) =>
+    rateLimit({
+      windowMs: 60_000,
+      limit,
+      // RateLimit and RateLimit-Policy on every counted answer, Retry-After on a 429.
+      standardHeaders: 'draft-7',
+      legacyHeaders: false,
+      handler: (_req, res) => void res.status(429).json({ error: TOO_MANY_REQUESTS }),
+      // Its configuration checks (e.g. X-Forwarded-For seen but TRUST_PROXY unset) go to our log.
+      logger: {
+        warn: (err: unknown) => logger.warn({ err, limiter: name }, 'rate limiter configuration'),
+        error: (err: unknown) => logger.error({ err, limiter: name }, 'rate limiter configuration'),
+      },
+    });
+  return {
+    api: limiter('api', perMinute),
+    admin: limiter('admin', Math.max(1, Math.round(perMinute / 4))),
+    webhookRejections: limiter('webhook rejections', Math.max(1, Math.round(perMinute / 2))),
+  };
+}

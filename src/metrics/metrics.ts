@@ -1,0 +1,98 @@
+// Prometheus metrics (GET /metrics). Two kinds:
+// - counters and a histogram for what this process did (webhook outcomes, fulfilments, sweeps);
+// - gauges read from the database at scrape time (events by status, oldest 'processing' age, jobs
+//   queued, last sweep), the same figures in every process, so any one scrape tells the truth.
+// Label values are bounded: outcomes and statuses are fixed sets and event types come only from
+// verified events; never an event, order or account id.
+// Each service instance has its own registry, so several can live in one process (the tests).
+import type { Kysely } from 'kysely';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Database } from '../db/schema.js';
+import { getInboxStatus } from '../events/event-status.js';
+
+export const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'unavailable'] as const;
+export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
+
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly webhookRequests = new Counter({
+    name: 'stripe_inbox_webhook_requests_total',
+    help: 'Webhook deliveries by outcome',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventsFinished = new Counter({
+    name: 'stripe_inbox_events_finished_total',
+    help: 'Events this process finished, by type and final status',
+    labelNames: ['type', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly handlerFailures = new Counter({
+    name: 'stripe_inbox_handler_failures_total',
+    help: 'Failed fulfilment attempts, by type and whether they will be retried',
+    labelNames: ['type', 'retry'] as const,
+    registers: [this.registry],
+  });
+
+  readonly receivedToFinished = new Histogram({
+    name: 'stripe_inbox_event_received_to_finished_seconds',
+    help: 'Time from the webhook claim to the event finishing, by type',
+    labelNames: ['type'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120, 600, 3600],
+    registers: [this.registry],
+  });
+
+  readonly sweepReclaims = new Counter({
+    name: 'stripe_inbox_sweep_reclaims_total',
+    help: 'Abandoned events the sweep re-enqueued (reclaimed) or gave up on (failed)',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(db: Kysely<Database>) {
+    for (const outcome of WEBHOOK_OUTCOMES) this.webhookRequests.inc({ outcome }, 0);
+    collectDefaultMetrics({ register: this.registry, prefix: 'stripe_inbox_' });
+
+    // One query set per scrape feeds all database gauges.
+    let pending: ReturnType<typeof getInboxStatus> | undefined;
+    const status = () => (pending ??= getInboxStatus(db).finally(() => setTimeout(() => (pending = undefined), 0)));
+    new Gauge({
+      name: 'stripe_inbox_events',
+      help: 'Stored events by status (all processes)',
+      labelNames: ['status'] as const,
+      registers: [this.registry],
+      async collect() {
+        const { counts } = await status();
+        for (const [s, n] of Object.entries(counts)) this.set({ status: s }, n);
+      },
+    });
+    new Gauge({
+      name: 'stripe_inbox_oldest_processing_age_seconds',
+      help: "Age of the oldest 'processing' event; 0 when none",
+      registers: [this.registry],
+      async collect() {
+        this.set((await status()).oldest_processing_age_seconds ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'stripe_inbox_jobs_queued',
+      help: 'process_stripe_event jobs waiting or running',
+      registers: [this.registry],
+      async collect() {
+        this.set((await status()).jobs_queued);
+      },
+    });
+    new Gauge({
+      name: 'stripe_inbox_last_sweep_timestamp_seconds',
+      help: 'When the sweep last ran (Unix time); 0 if never',
+      registers: [this.registry],
+      async collect() {
+        const last = (await status()).last_sweep_at;
+        this.set(last ? Date.parse(last) / 1000 : 0);
+      },
+    });
+  }
+}
