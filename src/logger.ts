@@ -4,10 +4,14 @@ import { pino } from 'pino';
 
 export type Logger = pino.Logger;
 
-export function createLogger(level: string): Logger {
-  return pino({
-    level,
-    base: { service: 'stripe-inbox' },
-    redact: { paths: ['*.authorization', '*["stripe-signature"]', '*.secret', '*.token'], censor: '[redacted]' },
-  });
+/** `fd` 2 for scripts: their stdout is their result (text or --json), logs go to stderr. */
+export function createLogger(level: string, fd: 1 | 2 = 1): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'stripe-inbox' },
+      redact: { paths: ['*.authorization', '*["stripe-signature"]', '*.secret', '*.token'], censor: '[redacted]' },
+    },
+    pino.destination(fd),
+  );
 }

@@ -58,8 +58,7 @@ async function main<O extends NonNullable<ParseArgsConfig['options']>>(spec: Scr
   const closers: Array<() => Promise<void>> = [];
   try {
     const config = loadConfig();
-    // Scripts talk to stdout; their own logs go to stderr, warnings only unless LOG_LEVEL says more.
-    const logger = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn');
+    const logger = createLogger(config.logLevel, 2);
     let db: Db | undefined;
     const ctx: ScriptContext = {
       config,
