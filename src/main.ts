@@ -4,7 +4,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/database.js';
 import { startEmbeddedPostgres } from './db/embedded-postgres.js';
 import { migrate } from './db/migrate.js';
-import { createLogger, type Logger } from './logger.js';
+import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
 import { runsWeb, runsWorker, startService } from './service.js';
 import { installShutdown } from './shutdown.js';
 import { createStripeClient } from './stripe/client.js';
@@ -20,6 +20,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const logger = createLogger(config.logLevel);
+  logUnhandledRejections(logger);
   // Closed in this order at shutdown: database pool first, then the development stand-ins.
   const closers: Array<() => Promise<void>> = [];
 

@@ -13,7 +13,7 @@ import { sql } from 'kysely';
 import { openDatabase } from '../src/db/database.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/db/embedded-postgres.js';
 import { migrate } from '../src/db/migrate.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger, logUnhandledRejections } from '../src/logger.js';
 import { sweepStaleEvents } from '../src/sweep/sweep-stale-events.js';
 import type { TestDatabase } from './support/database.js';
 import { givenOrder, paidEvent } from './support/factories.js';
@@ -28,6 +28,8 @@ let database: TestDatabase;
 let service: TestService;
 
 before(async () => {
+  // As src/main.ts does: graphile-worker can leave a rejection unhandled when Postgres goes away.
+  logUnhandledRejections(createLogger('silent'));
   dataDir = await mkdtemp(join(tmpdir(), 'stripe-inbox-outage-'));
   postgres = await startEmbeddedPostgres({ dataDir: join(dataDir, 'postgres'), port: 0 });
   const url = postgres.connectionString;
