@@ -3,33 +3,23 @@
 // The worker is stopped mid-transaction by a row lock this test holds, then its backend is
 // terminated: to Postgres a killed connection is exactly a crashed worker.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { eventJobKey } from '../../src/events/enqueue.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
 import { eventRow, finishedEvent, givenOrder, grantsOf, orderRow, paidEvent } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { serviceForFile } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
 // graphile-worker retries after e^1 ≈ 2.7 s, found by a poll every 2 s (src/worker/run-worker.ts).
 const RETRY_TIMEOUT_MS = 20_000;
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database);
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile();
 
 /** Opens a transaction on its own connection holding `lockQuery`'s row locks until released. */
 async function holdLock(lockQuery: string, params: unknown[]): Promise<{ release(): Promise<void> }> {
-  const client = new pg.Client({ connectionString: database.url, application_name: 'test-lock-holder' });
+  const client = new pg.Client({ connectionString: file.database.url, application_name: 'test-lock-holder' });
   await client.connect();
   try {
     await client.query('begin');
@@ -52,13 +42,13 @@ async function blockedWorker(): Promise<{ pid: number; query: string }> {
   return waitFor('the worker to block on the held lock', async () => {
     const { rows } = await sql<{ pid: number; query: string }>`
       select pid, query from pg_stat_activity
-      where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`.execute(database.db);
+      where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`.execute(file.database.db);
     return rows.length === 1 && rows[0];
   });
 }
 
 async function crash(pid: number): Promise<void> {
-  const { rows } = await sql<{ killed: boolean }>`select pg_terminate_backend(${pid}::int) as killed`.execute(database.db);
+  const { rows } = await sql<{ killed: boolean }>`select pg_terminate_backend(${pid}::int) as killed`.execute(file.database.db);
   assert.equal(rows[0]?.killed, true);
 }
 
@@ -67,36 +57,36 @@ async function crashedAttemptRecorded(eventId: string): Promise<void> {
   await waitFor('graphile-worker to fail the crashed job back to the queue', async () => {
     const { rows } = await sql<{ failed: boolean }>`
       select last_error is not null and locked_at is null as failed
-      from graphile_worker.jobs where key = ${eventJobKey(eventId)}`.execute(database.db);
+      from graphile_worker.jobs where key = ${eventJobKey(eventId)}`.execute(file.database.db);
     return rows[0]?.failed;
   });
 }
 
 async function assertNothingFulfilled(eventId: string, order: { order_id: string; account_id: string }): Promise<void> {
-  assert.equal((await eventRow(database, eventId)).status, 'processing');
-  assert.deepEqual(await grantsOf(database, order.order_id), []);
-  const stored = await orderRow(database, order.order_id);
+  assert.equal((await eventRow(file.database, eventId)).status, 'processing');
+  assert.deepEqual(await grantsOf(file.database, order.order_id), []);
+  const stored = await orderRow(file.database, order.order_id);
   assert.equal(stored.status, 'pending');
   assert.equal(stored.paid_at, null);
-  const reply = await service.call('GET', `/api/accounts/${order.account_id}/quota`);
+  const reply = await file.service.call('GET', `/api/accounts/${order.account_id}/quota`);
   assert.equal(reply.body.granted, 0);
 }
 
 async function assertGrantedOnce(eventId: string, order: { order_id: string; account_id: string; credits: number }): Promise<void> {
-  assert.equal((await finishedEvent(database, eventId, { timeoutMs: RETRY_TIMEOUT_MS })).status, 'processed');
-  assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: eventId, credits: order.credits }]);
-  assert.equal((await orderRow(database, order.order_id)).status, 'paid');
-  const reply = await service.call('GET', `/api/accounts/${order.account_id}/quota`);
+  assert.equal((await finishedEvent(file.database, eventId, { timeoutMs: RETRY_TIMEOUT_MS })).status, 'processed');
+  assert.deepEqual(await grantsOf(file.database, order.order_id), [{ event_id: eventId, credits: order.credits }]);
+  assert.equal((await orderRow(file.database, order.order_id)).status, 'paid');
+  const reply = await file.service.call('GET', `/api/accounts/${order.account_id}/quota`);
   assert.deepEqual(reply.body, { account_id: order.account_id, granted: order.credits, used: 0, remaining: order.credits });
 }
 
 describe('a worker killed between claim and commit', () => {
   test('while waiting for the order: the event stays processing with no grant, and the retry grants once', async () => {
-    const order = await givenOrder(database);
+    const order = await givenOrder(file.database);
     const event = paidEvent(order);
     const lock = await holdLock('select order_id from orders where order_id = $1 for update', [order.order_id]);
     try {
-      assert.equal((await service.deliver(event)).status, 200);
+      assert.equal((await file.service.deliver(event)).status, 200);
       const worker = await blockedWorker();
       assert.match(worker.query, /from "orders"/);
       await crash(worker.pid);
@@ -109,19 +99,19 @@ describe('a worker killed between claim and commit', () => {
   });
 
   test('after inserting the grant, before the balance and the status flip: the grant is rolled back with it', async () => {
-    const order = await givenOrder(database);
+    const order = await givenOrder(file.database);
     const event = paidEvent(order);
     // The balance row is written after the grant row in the same transaction: holding it stops
     // the worker with its credit_grants insert done but not committed.
-    await database.db.insertInto('account_credits').values({ account_id: order.account_id }).execute();
+    await file.database.db.insertInto('account_credits').values({ account_id: order.account_id }).execute();
     const lock = await holdLock('select account_id from account_credits where account_id = $1 for update', [order.account_id]);
     try {
-      assert.equal((await service.deliver(event)).status, 200);
+      assert.equal((await file.service.deliver(event)).status, 200);
       const worker = await blockedWorker();
       assert.match(worker.query, /"account_credits"/);
       // Its uncommitted grant row is there: the worker holds a write lock on credit_grants.
       const { rows } = await sql<{ mode: string }>`
-        select mode from pg_locks where pid = ${worker.pid}::int and relation = 'credit_grants'::regclass`.execute(database.db);
+        select mode from pg_locks where pid = ${worker.pid}::int and relation = 'credit_grants'::regclass`.execute(file.database.db);
       assert.ok(rows.some((r) => r.mode === 'RowExclusiveLock'), 'the grant was inserted before the crash');
       await crash(worker.pid);
       await crashedAttemptRecorded(event.id);

@@ -2,49 +2,39 @@
 // payments grant on async_payment_succeeded; telemetry and unhandled types are stored and
 // finished without touching the ledger; repeating types are never collapsed (DESIGN invariant 4).
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
 import { finishedEvent, givenOrder, grantsOf, orderRow, paidEvent } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { serviceForFile } from '../support/service.js';
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database);
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile();
 
 async function granted(accountId: string): Promise<unknown> {
-  const reply = await service.call('GET', `/api/accounts/${accountId}/quota`);
+  const reply = await file.service.call('GET', `/api/accounts/${accountId}/quota`);
   assert.equal(reply.status, 200);
   return reply.body.granted;
 }
 
 describe('a delayed payment method', () => {
   test('an unpaid checkout.session.completed is processed without a grant; async_payment_succeeded then grants once', async () => {
-    const order = await givenOrder(database);
+    const order = await givenOrder(file.database);
     const sessionId = `cs_test_${order.order_id}`;
     const completed = paidEvent(order, { sessionId, paymentStatus: 'unpaid' });
-    await service.deliver(completed);
+    await file.service.deliver(completed);
 
-    assert.equal((await finishedEvent(database, completed.id)).status, 'processed');
-    assert.equal((await orderRow(database, order.order_id)).status, 'pending');
-    assert.deepEqual(await grantsOf(database, order.order_id), []);
+    assert.equal((await finishedEvent(file.database, completed.id)).status, 'processed');
+    assert.equal((await orderRow(file.database, order.order_id)).status, 'pending');
+    assert.deepEqual(await grantsOf(file.database, order.order_id), []);
     assert.equal(await granted(order.account_id), 0);
 
     const succeeded = paidEvent(order, { sessionId, type: 'checkout.session.async_payment_succeeded' });
-    await service.deliver(succeeded);
-    assert.equal((await finishedEvent(database, succeeded.id)).status, 'processed');
-    const paid = await orderRow(database, order.order_id);
+    await file.service.deliver(succeeded);
+    assert.equal((await finishedEvent(file.database, succeeded.id)).status, 'processed');
+    const paid = await orderRow(file.database, order.order_id);
     assert.equal(paid.status, 'paid');
     assert.ok(paid.paid_at instanceof Date);
-    assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: succeeded.id, credits: order.credits }]);
+    assert.deepEqual(await grantsOf(file.database, order.order_id), [{ event_id: succeeded.id, credits: order.credits }]);
     assert.equal(await granted(order.account_id), order.credits);
   });
 });
@@ -52,22 +42,22 @@ describe('a delayed payment method', () => {
 describe('events that do not grant', () => {
   test('an unhandled type is stored and ends ignored', async () => {
     const event = sampleEvent('customer.created', { id: randomStripeId('cus'), object: 'customer' });
-    assert.equal((await service.deliver(event)).status, 200);
-    const row = await finishedEvent(database, event.id);
+    assert.equal((await file.service.deliver(event)).status, 200);
+    const row = await finishedEvent(file.database, event.id);
     assert.equal(row.status, 'ignored');
     assert.ok(row.finished_at instanceof Date);
   });
 
   test('payment_intent.succeeded for an order is telemetry: processed, no grant, order still pending', async () => {
-    const order = await givenOrder(database);
+    const order = await givenOrder(file.database);
     // The PaymentIntent behind the order's checkout: same amount, currency and metadata.
     const intent = { ...exampleObject('payment_intent'), id: randomStripeId('pi'), amount: order.amount, amount_received: order.amount, currency: order.currency, status: 'succeeded', metadata: { order_id: order.order_id } };
     const event = sampleEvent('payment_intent.succeeded', intent);
-    await service.deliver(event);
+    await file.service.deliver(event);
 
-    assert.equal((await finishedEvent(database, event.id)).status, 'processed');
-    assert.equal((await orderRow(database, order.order_id)).status, 'pending');
-    assert.deepEqual(await grantsOf(database, order.order_id), []);
+    assert.equal((await finishedEvent(file.database, event.id)).status, 'processed');
+    assert.equal((await orderRow(file.database, order.order_id)).status, 'pending');
+    assert.deepEqual(await grantsOf(file.database, order.order_id), []);
     assert.equal(await granted(order.account_id), 0);
   });
 });
@@ -76,14 +66,14 @@ describe('a type that repeats for one object', () => {
   test('two customer.subscription.updated for one subscription are two rows, both finished, neither collapsed', async () => {
     const subscriptionId = randomStripeId('sub');
     const events = ['active', 'past_due'].map((status) => sampleEvent('customer.subscription.updated', { id: subscriptionId, object: 'subscription', status }));
-    for (const event of events) assert.equal((await service.deliver(event)).status, 200);
+    for (const event of events) assert.equal((await file.service.deliver(event)).status, 200);
 
-    const rows = await Promise.all(events.map((e) => finishedEvent(database, e.id)));
+    const rows = await Promise.all(events.map((e) => finishedEvent(file.database, e.id)));
     assert.deepEqual(
       rows.map((r) => ({ event_id: r.event_id, object_id: r.object_id, status: r.status, duplicate_of: r.duplicate_of })),
       events.map((e) => ({ event_id: e.id, object_id: subscriptionId, status: 'ignored', duplicate_of: null })),
     );
-    const stored = await database.db.selectFrom('stripe_events').select('event_id').where('object_id', '=', subscriptionId).execute();
+    const stored = await file.database.db.selectFrom('stripe_events').select('event_id').where('object_id', '=', subscriptionId).execute();
     assert.equal(stored.length, 2);
   });
 });

@@ -3,26 +3,16 @@
 // "Event lifecycle": a permanent error is not retried). The service runs with its default
 // MAX_ATTEMPTS, so a transient classification would leave the row 'processing' instead.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { checkoutSession, sampleEvent } from '../../src/stripe/sample-events.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
 import { finishedEvent, givenOrder, grantsOf, orderRow, paidEvent } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { serviceForFile } from '../support/service.js';
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database);
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile();
 
 async function granted(accountId: string): Promise<unknown> {
-  const reply = await service.call('GET', `/api/accounts/${accountId}/quota`);
+  const reply = await file.service.call('GET', `/api/accounts/${accountId}/quota`);
   assert.equal(reply.status, 200);
   return reply.body.granted;
 }
@@ -31,13 +21,13 @@ describe('a paid checkout session that cannot be fulfilled fails at once', () =>
   test('an unknown metadata.order_id: failed on attempt 1, naming the order, no grant', async () => {
     const orderId = 'ord_test_never_created';
     const event = sampleEvent('checkout.session.completed', checkoutSession({ orderId, amount: 4900, currency: 'chf' }));
-    assert.equal((await service.deliver(event)).status, 200);
+    assert.equal((await file.service.deliver(event)).status, 200);
 
-    const row = await finishedEvent(database, event.id);
+    const row = await finishedEvent(file.database, event.id);
     assert.equal(row.status, 'failed');
     assert.equal(row.attempts, 1);
     assert.match(row.last_error ?? '', new RegExp(`unknown order ${orderId}`));
-    const grants = await database.db.selectFrom('credit_grants').select('order_id').where('event_id', '=', event.id).execute();
+    const grants = await file.database.db.selectFrom('credit_grants').select('order_id').where('event_id', '=', event.id).execute();
     assert.deepEqual(grants, []);
   });
 
@@ -47,29 +37,29 @@ describe('a paid checkout session that cannot be fulfilled fails at once', () =>
   ];
   for (const [name, override] of mismatches) {
     test(`${name}: failed on attempt 1, no grant, order still pending`, async () => {
-      const order = await givenOrder(database);
+      const order = await givenOrder(file.database);
       const event = paidEvent(order, override);
-      assert.equal((await service.deliver(event)).status, 200);
+      assert.equal((await file.service.deliver(event)).status, 200);
 
-      const row = await finishedEvent(database, event.id);
+      const row = await finishedEvent(file.database, event.id);
       assert.equal(row.status, 'failed');
       assert.equal(row.attempts, 1);
       assert.match(row.last_error ?? '', new RegExp(`mismatch for order ${order.order_id}`));
-      const stored = await orderRow(database, order.order_id);
+      const stored = await orderRow(file.database, order.order_id);
       assert.equal(stored.status, 'pending');
       assert.equal(stored.paid_at, null);
-      assert.deepEqual(await grantsOf(database, order.order_id), []);
+      assert.deepEqual(await grantsOf(file.database, order.order_id), []);
       assert.equal(await granted(order.account_id), 0);
     });
   }
 
   test('a failed event is visible to ops through the admin API', async () => {
-    const order = await givenOrder(database);
+    const order = await givenOrder(file.database);
     const event = paidEvent(order, { amount: order.amount + 1 });
-    await service.deliver(event);
-    await finishedEvent(database, event.id);
+    await file.service.deliver(event);
+    await finishedEvent(file.database, event.id);
 
-    const reply = await service.call('GET', `/admin/api/events/${event.id}`);
+    const reply = await file.service.call('GET', `/admin/api/events/${event.id}`);
     assert.equal(reply.status, 200);
     assert.equal(reply.body.status, 'failed');
     assert.equal(reply.body.attempts, 1);

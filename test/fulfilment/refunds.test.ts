@@ -2,34 +2,24 @@
 // Stripe delivers charge.refunded; a refund that arrives before its payment waits for it; an
 // event of the wrong mode never acts.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { OrderRow } from '../../src/db/schema.js';
 import { consumeCredit } from '../../src/fulfilment/credit-ledger.js';
 import { refundedCharge, sampleEvent } from '../../src/stripe/sample-events.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createTestDatabase } from '../support/database.js';
 import { eventRow, finishedEvent, givenOrder, orderRow, paidEvent, quotaOf } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { serviceForFile, startTestService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database);
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile();
 
 /** A paid order, fulfilled through the webhook; returns it with its PaymentIntent. */
 async function paidOrder(): Promise<OrderRow & { payment_intent_id: string }> {
-  const order = await givenOrder(database);
+  const order = await givenOrder(file.database);
   const event = paidEvent(order);
-  assert.equal((await service.deliver(event)).status, 200);
-  assert.equal((await finishedEvent(database, event.id)).status, 'processed');
-  const paid = await orderRow(database, order.order_id);
+  assert.equal((await file.service.deliver(event)).status, 200);
+  assert.equal((await finishedEvent(file.database, event.id)).status, 'processed');
+  const paid = await orderRow(file.database, order.order_id);
   return { ...paid, payment_intent_id: paid.payment_intent_id! };
 }
 
@@ -39,8 +29,8 @@ function refundEvent(order: OrderRow & { payment_intent_id: string }, amountRefu
 }
 
 async function deliverAndFinish(event: ReturnType<typeof refundEvent>) {
-  assert.equal((await service.deliver(event)).status, 200);
-  return finishedEvent(database, event.id);
+  assert.equal((await file.service.deliver(event)).status, 200);
+  return finishedEvent(file.database, event.id);
 }
 
 describe('charge.refunded', () => {
@@ -50,51 +40,51 @@ describe('charge.refunded', () => {
     assert.equal((await deliverAndFinish(full)).status, 'processed');
     // The same refund again (a retry under a new id, a resend): nothing more is taken.
     assert.equal((await deliverAndFinish(refundEvent(order, order.amount))).status, 'processed');
-    assert.deepEqual(await quotaOf(database, order.account_id), { account_id: order.account_id, granted: 0, used: 0, remaining: 0 });
-    const refunded = await orderRow(database, order.order_id);
+    assert.deepEqual(await quotaOf(file.database, order.account_id), { account_id: order.account_id, granted: 0, used: 0, remaining: 0 });
+    const refunded = await orderRow(file.database, order.order_id);
     assert.deepEqual({ status: refunded.status, refunded_amount: refunded.refunded_amount }, { status: 'refunded', refunded_amount: order.amount });
   });
 
   test('credits already used are not clawed back: quota never goes below zero', async () => {
     const order = await paidOrder();
-    for (let i = 0; i < 10; i++) assert.ok(await consumeCredit(database.db, order.account_id));
+    for (let i = 0; i < 10; i++) assert.ok(await consumeCredit(file.database.db, order.account_id));
     await deliverAndFinish(refundEvent(order, order.amount));
-    assert.deepEqual(await quotaOf(database, order.account_id), { account_id: order.account_id, granted: 10, used: 10, remaining: 0 });
+    assert.deepEqual(await quotaOf(file.database, order.account_id), { account_id: order.account_id, granted: 10, used: 10, remaining: 0 });
   });
 
   test('a partial refund is recorded and revokes nothing; the refund that completes it revokes all', async () => {
     const order = await paidOrder();
     await deliverAndFinish(refundEvent(order, 1000));
-    let row = await orderRow(database, order.order_id);
+    let row = await orderRow(file.database, order.order_id);
     assert.deepEqual({ status: row.status, refunded_amount: row.refunded_amount }, { status: 'paid', refunded_amount: 1000 });
-    assert.equal((await quotaOf(database, order.account_id)).remaining, 40);
+    assert.equal((await quotaOf(file.database, order.account_id)).remaining, 40);
 
     await deliverAndFinish(refundEvent(order, order.amount));
     // A stale event (an older charge carrying the first partial amount) arriving last changes nothing.
     await deliverAndFinish(refundEvent(order, 1000, Math.floor(Date.now() / 1000) - 3600));
-    row = await orderRow(database, order.order_id);
+    row = await orderRow(file.database, order.order_id);
     assert.deepEqual({ status: row.status, refunded_amount: row.refunded_amount }, { status: 'refunded', refunded_amount: order.amount });
-    assert.equal((await quotaOf(database, order.account_id)).granted, 0);
+    assert.equal((await quotaOf(file.database, order.account_id)).granted, 0);
   });
 
   test('a refund delivered before its payment is retried until the payment is fulfilled, then applied', async () => {
-    const order = await givenOrder(database);
+    const order = await givenOrder(file.database);
     const payment = paidEvent(order);
     const paymentIntentId = (payment.data.object as { payment_intent: string }).payment_intent;
     const refund = refundEvent({ ...order, payment_intent_id: paymentIntentId }, order.amount);
-    assert.equal((await service.deliver(refund)).status, 200);
+    assert.equal((await file.service.deliver(refund)).status, 200);
     const waiting = await waitFor('the early refund to be tried once', async () => {
-      const row = await eventRow(database, refund.id);
+      const row = await eventRow(file.database, refund.id);
       return row.attempts >= 1 && row;
     });
     assert.equal(waiting.status, 'processing', 'not dropped, not failed');
     assert.match(waiting.last_error ?? '', /no paid order/);
 
-    assert.equal((await service.deliver(payment)).status, 200);
+    assert.equal((await file.service.deliver(payment)).status, 200);
     // graphile-worker's backoff after the first failure is about e^1 s.
-    assert.equal((await finishedEvent(database, refund.id, { timeoutMs: 20_000 })).status, 'processed');
-    assert.equal((await orderRow(database, order.order_id)).status, 'refunded');
-    assert.equal((await quotaOf(database, order.account_id)).granted, 0);
+    assert.equal((await finishedEvent(file.database, refund.id, { timeoutMs: 20_000 })).status, 'processed');
+    assert.equal((await orderRow(file.database, order.order_id)).status, 'refunded');
+    assert.equal((await quotaOf(file.database, order.account_id)).granted, 0);
   });
 });
 
@@ -118,11 +108,11 @@ test('REFUND_POLICY=proportional takes back credits in proportion to the amount 
 });
 
 test('a live-mode event reaching a test-mode service fails visibly and grants nothing', async () => {
-  const order = await givenOrder(database);
+  const order = await givenOrder(file.database);
   const live = paidEvent(order, { event: { livemode: true } });
-  assert.equal((await service.deliver(live)).status, 200);
-  const row = await finishedEvent(database, live.id);
+  assert.equal((await file.service.deliver(live)).status, 200);
+  const row = await finishedEvent(file.database, live.id);
   assert.equal(row.status, 'failed');
   assert.match(row.last_error ?? '', /livemode mismatch/);
-  assert.equal((await orderRow(database, order.order_id)).status, 'pending');
+  assert.equal((await orderRow(file.database, order.order_id)).status, 'pending');
 });

@@ -2,40 +2,30 @@
 // enough), status in DESIGN's shape, event look-up and replay. The worker role is off so
 // delivered events stay 'processing' and every count is the test's own doing.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { exampleObject, sampleEvent } from '../../src/stripe/sample-events.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
 import { givenOrder, paidEvent } from '../support/factories.js';
-import { API_TOKEN, startTestService, type TestService } from '../support/service.js';
+import { API_TOKEN, serviceForFile } from '../support/service.js';
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database, { env: { ROLE: 'web' } });
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile({ env: { ROLE: 'web' } });
 beforeEach(async () => {
-  await sql`truncate stripe_events; delete from graphile_worker._private_jobs`.execute(database.db);
+  await sql`truncate stripe_events; delete from graphile_worker._private_jobs`.execute(file.database.db);
 });
 
 /** Delivers an event and then fails it as the worker would after MAX_ATTEMPTS. */
 async function givenFailedEvent(lastError = 'amount mismatch: order 4900 chf, session 100 chf'): Promise<string> {
-  const event = paidEvent(await givenOrder(database));
-  assert.equal((await service.deliver(event)).status, 200);
+  const event = paidEvent(await givenOrder(file.database));
+  assert.equal((await file.service.deliver(event)).status, 200);
   await sql`update stripe_events set status = 'failed', attempts = 10, last_error = ${lastError}, finished_at = now()
-            where event_id = ${event.id}`.execute(database.db);
-  await sql`delete from graphile_worker._private_jobs where key = ${`stripe_event:${event.id}`}`.execute(database.db);
+            where event_id = ${event.id}`.execute(file.database.db);
+  await sql`delete from graphile_worker._private_jobs where key = ${`stripe_event:${event.id}`}`.execute(file.database.db);
   return event.id;
 }
 
 const jobKeys = async () =>
-  (await sql<{ key: string }>`select key from graphile_worker.jobs order by key`.execute(database.db)).rows.map((r) => r.key);
+  (await sql<{ key: string }>`select key from graphile_worker.jobs order by key`.execute(file.database.db)).rows.map((r) => r.key);
 
 describe('without the admin token', () => {
   const routes: Array<[string, string]> = [
@@ -48,7 +38,7 @@ describe('without the admin token', () => {
   for (const [method, path] of routes) {
     test(`${method} ${path} is 401 with no token and with the API token`, async () => {
       for (const token of [null, API_TOKEN]) {
-        const reply = await service.call(method, path, { token });
+        const reply = await file.service.call(method, path, { token });
         assert.equal(reply.status, 401, `token ${String(token)}`);
         assert.equal(typeof reply.body.error, 'string');
       }
@@ -57,8 +47,8 @@ describe('without the admin token', () => {
 
   test('a replay with the API token leaves a failed event failed and enqueues nothing', async () => {
     const eventId = await givenFailedEvent();
-    assert.equal((await service.call('POST', `/admin/api/events/${eventId}/replay`, { token: API_TOKEN })).status, 401);
-    const row = await database.db.selectFrom('stripe_events').select(['status', 'attempts']).where('event_id', '=', eventId).executeTakeFirstOrThrow();
+    assert.equal((await file.service.call('POST', `/admin/api/events/${eventId}/replay`, { token: API_TOKEN })).status, 401);
+    const row = await file.database.db.selectFrom('stripe_events').select(['status', 'attempts']).where('event_id', '=', eventId).executeTakeFirstOrThrow();
     assert.deepEqual(row, { status: 'failed', attempts: 10 });
     assert.deepEqual(await jobKeys(), []);
   });
@@ -66,7 +56,7 @@ describe('without the admin token', () => {
 
 describe('GET /admin/api/status', () => {
   test('has the documented shape on an empty inbox', async () => {
-    const reply = await service.call('GET', '/admin/api/status');
+    const reply = await file.service.call('GET', '/admin/api/status');
     assert.equal(reply.status, 200);
     assert.deepEqual(reply.body.counts, { processing: 0, processed: 0, ignored: 0, duplicate: 0, failed: 0 });
     assert.equal(reply.body.oldest_processing_age_seconds, null);
@@ -75,12 +65,12 @@ describe('GET /admin/api/status', () => {
   });
 
   test('counts move with deliveries and failures', async () => {
-    const order = await givenOrder(database);
-    assert.equal((await service.deliver(paidEvent(order))).status, 200);
-    assert.equal((await service.deliver(sampleEvent('charge.succeeded', exampleObject('charge')))).status, 200);
+    const order = await givenOrder(file.database);
+    assert.equal((await file.service.deliver(paidEvent(order))).status, 200);
+    assert.equal((await file.service.deliver(sampleEvent('charge.succeeded', exampleObject('charge')))).status, 200);
     await givenFailedEvent();
 
-    const reply = await service.call('GET', '/admin/api/status');
+    const reply = await file.service.call('GET', '/admin/api/status');
     assert.equal(reply.status, 200);
     assert.deepEqual(reply.body.counts, { processing: 2, processed: 0, ignored: 0, duplicate: 0, failed: 1 });
     assert.equal(typeof reply.body.oldest_processing_age_seconds, 'number');
@@ -93,9 +83,9 @@ describe('GET /admin/api/status', () => {
 describe('GET /admin/api/events/:id', () => {
   test('shows the documented fields of a stored event', async () => {
     const eventId = await givenFailedEvent('unknown order ord_x');
-    const reply = await service.call('GET', `/admin/api/events/${eventId}`);
+    const reply = await file.service.call('GET', `/admin/api/events/${eventId}`);
     assert.equal(reply.status, 200);
-    const row = await database.db.selectFrom('stripe_events').select('object_id').where('event_id', '=', eventId).executeTakeFirstOrThrow();
+    const row = await file.database.db.selectFrom('stripe_events').select('object_id').where('event_id', '=', eventId).executeTakeFirstOrThrow();
     const { event_id, type, object_id, status, attempts, last_error } = reply.body;
     assert.deepEqual(
       { event_id, type, object_id, status, attempts, last_error },
@@ -105,7 +95,7 @@ describe('GET /admin/api/events/:id', () => {
   });
 
   test('is 404 for an unknown event', async () => {
-    const reply = await service.call('GET', '/admin/api/events/evt_unknown');
+    const reply = await file.service.call('GET', '/admin/api/events/evt_unknown');
     assert.equal(reply.status, 404);
     assert.equal(typeof reply.body.error, 'string');
   });
@@ -114,11 +104,11 @@ describe('GET /admin/api/events/:id', () => {
 describe('POST /admin/api/events/:id/replay', () => {
   test('moves a failed event back to processing with a fresh count, and enqueues its job', async () => {
     const eventId = await givenFailedEvent();
-    const reply = await service.call('POST', `/admin/api/events/${eventId}/replay`);
+    const reply = await file.service.call('POST', `/admin/api/events/${eventId}/replay`);
     assert.equal(reply.status, 202);
     assert.deepEqual(reply.body, { event_id: eventId, status: 'processing' });
 
-    const row = await database.db
+    const row = await file.database.db
       .selectFrom('stripe_events')
       .select(['status', 'attempts', 'last_error', 'finished_at'])
       .where('event_id', '=', eventId)
@@ -128,7 +118,7 @@ describe('POST /admin/api/events/:id/replay', () => {
   });
 
   test('is 404 for an unknown event and enqueues nothing', async () => {
-    const reply = await service.call('POST', '/admin/api/events/evt_unknown/replay');
+    const reply = await file.service.call('POST', '/admin/api/events/evt_unknown/replay');
     assert.equal(reply.status, 404);
     assert.equal(typeof reply.body.error, 'string');
     assert.deepEqual(await jobKeys(), []);

@@ -4,27 +4,17 @@
 // or content is a plain 401, never an exception. Timing itself is not measured here: on a shared
 // machine that would be a flaky test, and equal-length digests make it hold by construction.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { ADMIN_TOKEN, API_TOKEN, startTestService, type TestService } from '../support/service.js';
+
+import { ADMIN_TOKEN, API_TOKEN, serviceForFile } from '../support/service.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_260_501);
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database, { env: { ROLE: 'web', RATE_LIMIT_PER_MINUTE: '1000000' } });
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile({ env: { ROLE: 'web', RATE_LIMIT_PER_MINUTE: '1000000' } });
 
 async function request(method: string, path: string, authorization?: string) {
-  const response = await fetch(service.url + path, { method, headers: authorization === undefined ? {} : { authorization } });
+  const response = await fetch(file.service.url + path, { method, headers: authorization === undefined ? {} : { authorization } });
   const text = await response.text();
   return { status: response.status, text, wwwAuthenticate: response.headers.get('www-authenticate') };
 }

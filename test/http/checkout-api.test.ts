@@ -4,37 +4,27 @@
 // The worker role is off: nothing here needs it.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { RecordedStripeRequest } from '../../src/stripe/offline-stripe.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
 import { newAccountId } from '../support/factories.js';
 import { waitFor } from '../support/wait-for.js';
-import { ADMIN_TOKEN, startTestService, type HttpReply, type TestService } from '../support/service.js';
+import { ADMIN_TOKEN, type HttpReply, serviceForFile } from '../support/service.js';
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database, { env: { ROLE: 'web' } });
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile({ env: { ROLE: 'web' } });
 
 const checkout = (body: unknown, idempotencyKey?: string): Promise<HttpReply> =>
-  service.call('POST', '/api/checkout', { body, ...(idempotencyKey !== undefined && { headers: { 'idempotency-key': idempotencyKey } }) });
+  file.service.call('POST', '/api/checkout', { body, ...(idempotencyKey !== undefined && { headers: { 'idempotency-key': idempotencyKey } }) });
 
 /** What the fake Stripe received for one order: the order id travels in metadata. */
 const sessionCreatesFor = (orderId: unknown): RecordedStripeRequest[] =>
-  service.stripe.requests.filter(
+  file.service.stripe.requests.filter(
     (r) => r.method === 'POST' && r.path === '/v1/checkout/sessions' && (r.params.metadata as Record<string, unknown> | undefined)?.order_id === orderId,
   );
-const sessionsFor = (orderId: unknown) => [...service.stripe.sessions.values()].filter((s) => (s.metadata as Record<string, unknown>).order_id === orderId);
+const sessionsFor = (orderId: unknown) => [...file.service.stripe.sessions.values()].filter((s) => (s.metadata as Record<string, unknown>).order_id === orderId);
 
 async function ordersOf(accountId: string) {
-  return database.db.selectFrom('orders').selectAll().where('account_id', '=', accountId).execute();
+  return file.database.db.selectFrom('orders').selectAll().where('account_id', '=', accountId).execute();
 }
 
 describe('authentication', () => {
@@ -48,7 +38,7 @@ describe('authentication', () => {
   for (const [method, path] of routes) {
     test(`${method} ${path} is 401 without a token, with a wrong one and with the admin token`, async () => {
       for (const token of [null, 'not-the-api-token-0123456789', ADMIN_TOKEN]) {
-        const reply = await service.call(method, path, { token, ...(method === 'POST' && { body: { package_id: 'starter', account_id: 'acct_x' } }) });
+        const reply = await file.service.call(method, path, { token, ...(method === 'POST' && { body: { package_id: 'starter', account_id: 'acct_x' } }) });
         assert.equal(reply.status, 401, `token ${String(token)}`);
         assert.equal(typeof reply.body.error, 'string');
       }
@@ -57,15 +47,15 @@ describe('authentication', () => {
 
   test('an unauthenticated checkout makes no order and calls no Stripe', async () => {
     const accountId = newAccountId();
-    const requestsBefore = service.stripe.requests.length;
-    assert.equal((await service.call('POST', '/api/checkout', { token: null, body: { package_id: 'starter', account_id: accountId } })).status, 401);
+    const requestsBefore = file.service.stripe.requests.length;
+    assert.equal((await file.service.call('POST', '/api/checkout', { token: null, body: { package_id: 'starter', account_id: accountId } })).status, 401);
     assert.deepEqual(await ordersOf(accountId), []);
-    assert.equal(service.stripe.requests.length, requestsBefore);
+    assert.equal(file.service.stripe.requests.length, requestsBefore);
   });
 });
 
 test('GET /api/packages lists the seeded starter package in the documented shape', async () => {
-  const reply = await service.call('GET', '/api/packages');
+  const reply = await file.service.call('GET', '/api/packages');
   assert.equal(reply.status, 200);
   assert.deepEqual(reply.body, [{ id: 'starter', name: 'Starter: 40 runs', amount: 4900, currency: 'chf', credits: 40 }]);
 });
@@ -85,9 +75,9 @@ describe('a checkout', () => {
     assert.equal(request?.params.client_reference_id, orderId);
     assert.equal(request?.params.customer_email, 'buyer@example.test');
     assert.deepEqual(request?.params.line_items, [{ quantity: '1', price_data: { currency: 'chf', unit_amount: '4900', product_data: { name: 'Starter: 40 runs' } } }]);
-    assert.equal(service.stripe.sessions.get(String(sessionId))?.url, reply.body.url);
+    assert.equal(file.service.stripe.sessions.get(String(sessionId))?.url, reply.body.url);
 
-    const order = await service.call('GET', `/api/orders/${String(orderId)}`);
+    const order = await file.service.call('GET', `/api/orders/${String(orderId)}`);
     assert.equal(order.status, 200);
     const { order_id, status, package_id, account_id, credits, checkout_session_id } = order.body;
     assert.deepEqual(
@@ -97,7 +87,7 @@ describe('a checkout', () => {
   });
 
   test('GET /api/orders/:id of an unknown order is 404', async () => {
-    const reply = await service.call('GET', '/api/orders/ord_does_not_exist');
+    const reply = await file.service.call('GET', '/api/orders/ord_does_not_exist');
     assert.equal(reply.status, 404);
     assert.equal(typeof reply.body.error, 'string');
   });
@@ -129,18 +119,18 @@ describe('the inbound Idempotency-Key', () => {
   test('same key while the first request is still at Stripe is 409; one order, one session', async () => {
     const key = randomUUID();
     const body = { package_id: 'starter', account_id: newAccountId() };
-    const atStripe = service.stripe.requests.length;
-    service.stripe.setDelay(1_500);
+    const atStripe = file.service.stripe.requests.length;
+    file.service.stripe.setDelay(1_500);
     let first: Promise<HttpReply>;
     try {
       first = checkout(body, key);
       // The first request is in flight once Stripe has it; the second arrives meanwhile.
-      await waitFor('the first checkout to reach Stripe', () => Promise.resolve(service.stripe.requests.length > atStripe));
+      await waitFor('the first checkout to reach Stripe', () => Promise.resolve(file.service.stripe.requests.length > atStripe));
       const second = await checkout(body, key);
       assert.equal(second.status, 409);
       assert.match(String(second.body.error), /in progress/);
     } finally {
-      service.stripe.setDelay(0);
+      file.service.stripe.setDelay(0);
     }
     const created = await first;
     assert.equal(created.status, 201);
@@ -154,7 +144,7 @@ describe('the inbound Idempotency-Key', () => {
 
 describe('when Stripe fails', () => {
   test('a single 500 is retried by the SDK with the same outbound key: 201, one session', async () => {
-    service.stripe.failNext(1);
+    file.service.stripe.failNext(1);
     const reply = await checkout({ package_id: 'starter', account_id: newAccountId() });
     assert.equal(reply.status, 201);
     const requests = sessionCreatesFor(reply.body.order_id);
@@ -166,13 +156,13 @@ describe('when Stripe fails', () => {
   test('an outage is a 502 naming the order, which stays pending; a retry with the same key completes it', async () => {
     const key = randomUUID();
     const body = { package_id: 'starter', account_id: newAccountId() };
-    service.stripe.failNext(3); // the SDK's first try and both of its retries
+    file.service.stripe.failNext(3); // the SDK's first try and both of its retries
     const failed = await checkout(body, key);
     assert.equal(failed.status, 502);
     assert.match(String(failed.body.error), /Stripe could not create the checkout session/);
     assert.equal(typeof failed.body.order_id, 'string');
     const orderId = String(failed.body.order_id);
-    const pending = await service.call('GET', `/api/orders/${orderId}`);
+    const pending = await file.service.call('GET', `/api/orders/${orderId}`);
     assert.equal(pending.body.status, 'pending');
     assert.equal(pending.body.checkout_session_id, null);
     assert.equal(sessionsFor(orderId).length, 0);
@@ -185,7 +175,7 @@ describe('when Stripe fails', () => {
     assert.equal(requests.length, 4);
     assert.deepEqual(new Set(requests.map((r) => r.idempotencyKey)), new Set([`checkout-session:${orderId}`]));
     assert.deepEqual(sessionsFor(orderId).map((s) => s.id), [retried.body.checkout_session_id]);
-    assert.equal((await service.call('GET', `/api/orders/${orderId}`)).body.checkout_session_id, retried.body.checkout_session_id);
+    assert.equal((await file.service.call('GET', `/api/orders/${orderId}`)).body.checkout_session_id, retried.body.checkout_session_id);
   });
 });
 
@@ -199,12 +189,12 @@ describe('bad input is a 400 naming the field, with no order and no Stripe call'
   for (const [name, body, field] of cases) {
     test(name, async () => {
       const accountId = newAccountId();
-      const requestsBefore = service.stripe.requests.length;
+      const requestsBefore = file.service.stripe.requests.length;
       const reply = await checkout(body(accountId));
       assert.equal(reply.status, 400);
       assert.match(String(reply.body.error), field);
       assert.deepEqual(await ordersOf(accountId), []);
-      assert.equal(service.stripe.requests.length, requestsBefore);
+      assert.equal(file.service.stripe.requests.length, requestsBefore);
     });
   }
 

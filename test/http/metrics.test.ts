@@ -1,26 +1,16 @@
 // GET /metrics: Prometheus text behind a bearer token, webhook outcomes counted by a bounded set
 // of labels, and the database gauges and worker histograms an alert would use.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { signDelivery } from '../../src/stripe/sample-events.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
 import { finishedEvent, givenOrder, paidEvent } from '../support/factories.js';
-import { ADMIN_TOKEN, API_TOKEN, startTestService, type TestService } from '../support/service.js';
+import { ADMIN_TOKEN, API_TOKEN, serviceForFile } from '../support/service.js';
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database);
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile();
 
 async function scrape(token: string | null = ADMIN_TOKEN): Promise<{ status: number; text: string }> {
-  const response = await fetch(`${service.url}/metrics`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  const response = await fetch(`${file.service.url}/metrics`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
   return { status: response.status, text: await response.text() };
 }
 
@@ -36,12 +26,12 @@ test('metrics need the admin (or metrics) token', async () => {
 });
 
 test('webhook outcomes, event statuses and fulfilment latency are counted', async () => {
-  const event = paidEvent(await givenOrder(database));
-  await service.deliver(event);
-  await service.deliver(event);
+  const event = paidEvent(await givenOrder(file.database));
+  await file.service.deliver(event);
+  await file.service.deliver(event);
   const forged = signDelivery(event, 'whsec_forged');
-  await fetch(`${service.url}/webhooks/stripe`, { method: 'POST', body: forged.body, headers: forged.headers });
-  await finishedEvent(database, event.id);
+  await fetch(`${file.service.url}/webhooks/stripe`, { method: 'POST', body: forged.body, headers: forged.headers });
+  await finishedEvent(file.database, event.id);
 
   const { text } = await scrape();
   assert.equal(sample(text, 'stripe_inbox_webhook_requests_total{outcome="accepted"}'), 1);

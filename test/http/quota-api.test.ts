@@ -1,30 +1,20 @@
 // GET /api/accounts/:id/quota and POST /api/accounts/:id/runs: a credit is consumed atomically,
 // so however many runs race for an account, exactly as many succeed as it has credits.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { grantOrderCredits } from '../../src/fulfilment/credit-ledger.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
 import { givenOrder, newAccountId } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { serviceForFile } from '../support/service.js';
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database, { env: { ROLE: 'web' } });
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile({ env: { ROLE: 'web' } });
 
 const quota = async (accountId: string) => {
-  const reply = await service.call('GET', `/api/accounts/${accountId}/quota`);
+  const reply = await file.service.call('GET', `/api/accounts/${accountId}/quota`);
   assert.equal(reply.status, 200);
   return reply.body;
 };
-const run = (accountId: string) => service.call('POST', `/api/accounts/${accountId}/runs`);
+const run = (accountId: string) => file.service.call('POST', `/api/accounts/${accountId}/runs`);
 
 test('the quota of an account that never bought anything is zeros', async () => {
   const accountId = newAccountId();
@@ -32,8 +22,8 @@ test('the quota of an account that never bought anything is zeros', async () => 
 });
 
 test('60 concurrent runs on 40 credits: exactly 40 succeed, each seeing its own balance, and 20 are 402', async () => {
-  const order = await givenOrder(database);
-  assert.deepEqual(await grantOrderCredits(database.db, order, 'evt_test_quota_grant'), { granted: true });
+  const order = await givenOrder(file.database);
+  assert.deepEqual(await grantOrderCredits(file.database.db, order, 'evt_test_quota_grant'), { granted: true });
   assert.deepEqual(await quota(order.account_id), { account_id: order.account_id, granted: 40, used: 0, remaining: 40 });
 
   const replies = await Promise.all(Array.from({ length: 60 }, () => run(order.account_id)));

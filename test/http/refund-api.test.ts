@@ -2,41 +2,31 @@
 // derived from the order and the refund's sequence, so a retried request never refunds twice and
 // a second partial refund is not mistaken for a replay of the first.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import type { OrderRow } from '../../src/db/schema.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
 import { finishedEvent, givenOrder, orderRow, paidEvent } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { serviceForFile } from '../support/service.js';
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database);
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile();
 
 async function paidOrder(): Promise<OrderRow> {
-  const order = await givenOrder(database);
+  const order = await givenOrder(file.database);
   const event = paidEvent(order);
-  await service.deliver(event);
-  await finishedEvent(database, event.id);
-  return orderRow(database, order.order_id);
+  await file.service.deliver(event);
+  await finishedEvent(file.database, event.id);
+  return orderRow(file.database, order.order_id);
 }
 
 const refund = (orderId: string, key: string | undefined, body: unknown = {}) =>
-  service.call('POST', `/admin/api/orders/${orderId}/refund`, { body, headers: key === undefined ? {} : { 'idempotency-key': key } });
+  file.service.call('POST', `/admin/api/orders/${orderId}/refund`, { body, headers: key === undefined ? {} : { 'idempotency-key': key } });
 
-const refundRequests = (order: OrderRow) => service.stripe.requests.filter((r) => r.path === '/v1/refunds' && r.params.payment_intent === order.payment_intent_id);
+const refundRequests = (order: OrderRow) => file.service.stripe.requests.filter((r) => r.path === '/v1/refunds' && r.params.payment_intent === order.payment_intent_id);
 
 test('a refund needs an Idempotency-Key, and the admin token', async () => {
   const order = await paidOrder();
   assert.equal((await refund(order.order_id, undefined)).status, 400);
-  const withApiToken = await service.call('POST', `/admin/api/orders/${order.order_id}/refund`, { body: {}, headers: { 'idempotency-key': 'k' }, token: 'test-api-token-0123456789' });
+  const withApiToken = await file.service.call('POST', `/admin/api/orders/${order.order_id}/refund`, { body: {}, headers: { 'idempotency-key': 'k' }, token: 'test-api-token-0123456789' });
   assert.equal(withApiToken.status, 401);
   assert.equal(refundRequests(order).length, 0);
 });
@@ -64,7 +54,7 @@ test('a retried request refunds once; a second refund gets the next sequence num
 
 test('when Stripe fails: 502, and a retry with the same key sends Stripe the same key and amount', async () => {
   const order = await paidOrder();
-  service.stripe.failNext(3); // stripe-node tries three times
+  file.service.stripe.failNext(3); // stripe-node tries three times
   const failed = await refund(order.order_id, 'ops-refund-flaky');
   assert.equal(failed.status, 502);
   assert.equal(failed.body.order_id, order.order_id);
@@ -74,11 +64,11 @@ test('when Stripe fails: 502, and a retry with the same key sends Stripe the sam
   const requests = refundRequests(order);
   assert.equal(requests.length, 4);
   assert.deepEqual(new Set(requests.map((r) => `${r.idempotencyKey} ${String(r.params.amount)}`)), new Set([`refund:${order.order_id}:1 ${order.amount}`]));
-  assert.equal([...service.stripe.refunds.values()].filter((r) => r.payment_intent === order.payment_intent_id).length, 1);
+  assert.equal([...file.service.stripe.refunds.values()].filter((r) => r.payment_intent === order.payment_intent_id).length, 1);
 });
 
 test('what cannot be refunded is refused before Stripe is called', async () => {
-  const pending = await givenOrder(database);
+  const pending = await givenOrder(file.database);
   assert.equal((await refund(pending.order_id, 'ops-pending')).status, 409);
   assert.equal((await refund('ord_missing', 'ops-missing')).status, 404);
   const order = await paidOrder();

@@ -2,103 +2,93 @@
 // bad delivery a 4xx with nothing stored (DESIGN invariants 1 and 3). The worker role is off
 // here so rows stay as the webhook left them.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { exampleObject, sampleEvent, signDelivery } from '../../src/stripe/sample-events.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
 import { givenOrder, paidEvent } from '../support/factories.js';
-import { PREVIOUS_WEBHOOK_SECRET, startTestService, WEBHOOK_SECRET, type TestService } from '../support/service.js';
+import { PREVIOUS_WEBHOOK_SECRET, serviceForFile, WEBHOOK_SECRET } from '../support/service.js';
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database, { env: { ROLE: 'web' } });
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile({ env: { ROLE: 'web' } });
 beforeEach(async () => {
-  await sql`truncate stripe_events; delete from graphile_worker._private_jobs`.execute(database.db);
+  await sql`truncate stripe_events; delete from graphile_worker._private_jobs`.execute(file.database.db);
 });
 
 async function stored(): Promise<{ events: number; jobs: number }> {
   const { rows } = await sql<{ events: number; jobs: number }>`
     select (select count(*)::int from stripe_events) as events,
-           (select count(*)::int from graphile_worker.jobs) as jobs`.execute(database.db);
+           (select count(*)::int from graphile_worker.jobs) as jobs`.execute(file.database.db);
   return rows[0]!;
 }
 
 async function post(body: string | Buffer, headers: Record<string, string>) {
-  const response = await fetch(`${service.url}/webhooks/stripe`, { method: 'POST', body, headers });
+  const response = await fetch(`${file.service.url}/webhooks/stripe`, { method: 'POST', body, headers });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 describe('a valid delivery', () => {
   test('is stored as processing with its job before the 200', async () => {
-    const order = await givenOrder(database);
+    const order = await givenOrder(file.database);
     const event = paidEvent(order);
-    const reply = await service.deliver(event);
+    const reply = await file.service.deliver(event);
     assert.equal(reply.status, 200);
     assert.deepEqual(reply.body, { received: true });
 
-    const row = await database.db.selectFrom('stripe_events').selectAll().where('event_id', '=', event.id).executeTakeFirstOrThrow();
+    const row = await file.database.db.selectFrom('stripe_events').selectAll().where('event_id', '=', event.id).executeTakeFirstOrThrow();
     assert.equal(row.status, 'processing');
     assert.equal(row.type, 'checkout.session.completed');
     assert.equal(row.object_id, event.data.object.id);
     assert.equal(row.livemode, false);
     assert.equal(row.stripe_created_at.getTime(), event.created * 1000);
     assert.deepEqual(row.payload, event);
-    const { rows: jobs } = await sql<{ key: string; payload: unknown }>`select key, payload from graphile_worker._private_jobs`.execute(database.db);
+    const { rows: jobs } = await sql<{ key: string; payload: unknown }>`select key, payload from graphile_worker._private_jobs`.execute(file.database.db);
     assert.deepEqual(jobs, [{ key: `stripe_event:${event.id}`, payload: { eventId: event.id } }]);
   });
 
   test('signed with the previous secret during a rotation is accepted', async () => {
-    const reply = await service.deliver(sampleEvent('charge.succeeded', exampleObject('charge')), { secret: PREVIOUS_WEBHOOK_SECRET });
+    const reply = await file.service.deliver(sampleEvent('charge.succeeded', exampleObject('charge')), { secret: PREVIOUS_WEBHOOK_SECRET });
     assert.equal(reply.status, 200);
     assert.deepEqual(await stored(), { events: 1, jobs: 1 });
   });
 
   test('of a type whose object has no id is stored with a null object_id', async () => {
     const event = sampleEvent('invoice.upcoming', { object: 'invoice', amount_due: 100 });
-    assert.equal((await service.deliver(event)).status, 200);
-    const row = await database.db.selectFrom('stripe_events').select('object_id').where('event_id', '=', event.id).executeTakeFirstOrThrow();
+    assert.equal((await file.service.deliver(event)).status, 200);
+    const row = await file.database.db.selectFrom('stripe_events').select('object_id').where('event_id', '=', event.id).executeTakeFirstOrThrow();
     assert.equal(row.object_id, null);
   });
 
   test('of a type we do not handle is still answered 200 (a 4xx would be retried for days)', async () => {
-    const reply = await service.deliver(sampleEvent('customer.created', { id: 'cus_123', object: 'customer' }));
+    const reply = await file.service.deliver(sampleEvent('customer.created', { id: 'cus_123', object: 'customer' }));
     assert.equal(reply.status, 200);
   });
 });
 
 describe('the same event id delivered again', () => {
   test('answers 200 duplicate and adds no row and no job', async () => {
-    const event = paidEvent(await givenOrder(database));
-    assert.deepEqual((await service.deliver(event)).body, { received: true });
+    const event = paidEvent(await givenOrder(file.database));
+    assert.deepEqual((await file.service.deliver(event)).body, { received: true });
     // A retry carries a new signature and timestamp, the same id.
-    const again = await service.deliver(event, { timestamp: Math.floor(Date.now() / 1000) - 60 });
+    const again = await file.service.deliver(event, { timestamp: Math.floor(Date.now() / 1000) - 60 });
     assert.equal(again.status, 200);
     assert.deepEqual(again.body, { received: true, duplicate: true });
     assert.deepEqual(await stored(), { events: 1, jobs: 1 });
   });
 
   test('50 concurrent deliveries make one row, one job, one claim and no 5xx', async () => {
-    const event = paidEvent(await givenOrder(database));
-    const replies = await Promise.all(Array.from({ length: 50 }, () => service.deliver(event)));
+    const event = paidEvent(await givenOrder(file.database));
+    const replies = await Promise.all(Array.from({ length: 50 }, () => file.service.deliver(event)));
     assert.deepEqual(new Set(replies.map((r) => r.status)), new Set([200]));
     assert.equal(replies.filter((r) => r.body.duplicate !== true).length, 1);
     assert.deepEqual(await stored(), { events: 1, jobs: 1 });
   });
 
   test('a second Event object for the same action is its own row (collapsed later, by business key)', async () => {
-    const order = await givenOrder(database);
+    const order = await givenOrder(file.database);
     const first = paidEvent(order, { sessionId: 'cs_test_same' });
     const second = paidEvent(order, { sessionId: 'cs_test_same' });
-    assert.equal((await service.deliver(first)).status, 200);
-    assert.deepEqual((await service.deliver(second)).body, { received: true });
+    assert.equal((await file.service.deliver(first)).status, 200);
+    assert.deepEqual((await file.service.deliver(second)).body, { received: true });
     assert.deepEqual(await stored(), { events: 2, jobs: 2 });
   });
 });
@@ -144,7 +134,7 @@ describe('a bad delivery is a 400 and stores nothing', () => {
         controller.close();
       },
     });
-    const response = await fetch(`${service.url}/webhooks/stripe`, { method: 'POST', body: chunked, headers: signed.headers, duplex: 'half' });
+    const response = await fetch(`${file.service.url}/webhooks/stripe`, { method: 'POST', body: chunked, headers: signed.headers, duplex: 'half' });
     assert.equal(response.status, 413);
     assert.deepEqual(await stored(), { events: 0, jobs: 0 });
   });
@@ -153,13 +143,13 @@ describe('a bad delivery is a 400 and stores nothing', () => {
 describe('atomicity of claim and enqueue', () => {
   test('when the job cannot be enqueued the event is not stored either, and the answer is 503', async () => {
     // Break enqueueing inside the same transaction as the insert: the insert must roll back.
-    await sql`alter function graphile_worker.add_jobs(graphile_worker.job_spec[], boolean) rename to add_jobs_disabled`.execute(database.db);
+    await sql`alter function graphile_worker.add_jobs(graphile_worker.job_spec[], boolean) rename to add_jobs_disabled`.execute(file.database.db);
     try {
-      const reply = await service.deliver(paidEvent(await givenOrder(database)));
+      const reply = await file.service.deliver(paidEvent(await givenOrder(file.database)));
       assert.equal(reply.status, 503);
       assert.deepEqual(await stored(), { events: 0, jobs: 0 });
     } finally {
-      await sql`alter function graphile_worker.add_jobs_disabled(graphile_worker.job_spec[], boolean) rename to add_jobs`.execute(database.db);
+      await sql`alter function graphile_worker.add_jobs_disabled(graphile_worker.job_spec[], boolean) rename to add_jobs`.execute(file.database.db);
     }
   });
 });

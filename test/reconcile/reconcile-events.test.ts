@@ -1,57 +1,47 @@
 // Reconcile claims what Stripe has and we missed, through the webhook's own claim path, and
 // running it twice changes nothing.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'kysely';
 import { reconcileEvents } from '../../src/reconcile/reconcile-events.js';
 import { createStripeClient } from '../../src/stripe/client.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
 import { finishedEvent, givenOrder, paidEvent, quotaOf } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { serviceForFile } from '../support/service.js';
 
-let database: TestDatabase;
-let service: TestService;
-
-before(async () => {
-  database = await createTestDatabase();
-  service = await startTestService(database);
-});
-after(async () => {
-  await service.close();
-  await database.close();
-});
+const file = serviceForFile();
 
 test('events missed by the webhook are claimed and fulfilled; a second run claims nothing', async () => {
-  const orders = await Promise.all(Array.from({ length: 5 }, () => givenOrder(database)));
+  const orders = await Promise.all(Array.from({ length: 5 }, () => givenOrder(file.database)));
   const events = orders.map((order) => paidEvent(order));
   // The first two reached us; the endpoint was down for the other three.
-  for (const event of events.slice(0, 2)) assert.equal((await service.deliver(event)).status, 200);
-  events.forEach((event, i) => service.stripe.addEvent({ ...event }, { delivered: i < 2 }));
+  for (const event of events.slice(0, 2)) assert.equal((await file.service.deliver(event)).status, 200);
+  events.forEach((event, i) => file.service.stripe.addEvent({ ...event }, { delivered: i < 2 }));
   // An event older than the window is not asked for.
-  service.stripe.addEvent({ ...paidEvent(await givenOrder(database)), created: Math.floor(Date.now() / 1000) - 5 * 86_400 });
+  file.service.stripe.addEvent({ ...paidEvent(await givenOrder(file.database)), created: Math.floor(Date.now() / 1000) - 5 * 86_400 });
 
-  const stripe = createStripeClient('sk_test_offline', service.stripe.url);
+  const stripe = createStripeClient('sk_test_offline', file.service.stripe.url);
   const options = { since: new Date(Date.now() - 86_400_000), maxAttempts: 10 };
-  const dry = await reconcileEvents(database.db, stripe, { ...options, dryRun: true });
+  const dry = await reconcileEvents(file.database.db, stripe, { ...options, dryRun: true });
   assert.deepEqual({ listed: dry.listed, missing: dry.missing, claimed: dry.claimed }, { listed: 5, missing: 3, claimed: 0 });
 
-  const first = await reconcileEvents(database.db, stripe, options);
+  const first = await reconcileEvents(file.database.db, stripe, options);
   assert.deepEqual({ listed: first.listed, missing: first.missing, claimed: first.claimed }, { listed: 5, missing: 3, claimed: 3 });
   assert.deepEqual(new Set(first.event_ids), new Set(events.slice(2).map((e) => e.id)));
-  for (const event of events) assert.equal((await finishedEvent(database, event.id)).status, 'processed');
-  for (const order of orders) assert.equal((await quotaOf(database, order.account_id)).granted, 40);
+  for (const event of events) assert.equal((await finishedEvent(file.database, event.id)).status, 'processed');
+  for (const order of orders) assert.equal((await quotaOf(file.database, order.account_id)).granted, 40);
 
-  const second = await reconcileEvents(database.db, stripe, options);
+  const second = await reconcileEvents(file.database.db, stripe, options);
   assert.deepEqual({ missing: second.missing, claimed: second.claimed }, { missing: 0, claimed: 0 });
-  const { rows } = await sql<{ n: number }>`select count(*)::int as n from stripe_events`.execute(database.db);
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from stripe_events`.execute(file.database.db);
   assert.equal(rows[0]!.n, 5);
 });
 
 test('--undelivered-only asks Stripe for failed deliveries only', async () => {
-  const stripe = createStripeClient('sk_test_offline', service.stripe.url);
-  const before = service.stripe.requests.length;
-  await reconcileEvents(database.db, stripe, { since: new Date(Date.now() - 3_600_000), undeliveredOnly: true, maxAttempts: 10 });
-  const listed = service.stripe.requests.slice(before).filter((r) => r.path === '/v1/events');
+  const stripe = createStripeClient('sk_test_offline', file.service.stripe.url);
+  const before = file.service.stripe.requests.length;
+  await reconcileEvents(file.database.db, stripe, { since: new Date(Date.now() - 3_600_000), undeliveredOnly: true, maxAttempts: 10 });
+  const listed = file.service.stripe.requests.slice(before).filter((r) => r.path === '/v1/events');
   assert.ok(listed.length >= 1);
   assert.ok(listed.every((r) => r.params.delivery_success === 'false'));
 });

@@ -1,12 +1,13 @@
 // Starts the real service wiring (src/service.ts) on a test database, with the fake Stripe
 // (the offline stand-in with its test hooks) behind STRIPE_API_BASE, on a random port.
+import { after, before } from 'node:test';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { startService, type Service } from '../../src/service.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 import { startOfflineStripe, type OfflineStripe } from '../../src/stripe/offline-stripe.js';
 import { signDelivery } from '../../src/stripe/sample-events.js';
-import type { TestDatabase } from './database.js';
+import { createTestDatabase, type TestDatabase } from './database.js';
 
 export const WEBHOOK_SECRET = 'whsec_test_current_0123456789abcdef';
 export const PREVIOUS_WEBHOOK_SECRET = 'whsec_test_previous_0123456789abcdef';
@@ -76,4 +77,23 @@ export async function startTestService(
       if (!options.stripe) await stripe.close();
     },
   };
+}
+
+export interface FileService {
+  readonly database: TestDatabase;
+  readonly service: TestService;
+}
+
+/** A fresh database and the service on it for one test file: made before its tests, closed after. */
+export function serviceForFile(options: { env?: Record<string, string> } = {}): FileService {
+  const file = {} as { database: TestDatabase; service: TestService };
+  before(async () => {
+    file.database = await createTestDatabase();
+    file.service = await startTestService(file.database, options);
+  });
+  after(async () => {
+    await file.service?.close();
+    await file.database?.close();
+  });
+  return file;
 }
