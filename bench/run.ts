@@ -1,0 +1,126 @@
+// `npm run bench -- [ingest|drain|latency|sweep|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]…`
+// Runs the parts of issue 4's benchmarks, each on its own throwaway database, baselines and the
+// service in the same run, and prints figures, ratios and the issue's targets beside them.
+// Method and the figures measured so far: docs/benchmarks.md.
+import { parseArgs } from 'node:util';
+import { benchDrain } from './parts/drain.js';
+import { benchIngest } from './parts/ingest.js';
+import { benchLatency } from './parts/latency.js';
+import { benchSweep } from './parts/sweep.js';
+import { cleanupAll, installSignalCleanup } from './support/cleanup.js';
+import { DEFAULT_SERVER_URL } from './support/database.js';
+import { machineFacts } from './support/machine.js';
+import type { BenchOptions } from './support/options.js';
+import { formatTable, type Figure } from './support/report.js';
+
+const PARTS = { ingest: benchIngest, drain: benchDrain, latency: benchLatency, sweep: benchSweep } as const;
+type PartName = keyof typeof PARTS;
+
+const USAGE = `usage: npm run bench -- [ingest|drain|latency|sweep|all] [options]
+
+  ingest    webhook POSTs/s at 50 connections: Express ceiling, naive INSERT, the service (ROLE=web)
+  drain     20k checkout.session.completed events fulfilled by ROLE=worker vs bare graphile-worker
+  latency   webhook 2xx → order paid at 50 events/s (ROLE=all)
+  sweep     sweep with nothing to do, and 10k stale rows reclaimed, at 100k and 1M finished events
+  all       every part, then one summary table (the default)
+
+options:
+  --short              CI smoke mode: seconds per part, tiny sizes (checks the scripts, not the numbers)
+  --json               machine-readable output on stdout
+  --concurrency N      WORKER_CONCURRENCY for drain, service and baseline alike (default 10)
+  --env KEY=VALUE      extra environment for every service process (repeatable)
+
+Postgres: DATABASE_URL (the server; each part creates and drops stripe_inbox_bench_<random>),
+default ${DEFAULT_SERVER_URL}.`;
+
+class UsageError extends Error {}
+
+function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; options: Omit<BenchOptions, 'log'> } | 'help' {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      short: { type: 'boolean' },
+      json: { type: 'boolean' },
+      concurrency: { type: 'string' },
+      env: { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return 'help';
+  if (positionals.length > 1) throw new UsageError(`one part at a time, got: ${positionals.join(' ')}`);
+  const part = positionals[0] ?? 'all';
+  if (part !== 'all' && !(part in PARTS)) throw new UsageError(`unknown part '${part}'`);
+  const concurrency = Number(values.concurrency ?? '10');
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 100) throw new UsageError('--concurrency must be a whole number from 1 to 100');
+  const env: Record<string, string> = {};
+  for (const pair of values.env ?? []) {
+    const match = /^([A-Z_][A-Z0-9_]*)=(.*)$/s.exec(pair);
+    if (!match) throw new UsageError(`--env wants KEY=VALUE, got '${pair}'`);
+    env[match[1]!] = match[2]!;
+  }
+  return {
+    parts: part === 'all' ? (Object.keys(PARTS) as PartName[]) : [part as PartName],
+    json: values.json === true,
+    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, env },
+  };
+}
+
+async function main(): Promise<number> {
+  let parsed: ReturnType<typeof parseOptions>;
+  try {
+    parsed = parseOptions(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`error: ${(error as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (parsed === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const { parts, json } = parsed;
+  const started = Date.now();
+  const options: BenchOptions = { ...parsed.options, log: (message) => process.stderr.write(`bench: ${message}\n`) };
+  installSignalCleanup();
+  const out = (text: string) => !json && process.stdout.write(`${text}\n`);
+
+  const machine = await machineFacts(options.serverUrl);
+  out(Object.entries({ ...machine, mode: options.short ? 'short (CI smoke: numbers not meaningful)' : 'full' }).map(([k, v]) => `${k}: ${v}`).join('\n'));
+  if (Object.keys(options.env).length > 0) out(`service env: ${Object.entries(options.env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+
+  const figures: Figure[] = [];
+  const failures: Array<{ part: string; error: string }> = [];
+  for (const part of parts) {
+    const partStarted = Date.now();
+    try {
+      const result = await PARTS[part](options);
+      figures.push(...result);
+      out(`\n${part} (${((Date.now() - partStarted) / 1000).toFixed(0)} s)\n${formatTable(result)}`);
+    } catch (error) {
+      failures.push({ part, error: describe(error) });
+      process.stderr.write(`bench: ${part} failed: ${describe(error)}\n`);
+    } finally {
+      await cleanupAll();
+    }
+  }
+  const seconds = (Date.now() - started) / 1000;
+  if (json) process.stdout.write(`${JSON.stringify({ machine, short: options.short, env: options.env, seconds, figures, failures }, null, 2)}\n`);
+  else if (parts.length > 1) out(`\nsummary (${seconds.toFixed(0)} s)\n${formatTable(figures)}`);
+  return failures.length > 0 ? 1 : 0;
+}
+
+function describe(error: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = error; e instanceof Error; e = e.cause) parts.push(e.message);
+  return parts.join(': ') || String(error);
+}
+
+main().then(
+  (code) => (process.exitCode = code),
+  async (error: unknown) => {
+    process.stderr.write(`bench failed: ${describe(error)}\n`);
+    await cleanupAll();
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,13 @@
+// What every part is given by bench/run.ts.
+export interface BenchOptions {
+  /** The Postgres server; each part creates (and drops) its own database on it. */
+  serverUrl: string;
+  /** CI smoke mode: a couple of seconds per measurement, tiny sizes; checks the scripts run. */
+  short: boolean;
+  /** WORKER_CONCURRENCY of the service (and the bare graphile-worker baseline) in `drain`. */
+  concurrency: number;
+  /** Extra environment for every service process (`--env KEY=VALUE`). */
+  env: Record<string, string>;
+  /** Progress lines (stderr), so stdout stays the table or the JSON. */
+  log(message: string): void;
+}

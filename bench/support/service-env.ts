@@ -1,0 +1,23 @@
+// The environment the bench gives the service: test mode, bench-only secrets, Stripe unreachable
+// (nothing measured here calls Stripe), and whatever the user adds with --env KEY=VALUE.
+export const BENCH_WEBHOOK_SECRET = 'whsec_bench_0123456789abcdef0123';
+const BENCH_TOKEN = 'bench-token-0123456789abcdef';
+
+export function serviceEnv(databaseUrl: string, role: 'all' | 'web' | 'worker', extra: Record<string, string>): Record<string, string> {
+  return {
+    NODE_ENV: 'test',
+    DATABASE_URL: databaseUrl,
+    ROLE: role,
+    STRIPE_WEBHOOK_SECRET: BENCH_WEBHOOK_SECRET,
+    STRIPE_SECRET_KEY: 'sk_test_offline',
+    STRIPE_API_BASE: 'http://127.0.0.1:9',
+    API_TOKEN: BENCH_TOKEN,
+    ADMIN_TOKEN: BENCH_TOKEN,
+    PORT: '0',
+    // src/cli/spawn-service.ts learns the URL from the 'stripe-inbox started' line, an info line:
+    // a quieter level would never be seen as started. See docs/benchmarks.md.
+    LOG_LEVEL: 'info',
+    SHUTDOWN_TIMEOUT_SECONDS: '5',
+    ...extra,
+  };
+}

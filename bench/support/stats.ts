@@ -1,0 +1,64 @@
+// Small numeric helpers and the RSS sampler.
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** Nearest-rank percentile of unsorted values; NaN when there are none. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export const mean = (values: readonly number[]) => (values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length);
+
+/** Kilobytes of a /proc/<pid>/status field (VmRSS: now, VmHWM: the peak so far), or undefined once the process is gone. */
+function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Samples a process's resident set every `intervalMs` until stopped. The peak reported is the
+ * larger of the sampled maximum and the kernel's own high-water mark (VmHWM), which also
+ * covers spikes between samples (and start-up, which is not part of the run: say so).
+ */
+export function sampleRss(pid: number, intervalMs = 100): { stop(): { startMb: number; peakMb: number; hwmMb: number } } {
+  const startKb = statusKb(pid, 'VmRSS') ?? 0;
+  let peakKb = startKb;
+  // unref: a run that fails before stop() must still let the bench exit.
+  const timer = setInterval(() => (peakKb = Math.max(peakKb, statusKb(pid, 'VmRSS') ?? 0)), intervalMs).unref();
+  return {
+    stop() {
+      clearInterval(timer);
+      const hwmKb = statusKb(pid, 'VmHWM') ?? 0;
+      return { startMb: startKb / 1024, peakMb: Math.max(peakKb, statusKb(pid, 'VmRSS') ?? 0) / 1024, hwmMb: hwmKb / 1024 };
+    },
+  };
+}
+
+// Linux's USER_HZ, the unit of utime and stime in /proc/<pid>/stat; 100 on every mainstream kernel.
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** CPU seconds (user + system) a process has used so far, or NaN once it is gone. */
+export function cpuSeconds(pid: number): number {
+  try {
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Polls until `probe` returns true, at most `timeoutMs`; throws with `what` when it never does. */
+export async function pollUntil(what: string, probe: () => Promise<boolean>, { timeoutMs, intervalMs }: { timeoutMs: number; intervalMs: number }): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
