@@ -8,11 +8,13 @@ import { announceReady, exitWithParent, requiredEnvNumber } from '../support/ann
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: requiredEnvNumber('POOL_SIZE', 15) });
 pool.on('error', () => {});
+const concurrency = requiredEnvNumber('CONCURRENCY', 10);
 const runner = await run({
   pgPool: pool,
-  concurrency: requiredEnvNumber('CONCURRENCY', 10),
+  concurrency,
   noHandleSignals: true,
   pollInterval: 2_000,
+  preset: { worker: { localQueue: { size: concurrency + 1, ttl: 60_000 }, completeJobBatchDelay: 1, failJobBatchDelay: 1 } },
   logger: new Logger(() => (level, message) => {
     if (['error', 'warning'].includes(String(level))) process.stderr.write(`${message}\n`);
   }),
