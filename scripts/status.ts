@@ -1,28 +1,35 @@
 // npm run status: is anything stuck, failed or behind? The same figures as GET /admin/api/status.
+import { parseDuration } from '../src/cli/duration.js';
 import { runScript, UsageError } from '../src/cli/script.js';
-import { getInboxStatus, listFailedEvents } from '../src/events/event-status.js';
+import { countsByType, getInboxStatus, listFailedEvents } from '../src/events/event-status.js';
 
 runScript({
-  usage: `usage: npm run status -- [--failed <n>] [--json]
+  usage: `usage: npm run status -- [--since <duration>] [--failed <n>] [--json]
 
-Counts by status, age of the oldest 'processing' event, queued jobs, last sweep, and the newest
---failed (default 10) dead letters with their last error. Exits 1 when any event has failed.`,
-  options: { failed: { type: 'string', default: '10' } },
+Counts by status, age of the oldest 'processing' event, queued jobs, last sweep, counts by type
+and status for events received within --since (default 24h), and the newest --failed (default 10)
+dead letters with their last error. Exits 1 when any event has failed.`,
+  options: { failed: { type: 'string', default: '10' }, since: { type: 'string', default: '24h' } },
   async run({ values }, ctx) {
     const limit = Number(values.failed);
     if (!Number.isInteger(limit) || limit < 0) throw new UsageError('--failed must be a whole number, e.g. --failed 20');
+    const sinceMs = parseDuration(String(values.since));
+    if (sinceMs === undefined) throw new UsageError('--since must be a duration like 30m, 24h or 7d');
     const { db } = await ctx.database();
     const status = await getInboxStatus(db);
     const failed = await listFailedEvents(db, limit);
+    const byType = await countsByType(db, new Date(Date.now() - sinceMs));
     const staleAfterSeconds = ctx.config.staleAfterMs / 1000;
     const lines = [
       `events:  ${Object.entries(status.counts).map(([k, n]) => `${k} ${n}`).join(', ')}`,
       `oldest processing: ${status.oldest_processing_age_seconds === null ? 'none' : `${status.oldest_processing_age_seconds}s${status.oldest_processing_age_seconds > 2 * staleAfterSeconds ? '  ← older than 2 × STALE_AFTER_SECONDS: is a worker running?' : ''}`}`,
       `jobs queued: ${status.jobs_queued}`,
       `last sweep:  ${status.last_sweep_at ?? 'never (no worker running?)'}`,
+      `by type, received within ${String(values.since)}:${byType.length ? '' : ' none'}`,
+      ...byType.map(({ type, counts }) => `  ${type}: ${Object.entries(counts).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ')}`),
       ...(failed.length ? ['failed (newest first; fix the cause, then npm run replay -- <event_id>):'] : []),
       ...failed.map((e) => `  ${e.event_id}  ${e.type}  attempts ${e.attempts}  ${e.last_error ?? ''}`),
     ];
-    return { json: { ...status, failed }, text: lines.join('\n'), exitCode: status.counts.failed > 0 ? 1 : 0 };
+    return { json: { ...status, by_type: byType, failed }, text: lines.join('\n'), exitCode: status.counts.failed > 0 ? 1 : 0 };
   },
 });

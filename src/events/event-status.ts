@@ -111,3 +111,26 @@ export async function eventTimeline(db: Kysely<Database>, hours: number): Promis
     order by m.minute`.execute(db);
   return rows;
 }
+
+export interface TypeCounts {
+  type: string;
+  counts: Record<EventStatus, number>;
+}
+
+/** Events received since `since`, by type and status, busiest type first. */
+export async function countsByType(db: Kysely<Database>, since: Date): Promise<TypeCounts[]> {
+  const rows = await db
+    .selectFrom('stripe_events')
+    .select(['type', 'status', sql<number>`count(*)::int`.as('n')])
+    .where('received_at', '>=', since)
+    .groupBy(['type', 'status'])
+    .execute();
+  const byType = new Map<string, Record<EventStatus, number>>();
+  for (const row of rows) {
+    const counts = byType.get(row.type) ?? (Object.fromEntries(EVENT_STATUSES.map((s) => [s, 0])) as Record<EventStatus, number>);
+    counts[row.status] = row.n;
+    byType.set(row.type, counts);
+  }
+  const total = (c: Record<EventStatus, number>) => Object.values(c).reduce((a, b) => a + b, 0);
+  return [...byType].map(([type, counts]) => ({ type, counts })).sort((a, b) => total(b.counts) - total(a.counts));
+}

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { claimEvents } from '../../src/events/event-store.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ADMIN_TOKEN, API_TOKEN, WEBHOOK_SECRET } from '../support/service.js';
 
@@ -45,12 +46,23 @@ test('status --json has the admin API shape and exits 0 when nothing failed', as
   const { code, stdout } = await script('status', ['--json']);
   assert.equal(code, 0);
   const status = JSON.parse(stdout) as Record<string, unknown>;
-  assert.deepEqual(Object.keys(status).sort(), ['counts', 'failed', 'jobs_queued', 'last_sweep_at', 'oldest_processing_age_seconds']);
+  assert.deepEqual(Object.keys(status).sort(), ['by_type', 'counts', 'failed', 'jobs_queued', 'last_sweep_at', 'oldest_processing_age_seconds']);
+});
+
+test('status counts events by type and status within --since', async () => {
+  const events = ['charge.succeeded', 'charge.succeeded', 'invoice.upcoming'].map((type, i) => ({
+    eventId: `evt_status_${i}`, type, objectId: null, livemode: false, stripeCreatedAt: new Date(), rawBody: '{}',
+  }));
+  await claimEvents(database.db, events, { maxAttempts: 10 });
+  const { stdout } = await script('status', ['--json', '--since', '1h']);
+  const byType = (JSON.parse(stdout) as { by_type: Array<{ type: string; counts: Record<string, number> }> }).by_type;
+  assert.deepEqual(byType.map((t) => [t.type, t.counts.processing]), [['charge.succeeded', 2], ['invoice.upcoming', 1]]);
 });
 
 test('bad values are refused with the flag named and an example', async () => {
   const cases: Array<[string, string[], RegExp]> = [
     ['prune', ['--older-than-days', '7'], /--older-than-days .*at least 31/],
+    ['status', ['--since', 'yesterday'], /--since must be a duration/],
     ['reconcile', ['--since', '40d'], /--since can be at most 30d/],
     ['reconcile', [], /--since is required/],
     ['sweep', ['--stale-after', 'soon'], /--stale-after must be a whole number/],
