@@ -6,7 +6,8 @@
 import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';
 import type { Database } from '../db/schema.js';
-import { claimEvents, type IncomingEvent } from '../events/event-store.js';
+import { claimEvents } from '../events/event-store.js';
+import { toIncomingEvent } from '../stripe/webhook-event.js';
 
 /** Stripe's Events API lists events of the last 30 days only. */
 export const STRIPE_EVENTS_RETENTION_DAYS = 30;
@@ -43,7 +44,9 @@ export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, opti
     const missing = page.filter((e) => !have.has(e.id));
     result.missing += missing.length;
     if (!result.dry_run && missing.length > 0) {
-      const outcomes = await claimEvents(db, missing.map(toIncoming), { maxAttempts: options.maxAttempts });
+      // Not the bytes of a webhook delivery (there was none), but the same event object.
+      const incoming = missing.map((e) => toIncomingEvent(e, JSON.stringify(e)));
+      const outcomes = await claimEvents(db, incoming, { maxAttempts: options.maxAttempts });
       missing.forEach((e, i) => outcomes[i] === 'claimed' && (result.claimed++, result.event_ids.push(e.id)));
     } else {
       result.event_ids.push(...missing.map((e) => e.id));
@@ -57,17 +60,4 @@ export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, opti
   }
   if (page.length > 0) await flush();
   return result;
-}
-
-function toIncoming(event: Stripe.Event): IncomingEvent {
-  const object = event.data.object as { id?: unknown };
-  return {
-    eventId: event.id,
-    type: event.type,
-    objectId: typeof object.id === 'string' ? object.id : null,
-    livemode: event.livemode,
-    stripeCreatedAt: new Date(event.created * 1000),
-    // Not the bytes of a webhook delivery (there was none), but the same event object.
-    rawBody: JSON.stringify(event),
-  };
 }

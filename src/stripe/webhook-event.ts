@@ -88,13 +88,22 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
   if (typeof objectId === 'string' && (objectId.length < 1 || objectId.length > MAX_ID_LENGTH)) {
     throw new WebhookRejection('malformed event: data.object.id is missing or invalid');
   }
+  return toIncomingEvent(event, text);
+}
+
+/** What the inbox stores of a Stripe Event object; `rawBody` is the event as it was received. */
+export function toIncomingEvent(
+  event: { id: string; type: string; livemode: boolean; created: number; data: { object: object } },
+  rawBody: string,
+): IncomingEvent {
+  const objectId = (event.data.object as { id?: unknown }).id;
   return {
     eventId: event.id,
     type: event.type,
     objectId: typeof objectId === 'string' ? objectId : null,
     livemode: event.livemode,
     stripeCreatedAt: new Date(event.created * 1000),
-    rawBody: text,
+    rawBody,
   };
 }
 

@@ -4,6 +4,7 @@ import { findEvent, type IncomingEvent } from '../../src/events/event-store.js';
 import { getQuota, type Quota } from '../../src/fulfilment/credit-ledger.js';
 import { createOrder, findOrder } from '../../src/fulfilment/orders.js';
 import { checkoutSession, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
+import { toIncomingEvent } from '../../src/stripe/webhook-event.js';
 import type { TestDatabase } from './database.js';
 import { waitFor } from './wait-for.js';
 
@@ -34,15 +35,7 @@ export function paidEvent(
 
 /** The event as the webhook route would store it, for tests that skip HTTP (no worker running). */
 export function incomingEvent(event: SampleEvent): IncomingEvent {
-  const objectId = event.data.object.id;
-  return {
-    eventId: event.id,
-    type: event.type,
-    objectId: typeof objectId === 'string' ? objectId : null,
-    livemode: event.livemode,
-    stripeCreatedAt: new Date(event.created * 1000),
-    rawBody: JSON.stringify(event),
-  };
+  return toIncomingEvent(event, JSON.stringify(event));
 }
 
 // Reading outcomes: what a test asserts on, straight from the tables.
