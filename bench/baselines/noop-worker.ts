@@ -14,7 +14,7 @@ const runner = await run({
   concurrency,
   noHandleSignals: true,
   pollInterval: 2_000,
-  preset: { worker: { localQueue: { size: concurrency + 1, ttl: 60_000 }, completeJobBatchDelay: 1, failJobBatchDelay: 1 } },
+  preset: { worker: { localQueue: { size: concurrency + 1, ttl: 60_000 } } },
   logger: new Logger(() => (level, message) => {
     if (['error', 'warning'].includes(String(level))) process.stderr.write(`${message}\n`);
   }),

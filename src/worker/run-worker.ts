@@ -40,15 +40,13 @@ export async function startWorker({ pool, db, logger, concurrency, maxAttempts, 
     pollInterval: 2_000,
     preset: {
       worker: {
-        // Fetch jobs for all slots in one query and complete them in batches (figures in
-        // docs/benchmarks.md). The trade-off on a kill: jobs held in the local queue or whose
-        // completion was not yet written stay locked. Their events are either still
-        // 'processing' (the sweep reclaims them once the lock is older than STALE_AFTER_SECONDS,
-        // so jobs must not sit in the local queue that long: ttl) or already finished (a rerun
-        // finds nothing to do).
+        // Fetch jobs for all slots in one query (figures in docs/benchmarks.md). The trade-off on
+        // a kill: jobs held in the local queue stay locked; their events are still 'processing'
+        // and the sweep reclaims them once the lock is older than STALE_AFTER_SECONDS, so jobs
+        // must not sit in the local queue that long (ttl). Batched completion is off: with it, a
+        // database that goes away while a batch of failures is written ends graphile-worker 0.17's
+        // worker pool (seen in test/database-outage.test.ts).
         localQueue: { size: concurrency + 1, ttl: Math.min(60_000, staleAfterMs / 2) },
-        completeJobBatchDelay: 1,
-        failJobBatchDelay: 1,
       },
     },
     // One attempt per tick: a failed sweep is simply the next tick's work.
