@@ -18,6 +18,9 @@ by order, so a pruned event delivered again still grants nothing.`,
     }
     const { db } = await ctx.database();
     const result = await pruneEvents(db, { retentionDays: days });
-    return { json: result, text: `deleted ${result.deleted} finished event(s) older than ${result.finished_before}, in ${result.batches} batch(es)` };
+    return {
+      json: result,
+      text: `deleted ${result.deleted} finished event(s) older than ${result.finished_before}, in ${result.batches} batch(es); ${result.deleted_jobs} replaced job(s)`,
+    };
   },
 });

@@ -34,3 +34,20 @@ export async function enqueueEvents(db: Kysely<Database>, eventIds: readonly str
       ${options.preserveRunAt}
     )`.execute(db);
 }
+
+/**
+ * Deletes jobs that can never run again: those the sweep replaced (add_jobs cleared their key and
+ * used up their attempts) once graphile-worker has unlocked them (it does after 4 hours). Nothing
+ * else removes them. Returns how many went.
+ */
+export async function deleteReplacedJobs(db: Kysely<Database>): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    with gone as (
+      delete from graphile_worker._private_jobs j
+      using graphile_worker._private_tasks t
+      where t.id = j.task_id and t.identifier = ${PROCESS_EVENT_TASK}
+        and j.key is null and j.attempts >= j.max_attempts and j.locked_at is null
+      returning 1)
+    select count(*)::int as n from gone`.execute(db);
+  return rows[0]?.n ?? 0;
+}

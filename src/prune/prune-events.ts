@@ -10,6 +10,7 @@
 import type { Kysely } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database } from '../db/schema.js';
+import { deleteReplacedJobs } from '../events/enqueue.js';
 import { pruneFinishedEvents } from '../events/event-store.js';
 import type { Logger } from '../logger.js';
 
@@ -26,6 +27,8 @@ export interface PruneOptions {
 export interface PruneResult {
   deleted: number;
   batches: number;
+  /** Fulfilment jobs the sweep had replaced, which could never run again. */
+  deleted_jobs: number;
   finished_before: string;
 }
 
@@ -35,14 +38,15 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
   }
   const batchSize = options.batchSize ?? 1_000;
   const finishedBefore = new Date(Date.now() - options.retentionDays * DAY_MS);
-  const result: PruneResult = { deleted: 0, batches: 0, finished_before: finishedBefore.toISOString() };
+  const result: PruneResult = { deleted: 0, batches: 0, deleted_jobs: 0, finished_before: finishedBefore.toISOString() };
   for (;;) {
     const deleted = await pruneFinishedEvents(db, { finishedBefore, limit: batchSize });
     result.deleted += deleted;
     result.batches++;
     if (deleted < batchSize) break;
   }
-  await recordMaintenanceRun(db, PRUNE_RUN_NAME, { deleted: result.deleted, batches: result.batches });
+  result.deleted_jobs = await deleteReplacedJobs(db);
+  await recordMaintenanceRun(db, PRUNE_RUN_NAME, { deleted: result.deleted, batches: result.batches, deleted_jobs: result.deleted_jobs });
   if (result.deleted > 0) options.logger?.info({ deleted: result.deleted, batches: result.batches, finishedBefore }, 'pruned finished events');
   return result;
 }

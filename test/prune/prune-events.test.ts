@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import { sql } from 'kysely';
+import { claimEvents } from '../../src/events/event-store.js';
 import { pruneEvents } from '../../src/prune/prune-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { finishedEvent, givenOrder, grantsOf, paidEvent, quotaOf } from '../support/factories.js';
@@ -44,7 +45,19 @@ test('finished events past the window go; young ones, processing and failed ones
   assert.equal(result.deleted, 9);
   assert.deepEqual(await remaining(), { processed: 2, failed: 3, processing: 3 });
   const { rows } = await sql<{ last_result: unknown }>`select last_result from maintenance_runs where name = 'prune'`.execute(database.db);
-  assert.deepEqual(rows[0]?.last_result, { deleted: 9, batches: 1 });
+  assert.deepEqual(rows[0]?.last_result, { deleted: 9, batches: 1, deleted_jobs: 0 });
+});
+
+test('jobs the sweep replaced go once graphile-worker has unlocked them; live ones stay', async () => {
+  await claimEvents(database.db, ['evt_a', 'evt_b', 'evt_c'].map((id) => ({ eventId: id, type: 'charge.succeeded', objectId: null, livemode: false, stripeCreatedAt: new Date(), rawBody: '{}' })), { maxAttempts: 10 });
+  // evt_a: replaced and unlocked (deletable); evt_b: replaced, still locked by its dead worker; evt_c: waiting.
+  await sql`update graphile_worker._private_jobs set key = null, attempts = max_attempts where payload->>'eventId' in ('evt_a', 'evt_b')`.execute(database.db);
+  await sql`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'dead' where payload->>'eventId' = 'evt_b'`.execute(database.db);
+  const result = await pruneEvents(database.db, { retentionDays: 31 });
+  assert.equal(result.deleted_jobs, 1);
+  const { rows } = await sql<{ id: string }>`select payload->>'eventId' as id from graphile_worker._private_jobs order by 1`.execute(database.db);
+  assert.deepEqual(rows.map((r) => r.id), ['evt_b', 'evt_c']);
+  await sql`delete from graphile_worker._private_jobs`.execute(database.db);
 });
 
 test('large backlogs go in batches', async () => {
