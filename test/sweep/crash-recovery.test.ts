@@ -3,35 +3,19 @@
 // process, which fulfils it exactly once. And two processes taking one stream of duplicated
 // deliveries, one of them killed and restarted, grant every order exactly once.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { signDelivery } from '../../src/stripe/sample-events.js';
 import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
-import { spawnService, type ChildService } from '../support/child-service.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { processesForFile } from '../support/child-service.js';
 import { givenOrder, paidEvent } from '../support/factories.js';
 import { WEBHOOK_SECRET } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
 // The cron sweep is pushed out of the way: these tests run the sweep themselves, when they mean to.
 const NO_CRON = { SWEEP_CRON: '0 0 1 1 *', STALE_AFTER_SECONDS: '1' };
-const children: ChildService[] = [];
-let database: TestDatabase;
-
-before(async () => {
-  database = await createTestDatabase();
-});
-after(async () => {
-  for (const child of children) child.process.kill('SIGKILL');
-  await database.close();
-});
-
-async function start(env: Record<string, string> = {}): Promise<ChildService> {
-  const child = await spawnService(database.url, { ...NO_CRON, ...env });
-  children.push(child);
-  return child;
-}
+const file = processesForFile(NO_CRON);
 
 async function deliver(url: string, event: unknown): Promise<number> {
   const { body, headers } = signDelivery(event, WEBHOOK_SECRET);
@@ -43,19 +27,19 @@ async function deliver(url: string, event: unknown): Promise<number> {
 }
 
 const grantsFor = async (orderId: string) =>
-  (await database.db.selectFrom('credit_grants').select('event_id').where('order_id', '=', orderId).execute()).length;
+  (await file.database.db.selectFrom('credit_grants').select('event_id').where('order_id', '=', orderId).execute()).length;
 
 test('a worker killed mid-handler: its event is reclaimed by the sweep and fulfilled once elsewhere', async () => {
-  const order = await givenOrder(database);
+  const order = await givenOrder(file.database);
   const event = paidEvent(order);
 
   // Hold the order row so the first worker blocks inside its fulfilment transaction.
-  const blocker = new pg.Client({ connectionString: database.url });
+  const blocker = new pg.Client({ connectionString: file.database.url });
   await blocker.connect();
   await blocker.query('begin');
   await blocker.query('select 1 from orders where order_id = $1 for update', [order.order_id]);
 
-  const first = await start();
+  const first = await file.start();
   assert.equal(await deliver(first.url, event), 200);
   await waitFor('the worker to block on the order row', async () => {
     const { rows } = await blocker.query(
@@ -69,18 +53,18 @@ test('a worker killed mid-handler: its event is reclaimed by the sweep and fulfi
   await blocker.end();
 
   // The kill rolled everything back: claimed, not fulfilled.
-  const stuck = await database.db.selectFrom('stripe_events').selectAll().where('event_id', '=', event.id).executeTakeFirstOrThrow();
+  const stuck = await file.database.db.selectFrom('stripe_events').selectAll().where('event_id', '=', event.id).executeTakeFirstOrThrow();
   assert.equal(stuck.status, 'processing');
   assert.equal(await grantsFor(order.order_id), 0);
 
   // graphile-worker would keep the dead worker's job locked for hours; the sweep does not wait.
-  const second = await start({ ROLE: 'worker' });
+  const second = await file.start({ ROLE: 'worker' });
   await waitFor('the sweep to reclaim the abandoned event', async () => {
-    const result = await sweepStaleEvents(database.db, { staleAfterMs: 1_000, maxAttempts: 10 });
+    const result = await sweepStaleEvents(file.database.db, { staleAfterMs: 1_000, maxAttempts: 10 });
     return result.reclaimed === 1;
   });
   await waitFor('the event to be fulfilled', async () => {
-    const row = await database.db.selectFrom('stripe_events').select('status').where('event_id', '=', event.id).executeTakeFirstOrThrow();
+    const row = await file.database.db.selectFrom('stripe_events').select('status').where('event_id', '=', event.id).executeTakeFirstOrThrow();
     return row.status === 'processed';
   });
   assert.equal(await grantsFor(order.order_id), 1);
@@ -89,7 +73,7 @@ test('a worker killed mid-handler: its event is reclaimed by the sweep and fulfi
 });
 
 test('two processes, duplicated deliveries, one killed and restarted: every order granted exactly once', async () => {
-  const orders = await Promise.all(Array.from({ length: 60 }, () => givenOrder(database)));
+  const orders = await Promise.all(Array.from({ length: 60 }, () => givenOrder(file.database)));
   // Each payment: its event delivered to both processes, plus a second Event object for the
   // same session delivered to either (DESIGN invariants 3 and 4).
   const events = orders.flatMap((order) => {
@@ -98,14 +82,14 @@ test('two processes, duplicated deliveries, one killed and restarted: every orde
     return [first, first, second];
   });
 
-  let a = await start();
-  const b = await start();
+  let a = await file.start();
+  const b = await file.start();
   const statuses: number[] = [];
   for (let i = 0; i < events.length; i += 6) {
     if (i === 90) {
       a.process.kill('SIGKILL');
       await a.exited;
-      a = await start();
+      a = await file.start();
     }
     const batch = events.slice(i, i + 6);
     statuses.push(...(await Promise.all(batch.map((e, j) => deliver((i + j) % 2 ? a.url : b.url, e)))));
@@ -117,8 +101,8 @@ test('two processes, duplicated deliveries, one killed and restarted: every orde
   await waitFor(
     'no event left processing',
     async () => {
-      await sweepStaleEvents(database.db, { staleAfterMs: 1_000, maxAttempts: 10 });
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from stripe_events where status = 'processing'`.execute(database.db);
+      await sweepStaleEvents(file.database.db, { staleAfterMs: 1_000, maxAttempts: 10 });
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from stripe_events where status = 'processing'`.execute(file.database.db);
       return rows[0]!.n === 0;
     },
     { timeoutMs: 30_000, intervalMs: 250 },
@@ -127,10 +111,10 @@ test('two processes, duplicated deliveries, one killed and restarted: every orde
     select (select count(distinct order_id)::int from credit_grants where order_id = any(${orders.map((o) => o.order_id)})) as orders,
            (select count(*)::int from credit_grants where order_id = any(${orders.map((o) => o.order_id)})) as grants,
            (select count(*)::int from orders where status = 'paid' and order_id = any(${orders.map((o) => o.order_id)})) as paid,
-           (select coalesce(sum(granted), 0)::int from account_credits where account_id = any(${orders.map((o) => o.account_id)})) as credits`.execute(database.db);
+           (select coalesce(sum(granted), 0)::int from account_credits where account_id = any(${orders.map((o) => o.account_id)})) as credits`.execute(file.database.db);
   assert.deepEqual(rows[0], { orders: 60, grants: 60, paid: 60, credits: 60 * 40 });
   const { rows: outcomes } = await sql<{ status: string; n: number }>`
-    select status, count(*)::int as n from stripe_events group by status order by status`.execute(database.db);
+    select status, count(*)::int as n from stripe_events group by status order by status`.execute(file.database.db);
   assert.deepEqual(outcomes, [
     { status: 'duplicate', n: 60 },
     { status: 'processed', n: 60 + 1 }, // + the first test's event
