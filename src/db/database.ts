@@ -1,6 +1,7 @@
 // One pg pool per process, shared by Kysely, graphile-worker and the scripts.
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { preparingPool } from './prepared-statements.js';
 import type { Database } from './schema.js';
 
 export interface Db {
@@ -36,7 +37,7 @@ export function openDatabase(connectionString: string, options: DbOptions = {}):
   // LISTEN client among them): the query in progress fails, the process must not.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) });
   return {
     pool,
     db,

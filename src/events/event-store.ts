@@ -3,7 +3,7 @@
 // none of them carries its own UPDATE. The state machine itself is enforced by CHECK
 // constraints in sql/0001 (a finished row has finished_at, a failed row has last_error, ...).
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
+import type { Database, EventStatus, StripeEventRow, StripeEventsTable } from '../db/schema.js';
 import { enqueueEvents, JOB_KEY_PREFIX } from './enqueue.js';
 
 /** A verified delivery, reduced to what the inbox stores. */
@@ -18,6 +18,14 @@ export interface IncomingEvent {
 }
 
 export type ClaimOutcome = 'claimed' | 'duplicate';
+
+// Named rather than `*`, so reading a row is a prepared statement that a migration adding a column
+// does not break (src/db/prepared-statements.ts). A column missing here is a type error where the
+// row is returned.
+const EVENT_COLUMNS = [
+  'event_id', 'type', 'object_id', 'livemode', 'stripe_created_at', 'payload', 'status',
+  'attempts', 'last_error', 'duplicate_of', 'received_at', 'enqueued_at', 'finished_at',
+] as const satisfies ReadonlyArray<keyof StripeEventsTable>;
 
 export interface EventQueueOptions {
   maxAttempts: number;
@@ -67,7 +75,7 @@ export async function claimEvents(
  * reclaimed, whatever its age; when the worker's connection dies, Postgres releases it.
  */
 export async function lockForFulfilment(tx: Transaction<Database>, eventId: string): Promise<StripeEventRow | undefined> {
-  return tx.selectFrom('stripe_events').selectAll().where('event_id', '=', eventId).forUpdate().executeTakeFirst();
+  return tx.selectFrom('stripe_events').select(EVENT_COLUMNS).where('event_id', '=', eventId).forUpdate().executeTakeFirst();
 }
 
 export type FinishOutcome = { status: 'processed' | 'ignored' } | { status: 'duplicate'; duplicateOf: string };
@@ -239,5 +247,5 @@ export async function findEventIds(
 }
 
 export async function findEvent(db: Kysely<Database>, eventId: string): Promise<StripeEventRow | undefined> {
-  return db.selectFrom('stripe_events').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+  return db.selectFrom('stripe_events').select(EVENT_COLUMNS).where('event_id', '=', eventId).executeTakeFirst();
 }
