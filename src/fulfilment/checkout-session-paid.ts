@@ -6,9 +6,8 @@ import type { Transaction } from 'kysely';
 import { z } from 'zod';
 import type { Database, StripeEventRow } from '../db/schema.js';
 import type { FinishOutcome } from '../events/event-store.js';
-import { grantOrderCredits } from './credit-ledger.js';
 import { PermanentError } from './errors.js';
-import { findOrder, markOrderPaid } from './orders.js';
+import { recordOrderPayment } from './order-payment.js';
 
 // Only the fields fulfilment depends on; the rest of Stripe's object is kept in the payload.
 const checkoutSessionEvent = z.object({
@@ -36,20 +35,25 @@ export async function fulfilCheckoutSession(tx: Transaction<Database>, event: St
 
   const orderId = session.metadata?.order_id;
   if (!orderId) throw new PermanentError(`checkout session ${session.id} has no metadata.order_id`);
-  // Locked so a concurrent refund or second event sees the order after this grant, not before.
-  const order = await findOrder(tx, orderId, { forUpdate: true });
-  if (!order) throw new PermanentError(`unknown order ${orderId} in checkout session ${session.id}`);
-  if (session.amount_total !== order.amount || session.currency?.toLowerCase() !== order.currency) {
-    throw new PermanentError(
-      `amount or currency mismatch for order ${orderId}: session paid ${session.amount_total ?? 'null'} ${session.currency ?? 'null'}, order costs ${order.amount} ${order.currency}`,
-    );
+  const payment = await recordOrderPayment(tx, {
+    orderId,
+    eventId: event.event_id,
+    amount: session.amount_total,
+    currency: session.currency?.toLowerCase() ?? null,
+    checkoutSessionId: session.id,
+    paymentIntentId: session.payment_intent,
+  });
+  switch (payment.outcome) {
+    case 'unknown_order':
+      throw new PermanentError(`unknown order ${orderId} in checkout session ${session.id}`);
+    case 'price_mismatch':
+      throw new PermanentError(
+        `amount or currency mismatch for order ${orderId}: session paid ${session.amount_total ?? 'null'} ${session.currency ?? 'null'}, order costs ${payment.amount} ${payment.currency}`,
+      );
+    case 'granted':
+      return { status: 'processed' };
+    case 'already_granted':
+      // Re-running the event that granted (a replay) is the same outcome, not a duplicate.
+      return payment.byEventId === event.event_id ? { status: 'processed' } : { status: 'duplicate', duplicateOf: payment.byEventId };
   }
-
-  const grant = await grantOrderCredits(tx, order, event.event_id);
-  if (!grant.granted) {
-    // Re-running the event that granted (a replay) is the same outcome, not a duplicate.
-    return grant.byEventId === event.event_id ? { status: 'processed' } : { status: 'duplicate', duplicateOf: grant.byEventId };
-  }
-  await markOrderPaid(tx, orderId, { checkoutSessionId: session.id, paymentIntentId: session.payment_intent });
-  return { status: 'processed' };
 }

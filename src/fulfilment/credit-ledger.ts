@@ -1,33 +1,7 @@
-// The credit ledger: grants keyed by order (one per order, by primary key) and a running
-// balance per account. Quota = granted - used.
+// The credit ledger: grants keyed by order (one per order, by primary key; written by
+// order-payment.ts) and a running balance per account. Quota = granted - used.
 import { sql, type Kysely } from 'kysely';
-import type { Database, OrderRow } from '../db/schema.js';
-
-export type GrantResult = { granted: true } | { granted: false; byEventId: string };
-
-/**
- * Grants an order's credits once (DESIGN invariant 5). The unique key on credit_grants.order_id
- * decides, not a read-then-write: two events racing for one order both try the insert and
- * exactly one inserts; the other learns which event granted.
- */
-export async function grantOrderCredits(db: Kysely<Database>, order: OrderRow, eventId: string): Promise<GrantResult> {
-  const inserted = await db
-    .insertInto('credit_grants')
-    .values({ order_id: order.order_id, account_id: order.account_id, credits: order.credits, event_id: eventId })
-    .onConflict((oc) => oc.column('order_id').doNothing())
-    .returning('order_id')
-    .executeTakeFirst();
-  if (!inserted) {
-    const existing = await db.selectFrom('credit_grants').select('event_id').where('order_id', '=', order.order_id).executeTakeFirstOrThrow();
-    return { granted: false, byEventId: existing.event_id };
-  }
-  await db
-    .insertInto('account_credits')
-    .values({ account_id: order.account_id, granted: order.credits })
-    .onConflict((oc) => oc.column('account_id').doUpdateSet({ granted: sql`account_credits.granted + excluded.granted` }))
-    .execute();
-  return { granted: true };
-}
+import type { Database } from '../db/schema.js';
 
 export interface Quota {
   account_id: string;

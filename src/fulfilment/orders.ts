@@ -1,7 +1,7 @@
 // Orders: one per checkout attempt of a package by an account. Created before Stripe is called,
 // so a session Stripe knows about always names an order we know about.
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database, OrderRow, PackageRow } from '../db/schema.js';
 
 export async function listPackages(db: Kysely<Database>): Promise<PackageRow[]> {
@@ -44,24 +44,5 @@ export async function attachCheckoutSession(db: Kysely<Database>, orderId: strin
     .set({ checkout_session_id: checkoutSessionId })
     .where('order_id', '=', orderId)
     .where('checkout_session_id', 'is', null)
-    .execute();
-}
-
-/** The PaymentIntent is kept because refunds (charge.refunded, refunds.create) name it. */
-export async function markOrderPaid(
-  db: Kysely<Database>,
-  orderId: string,
-  paid: { checkoutSessionId: string; paymentIntentId: string | null },
-): Promise<void> {
-  await db
-    .updateTable('orders')
-    .set({
-      status: 'paid',
-      paid_at: sql<Date>`now()`,
-      checkout_session_id: sql<string>`coalesce(checkout_session_id, ${paid.checkoutSessionId})`,
-      payment_intent_id: paid.paymentIntentId,
-    })
-    .where('order_id', '=', orderId)
-    .where('status', '=', 'pending')
     .execute();
 }
