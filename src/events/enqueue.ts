@@ -1,7 +1,7 @@
 // The one place that turns event ids into graphile-worker jobs. Payloads carry the id only; the
 // task loads the row. The job key is per event, so a re-enqueue (replay, sweep) replaces a
 // waiting job instead of adding a second one, and replaces a job locked by a dead worker.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
 
 export const PROCESS_EVENT_TASK = 'process_stripe_event';
@@ -21,18 +21,25 @@ export interface EnqueueOptions {
 
 export async function enqueueEvents(db: Kysely<Database>, eventIds: readonly string[], options: EnqueueOptions): Promise<void> {
   if (eventIds.length === 0) return;
-  // One add_jobs call for the whole batch: each call ends in one pg_notify, and notifying
-  // commits are serialised database-wide, so the count of calls, not of jobs, is what costs.
-  await sql`
-    select count(*) from graphile_worker.add_jobs(
-      array(
-        select row(${PROCESS_EVENT_TASK}, json_build_object('eventId', id), null, null,
-                   ${options.maxAttempts}::int, ${JOB_KEY_PREFIX}::text || id, null, null
-               )::graphile_worker.job_spec
-        from unnest(${eventIds}::text[]) as id
-      ),
-      ${options.preserveRunAt}
-    )`.execute(db);
+  await sql`select count(*) from ${addEventJobs(sql`select unnest(${eventIds}::text[])`, options)}`.execute(db);
+}
+
+/**
+ * graphile_worker.add_jobs for every event id the query `eventIds` yields (one column), as a set
+ * returning expression to use in a FROM clause, so a statement can claim and enqueue at once.
+ * One call for the whole set: each call ends in one pg_notify, and notifying commits are
+ * serialised database-wide, so the count of calls, not of jobs, is what costs.
+ */
+export function addEventJobs(eventIds: RawBuilder<unknown>, options: EnqueueOptions): RawBuilder<unknown> {
+  return sql`graphile_worker.add_jobs(
+    array(
+      select row(${PROCESS_EVENT_TASK}, json_build_object('eventId', id), null, null,
+                 ${options.maxAttempts}::int, ${JOB_KEY_PREFIX}::text || id, null, null
+             )::graphile_worker.job_spec
+      from (${eventIds}) as ids(id)
+    ),
+    ${options.preserveRunAt}
+  )`;
 }
 
 /**

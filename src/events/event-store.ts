@@ -4,7 +4,7 @@
 // constraints in sql/0001 (a finished row has finished_at, a failed row has last_error, ...).
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventStatus, StripeEventRow, StripeEventsTable } from '../db/schema.js';
-import { enqueueEvents, JOB_KEY_PREFIX } from './enqueue.js';
+import { addEventJobs, enqueueEvents, JOB_KEY_PREFIX } from './enqueue.js';
 
 /** A verified delivery, reduced to what the inbox stores. */
 export interface IncomingEvent {
@@ -32,12 +32,13 @@ export interface EventQueueOptions {
 }
 
 /**
- * Claims each event id and enqueues its job in one transaction (DESIGN invariants 1 and 3): when
- * this resolves, every event is durable together with the means to process it. An id that is
- * already stored (a retry, a concurrent delivery, a resend) is 'duplicate' and gets no job.
- * Concurrent claims of one id do not fail: ON CONFLICT waits for the other transaction and
- * then does nothing, so a second delivery never sees an error (an error would be a 5xx and
- * another retry). Takes a batch so deliveries arriving together can share one commit.
+ * Claims each event id and enqueues its job in one statement, so in one transaction (DESIGN
+ * invariants 1 and 3): when this resolves, every event is durable together with the means to
+ * process it. An id that is already stored (a retry, a concurrent delivery, a resend) is
+ * 'duplicate' and gets no job. Concurrent claims of one id do not fail: ON CONFLICT waits for the
+ * other transaction and then does nothing, so a second delivery never sees an error (an error
+ * would be a 5xx and another retry). Takes a batch so deliveries arriving together can share one
+ * commit (claim-batcher.ts).
  */
 export async function claimEvents(
   db: Kysely<Database>,
@@ -45,21 +46,26 @@ export async function claimEvents(
   options: EventQueueOptions,
 ): Promise<ClaimOutcome[]> {
   const unique = [...new Map(events.map((e) => [e.eventId, e])).values()];
-  const claimed = await db.transaction().execute(async (tx) => {
-    const { rows } = await sql<{ event_id: string }>`
+  // One statement, not begin/insert/add_jobs/commit: under load each round trip waits its turn
+  // behind the HTTP work on the event loop, so round trips, not the database, bounded ingest.
+  // The batch goes as one JSON array with each raw body spliced in as it came, parsed once, by
+  // jsonb (arrays of 3 KB bodies full of quotes were escaped by the client and unescaped by
+  // Postgres). `jobs` sits in the select list so it always runs.
+  const batch = `[${unique.map((e) => `{"event_id":${JSON.stringify(e.eventId)},"type":${JSON.stringify(e.type)},"object_id":${JSON.stringify(e.objectId)},"livemode":${e.livemode},"stripe_created_at":"${e.stripeCreatedAt.toISOString()}","payload":${e.rawBody}}`).join(',')}]`;
+  const { rows } = await sql<{ claimed: string[] }>`
+    with claimed as (
       insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload)
-      select event_id, type, object_id, livemode, stripe_created_at, payload::jsonb
-      from unnest(
-        ${unique.map((e) => e.eventId)}::text[], ${unique.map((e) => e.type)}::text[],
-        ${unique.map((e) => e.objectId)}::text[], ${unique.map((e) => e.livemode)}::boolean[],
-        ${unique.map((e) => e.stripeCreatedAt)}::timestamptz[], ${unique.map((e) => e.rawBody)}::text[]
-      ) as incoming(event_id, type, object_id, livemode, stripe_created_at, payload)
+      select event_id, type, object_id, livemode, stripe_created_at, payload
+      from jsonb_to_recordset(${batch}::jsonb)
+        as incoming(event_id text, type text, object_id text, livemode boolean, stripe_created_at timestamptz, payload jsonb)
       on conflict (event_id) do nothing
-      returning event_id`.execute(tx);
-    const ids = rows.map((r) => r.event_id);
-    await enqueueEvents(tx, ids, { maxAttempts: options.maxAttempts, preserveRunAt: false });
-    return new Set(ids);
-  });
+      returning event_id
+    ), jobs as (
+      select count(*) as added
+      from ${addEventJobs(sql`select event_id from claimed`, { maxAttempts: options.maxAttempts, preserveRunAt: false })}
+    )
+    select array(select event_id from claimed) as claimed, (select added from jobs) as jobs`.execute(db);
+  const claimed = new Set(rows[0]?.claimed);
   // Within one batch the same id twice: the first occurrence owns the claim.
   const seen = new Set<string>();
   return events.map((e) => {

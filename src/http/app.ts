@@ -29,9 +29,10 @@ export function buildApp(deps: AppDeps): express.Express {
   app.set('trust proxy', deps.trustProxyHops > 0 ? deps.trustProxyHops : false);
   const limits = rateLimits(deps.rateLimitPerMinute, deps.logger);
   // Express 5 forwards rejected promises from async handlers to the error handler.
+  // The webhook first: it is the route under load, and every router before it costs each request.
+  app.use(webhookRoutes(deps, limits.webhookRejections));
   app.use(healthRoutes(deps.readiness));
   app.use(metricsRoute(deps.metrics, deps.metricsToken));
-  app.use(webhookRoutes(deps, limits.webhookRejections));
   // Limits come before authentication, so guessing a token is limited too.
   app.use('/api', limits.api);
   app.use('/admin', limits.admin);
