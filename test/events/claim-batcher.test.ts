@@ -1,13 +1,14 @@
 // Group commit keeps the webhook's contract (DESIGN invariants 1 and 3): concurrent claims share
 // transactions, yet each resolves only once its own row and job are committed; a duplicate in the
-// same batch is a duplicate; one bad row does not fail its neighbours.
+// same batch is a duplicate; one bad row does not fail its neighbours; a batch stores each event
+// exactly as it came.
 import assert from 'node:assert/strict';
 import net, { type AddressInfo } from 'node:net';
 import { after, before, beforeEach, test } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { ClaimBatcher, ClaimTimeoutError } from '../../src/events/claim-batcher.js';
-import type { IncomingEvent } from '../../src/events/event-store.js';
+import { claimEvents, type IncomingEvent } from '../../src/events/event-store.js';
 import { randomStripeId } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
@@ -37,6 +38,35 @@ async function committed(eventId: string): Promise<{ row: boolean; job: boolean 
            exists (select 1 from graphile_worker._private_jobs where key = ${`stripe_event:${eventId}`}) as job`.execute(observer.db);
   return rows[0]!;
 }
+
+test('a batch stores each event with its own fields and its body as sent, whatever characters it holds', async () => {
+  const bodies = [
+    { id: randomStripeId('evt'), note: 'quotes " and \\ backslashes, \u2028 separators, emoji 🧾, ünïcödé' },
+    { id: randomStripeId('evt'), nested: [[1.5e10, -0.25, true, null], { '': '', 'a"b': ['\n\t'] }] },
+    { id: randomStripeId('evt'), data: { object: {} } },
+  ];
+  const events: IncomingEvent[] = bodies.map((body, i) => ({
+    eventId: body.id,
+    type: `type.${i}`,
+    objectId: i === 2 ? null : `obj_${i}`,
+    livemode: i === 1,
+    stripeCreatedAt: new Date(Date.UTC(2026, 0, i + 1)),
+    // As Stripe sends it, whitespace included: stored as jsonb, read back as the same JSON.
+    rawBody: JSON.stringify(body, null, i),
+  }));
+  const outcomes = await claimEvents(database.db, [...events, events[0]!], { maxAttempts: 10 });
+  assert.deepEqual(outcomes, ['claimed', 'claimed', 'claimed', 'duplicate']);
+  const rows = await observer.db
+    .selectFrom('stripe_events')
+    .select(['event_id', 'type', 'object_id', 'livemode', 'stripe_created_at', 'payload'])
+    .orderBy('type')
+    .execute();
+  assert.deepEqual(
+    rows,
+    events.map((e, i) => ({ event_id: e.eventId, type: e.type, object_id: e.objectId, livemode: e.livemode, stripe_created_at: e.stripeCreatedAt, payload: bodies[i] })),
+  );
+  for (const e of events) assert.deepEqual(await committed(e.eventId), { row: true, job: true });
+});
 
 test('200 concurrent claims share transactions, and each resolves only after its row and job are committed', async () => {
   const batcher = new ClaimBatcher(database.db, { maxAttempts: 10 });
