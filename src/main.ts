@@ -19,7 +19,7 @@ async function main(): Promise<void> {
     process.stderr.write(`stripe-inbox: ${error.message}\n`);
     process.exit(1);
   }
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, { sync: false });
   logUnhandledRejections(logger);
   // Closed in this order at shutdown: database pool first, then the development stand-ins.
   const closers: Array<() => Promise<void>> = [];

@@ -58,7 +58,7 @@ async function main<O extends NonNullable<ParseArgsConfig['options']>>(spec: Scr
   const closers: Array<() => Promise<void>> = [];
   try {
     const config = loadConfig();
-    const logger = createLogger(config.logLevel, 2);
+    const logger = createLogger(config.logLevel, { fd: 2 });
     let db: Db | undefined;
     const ctx: ScriptContext = {
       config,

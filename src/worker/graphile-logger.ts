@@ -6,9 +6,10 @@ import type { Logger } from '../logger.js';
 export function graphileLogger(logger: Logger): GraphileLogger {
   const base = logger.child({ component: 'graphile-worker' });
   return new GraphileLogger((scope) => (level: LogLevel, message: string, meta?: unknown) => {
-    const fields = { ...scope, ...(typeof meta === 'object' && meta !== null ? { meta } : {}) };
     const name = String(level);
     const method = name === 'warning' ? 'warn' : name === 'error' ? 'error' : 'debug';
-    base[method](fields, message);
+    // Checked first: graphile-worker logs every job, and most of it is dropped at info.
+    if (!base.isLevelEnabled(method)) return;
+    base[method]({ ...scope, ...(typeof meta === 'object' && meta !== null ? { meta } : {}) }, message);
   });
 }
