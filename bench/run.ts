@@ -8,6 +8,7 @@ import { benchIngest } from './parts/ingest.js';
 import { benchLatency } from './parts/latency.js';
 import { benchSweep } from './parts/sweep.js';
 import { cleanupAll, installSignalCleanup } from './support/cleanup.js';
+import { buildService } from './support/compiled-service.js';
 import { DEFAULT_SERVER_URL } from './support/database.js';
 import { machineFacts } from './support/machine.js';
 import type { BenchOptions } from './support/options.js';
@@ -89,6 +90,10 @@ async function main(): Promise<number> {
   out(Object.entries({ ...machine, mode: options.short ? 'short (CI smoke: numbers not meaningful)' : 'full' }).map(([k, v]) => `${k}: ${v}`).join('\n'));
   if (Object.keys(options.env).length > 0) out(`service env: ${Object.entries(options.env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
 
+  if (parts.some((part) => part !== 'sweep')) {
+    options.log('building the service bundle (npm run build): the parts run it as the image does');
+    buildService();
+  }
   const figures: Figure[] = [];
   const failures: Array<{ part: string; error: string }> = [];
   for (const part of parts) {

@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { spawnService } from '../../src/cli/spawn-service.js';
 import { onCleanup } from './cleanup.js';
+import { COMPILED_MAIN } from './compiled-service.js';
 
 const STOP_GRACE_MS = 10_000;
 const START_TIMEOUT_MS = 60_000;
@@ -62,10 +63,10 @@ export async function spawnBaseline(name: string, env: Record<string, string>): 
   }
 }
 
-/** The service (`node --import tsx src/main.ts`) with `env` on top of the bench's settings. */
+/** The compiled service (built by bench/run.ts first) with `env` on top of the bench's settings. */
 export async function spawnBenchService(env: Record<string, string>): Promise<BenchChild> {
   // Nothing is kept: at LOG_LEVEL=info the webhook route logs one line per request.
-  const service = await spawnService(env, { keepLog: () => false, startTimeoutMs: START_TIMEOUT_MS });
+  const service = await spawnService(env, { keepLog: () => false, startTimeoutMs: START_TIMEOUT_MS, compiledMain: COMPILED_MAIN });
   const stop = stopper(service.process, 'service');
   return { pid: service.process.pid!, url: service.url, stop };
 }

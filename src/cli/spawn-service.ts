@@ -1,6 +1,7 @@
-// The service as a real child process (`node --import tsx src/main.ts`), for what only a process
-// can show: SIGKILL mid-job, SIGTERM and its exit code, several processes on one database.
-// Used by the process-level tests (test/support/child-service.ts) and by `npm run chaos`.
+// The service as a real child process (`node --import tsx src/main.ts`, or the compiled bundle),
+// for what only a process can show: SIGKILL mid-job, SIGTERM and its exit code, several processes
+// on one database. Used by the process-level tests (test/support/child-service.ts), by
+// `npm run chaos` and by the benchmarks (which run the compiled bundle, as the image does).
 // The URL is learned from the JSON start line, so the child must log at 'info' or lower
 // (the default here); PORT defaults to 0, a free port chosen by the kernel.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -28,11 +29,14 @@ export interface SpawnOptions {
   startTimeoutMs?: number;
   /** Aborting before the child has started kills it and rejects the spawn. */
   signal?: AbortSignal;
+  /** A compiled main.js (`npm run build`) to run with plain node instead of src/main.ts under tsx. */
+  compiledMain?: string;
 }
 
 /** Starts src/main.ts with the parent's environment plus `env`, and resolves once it listens. */
 export async function spawnService(env: Record<string, string>, options: SpawnOptions = {}): Promise<ChildService> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+  const args = options.compiledMain ? [options.compiledMain] : ['--import', 'tsx', MAIN];
+  const child = spawn(process.execPath, args, {
     env: { ...process.env, LOG_LEVEL: 'info', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
