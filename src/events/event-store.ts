@@ -51,7 +51,7 @@ export async function claimEvents(
   // The batch goes as one JSON array with each raw body spliced in as it came, parsed once, by
   // jsonb (arrays of 3 KB bodies full of quotes were escaped by the client and unescaped by
   // Postgres). `jobs` sits in the select list so it always runs.
-  const batch = `[${unique.map((e) => `{"event_id":${JSON.stringify(e.eventId)},"type":${JSON.stringify(e.type)},"object_id":${JSON.stringify(e.objectId)},"livemode":${e.livemode},"stripe_created_at":"${e.stripeCreatedAt.toISOString()}","payload":${e.rawBody}}`).join(',')}]`;
+  const batch = `[${unique.map(batchEntry).join(',')}]`;
   const { rows } = await sql<{ claimed: string[] }>`
     with claimed as (
       insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload)
@@ -73,6 +73,12 @@ export async function claimEvents(
     seen.add(e.eventId);
     return first && claimed.has(e.eventId) ? 'claimed' : 'duplicate';
   });
+}
+
+/** One event of a claim batch as a JSON object, its raw body spliced in as sent (a JSON value). */
+function batchEntry(e: IncomingEvent): string {
+  const fields = JSON.stringify({ event_id: e.eventId, type: e.type, object_id: e.objectId, livemode: e.livemode, stripe_created_at: e.stripeCreatedAt });
+  return `${fields.slice(0, -1)},"payload":${e.rawBody}}`;
 }
 
 /**
