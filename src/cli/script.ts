@@ -1,5 +1,6 @@
 // The shape every ops script shares: --help, --json, arguments checked at the edge with an
 // error that names what is wrong, exit 0 on success, 1 on failure, 2 on bad usage.
+import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { openDatabase, type Db } from '../db/database.js';
@@ -38,7 +39,20 @@ export function runScript<O extends NonNullable<ParseArgsConfig['options']>>(spe
   });
 }
 
+/**
+ * The usage text as this process was started. Usages are written as `npm run <script> --`, which
+ * is right in a checkout (npm sets npm_lifecycle_event); the image has no npm scripts and runs
+ * `node dist/scripts/<script>.js`, so there every `npm run x --` becomes that.
+ */
+export function usageAsInvoked(usage: string, env: NodeJS.ProcessEnv = process.env, entry = process.argv[1] ?? ''): string {
+  if (env.npm_lifecycle_event) return usage;
+  const file = path.relative(process.cwd(), entry);
+  const runner = file.endsWith('.ts') ? 'node --import tsx' : 'node';
+  return usage.replace(/npm run ([\w-]+)(?: --)?/g, (_match, name: string) => `${runner} ${path.join(path.dirname(file), name + path.extname(file))}`);
+}
+
 async function main<O extends NonNullable<ParseArgsConfig['options']>>(spec: ScriptSpec<O>): Promise<number> {
+  const usage = usageAsInvoked(spec.usage);
   let parsed: { values: Record<string, unknown>; positionals: string[] };
   try {
     parsed = parseArgs({
@@ -47,11 +61,11 @@ async function main<O extends NonNullable<ParseArgsConfig['options']>>(spec: Scr
       strict: true,
     });
   } catch (error) {
-    process.stderr.write(`error: ${(error as Error).message}\n\n${spec.usage}\n`);
+    process.stderr.write(`error: ${(error as Error).message}\n\n${usage}\n`);
     return 2;
   }
   if (parsed.values.help) {
-    process.stdout.write(`${spec.usage}\n`);
+    process.stdout.write(`${usage}\n`);
     return 0;
   }
   const json = parsed.values.json === true;
@@ -82,7 +96,7 @@ async function main<O extends NonNullable<ParseArgsConfig['options']>>(spec: Scr
     return result.exitCode ?? 0;
   } catch (error) {
     if (error instanceof UsageError || error instanceof ConfigError) {
-      process.stderr.write(`error: ${error.message}\n\n${spec.usage}\n`);
+      process.stderr.write(`error: ${error.message}\n\n${usage}\n`);
       return 2;
     }
     process.stderr.write(`error: ${describe(error)}\n`);

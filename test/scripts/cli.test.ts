@@ -18,8 +18,11 @@ after(async () => {
   await database.close();
 });
 
-async function script(name: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, NODE_ENV: 'test', DATABASE_URL: database.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, API_TOKEN, ADMIN_TOKEN, LOG_LEVEL: 'silent' };
+/** Runs scripts/<name>.ts as `npm run <name>` would (npm sets npm_lifecycle_event), unless `viaNpm` is false. */
+async function script(name: string, args: string[], { viaNpm = true } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'test', DATABASE_URL: database.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, API_TOKEN, ADMIN_TOKEN, LOG_LEVEL: 'silent' };
+  if (viaNpm) env.npm_lifecycle_event = name;
+  else delete env.npm_lifecycle_event;
   try {
     const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', `scripts/${name}.ts`, ...args], { env });
     return { code: 0, stdout, stderr };
@@ -40,6 +43,12 @@ describe('every script', () => {
       assert.match(bad.stderr, /error: .*--no-such-option/);
     });
   }
+});
+
+test('started without npm (as in the image), a script shows how it was started, not npm run', async () => {
+  const help = await script('status', ['--help'], { viaNpm: false });
+  assert.match(help.stdout, /^usage: node --import tsx scripts\/status\.ts \[--since/);
+  assert.doesNotMatch(help.stdout, /npm run/);
 });
 
 test('status --json has the admin API shape and exits 0 when nothing failed', async () => {
