@@ -1,0 +1,89 @@
+// Group commit: items submitted while a transaction is in flight wait for it and share the next
+// one. Each submitter is answered only after the transaction holding its item has committed.
+// An item submitted when nothing is in flight goes at once, alone: batching adds no wait at low
+// load; batches only form under load, and their size follows the load.
+//
+// Used for webhook claims (src/events/claim-batcher.ts) and for fulfilment
+// (src/worker/run-worker.ts): on these machines a round trip to Postgres costs more
+// than the work in it, so sharing the begin, the commit and set-based statements between items
+// is what raises throughput (docs/benchmarks.md).
+export interface GroupCommitOptions {
+  /** Most items in one transaction (bounds statement size and the locks held). */
+  maxBatch: number;
+  /** Transactions open at once. */
+  maxInFlight: number;
+  /**
+   * After a batch failed: true to run each item of it alone (one bad item must not fail its
+   * neighbours), false to fail them all with the batch's error (the database is away).
+   */
+  retryAlone(error: unknown): boolean;
+  /** A submitter not answered within this time gets `timeoutError()`; none if unset. */
+  timeoutMs?: number;
+  timeoutError?: () => Error;
+}
+
+interface Pending<I, O> {
+  item: I;
+  resolve: (outcome: O) => void;
+  reject: (error: unknown) => void;
+}
+
+export class GroupCommit<I, O> {
+  readonly #queue: Array<Pending<I, O>> = [];
+  #inFlight = 0;
+  #transactions = 0;
+  #items = 0;
+
+  /** `commit` runs one transaction for the items and returns one outcome per item, in order. */
+  constructor(
+    private readonly commit: (items: I[]) => Promise<O[]>,
+    private readonly options: GroupCommitOptions,
+  ) {}
+
+  /** Resolves after the transaction holding this item has committed. */
+  submit(item: I): Promise<O> {
+    return new Promise((resolve, reject) => {
+      const { timeoutMs, timeoutError } = this.options;
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => reject(timeoutError?.() ?? new Error(`not committed within ${timeoutMs} ms`)), timeoutMs);
+      const settle = <T>(fn: (value: T) => void) => (value: T) => {
+        clearTimeout(timer);
+        fn(value);
+      };
+      this.#queue.push({ item, resolve: settle(resolve), reject: settle(reject) });
+      this.#next();
+    });
+  }
+
+  /** Transactions and items committed so far: items / transactions is the mean batch size. */
+  get stats(): { transactions: number; items: number } {
+    return { transactions: this.#transactions, items: this.#items };
+  }
+
+  #next(): void {
+    while (this.#inFlight < this.options.maxInFlight && this.#queue.length > 0) {
+      const batch = this.#queue.splice(0, this.options.maxBatch);
+      this.#inFlight++;
+      void this.#run(batch).finally(() => {
+        this.#inFlight--;
+        this.#next();
+      });
+    }
+  }
+
+  async #run(batch: Array<Pending<I, O>>): Promise<void> {
+    try {
+      const outcomes = await this.#commit(batch.map((p) => p.item));
+      batch.forEach((p, i) => p.resolve(outcomes[i]!));
+    } catch (error) {
+      if (batch.length === 1 || !this.options.retryAlone(error)) return batch.forEach((p) => p.reject(error));
+      await Promise.all(batch.map((p) => this.#commit([p.item]).then(([outcome]) => p.resolve(outcome!), p.reject)));
+    }
+  }
+
+  async #commit(items: I[]): Promise<O[]> {
+    const outcomes = await this.commit(items);
+    this.#transactions++;
+    this.#items += items.length;
+    return outcomes;
+  }
+}
