@@ -1,24 +1,20 @@
 // graphile-worker task `process_stripe_event`: payload { eventId }; the row holds the rest.
 import type { Task } from 'graphile-worker';
-import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import type { Database } from '../src/db/schema.js';
-import { fulfilEvent } from '../src/fulfilment/fulfil-event.js';
-import type { Dispatch } from '../src/fulfilment/handlers.js';
+import type { FulfilResult } from '../src/fulfilment/fulfil-event.js';
 import type { Logger } from '../src/logger.js';
 import type { Metrics } from '../src/metrics/metrics.js';
 
 const payloadSchema = z.object({ eventId: z.string().min(1) });
 
 export interface ProcessStripeEventDeps {
-  db: Kysely<Database>;
+  /** fulfilEvent, through the worker's group commit (src/worker/run-worker.ts). */
+  fulfil: (eventId: string) => Promise<FulfilResult>;
   logger: Logger;
-  maxAttempts: number;
-  dispatch: Dispatch;
   metrics: Metrics;
 }
 
-export function processStripeEvent({ db, logger, maxAttempts, dispatch, metrics }: ProcessStripeEventDeps): Task {
+export function processStripeEvent({ fulfil, logger, metrics }: ProcessStripeEventDeps): Task {
   return async (payload, helpers) => {
     const parsed = payloadSchema.safeParse(payload);
     if (!parsed.success) {
@@ -27,7 +23,7 @@ export function processStripeEvent({ db, logger, maxAttempts, dispatch, metrics 
       return;
     }
     const { eventId } = parsed.data;
-    const result = await fulfilEvent(db, eventId, { maxAttempts, dispatch });
+    const result = await fulfil(eventId);
     const fields = { eventId, jobId: helpers.job.id, ...('type' in result ? { type: result.type, attempt: result.attempt } : {}), status: result.status };
     if ('type' in result) {
       if (result.error) metrics.handlerFailures.inc({ type: result.type, retry: result.status === 'processing' ? 'yes' : 'no' });

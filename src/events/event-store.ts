@@ -82,29 +82,28 @@ function batchEntry(e: IncomingEvent): string {
 }
 
 /**
- * Locks the event row for the whole fulfilment transaction. The lock is the liveness signal
- * the sweep relies on (DESIGN invariant 7): while a worker holds it, the row cannot be
- * reclaimed, whatever its age; when the worker's connection dies, Postgres releases it.
+ * Locks the event rows for the whole fulfilment transaction. The lock is the liveness signal the
+ * sweep relies on (DESIGN invariant 7): while a worker holds it, the row cannot be reclaimed,
+ * whatever its age; when the worker's connection dies, Postgres releases it. Locked in event id
+ * order, so two transactions locking overlapping sets cannot deadlock on them.
  */
-export async function lockForFulfilment(tx: Transaction<Database>, eventId: string): Promise<StripeEventRow | undefined> {
-  return tx.selectFrom('stripe_events').select(EVENT_COLUMNS).where('event_id', '=', eventId).forUpdate().executeTakeFirst();
+export async function lockForFulfilment(tx: Transaction<Database>, eventIds: readonly string[]): Promise<StripeEventRow[]> {
+  return tx.selectFrom('stripe_events').select(EVENT_COLUMNS).where('event_id', '=', sql<string>`any(${[...eventIds]}::text[])`).orderBy('event_id').forUpdate().execute();
 }
 
 export type FinishOutcome = { status: 'processed' | 'ignored' } | { status: 'duplicate'; duplicateOf: string };
 
-/** Commits with the side-effect, in the same transaction (DESIGN invariant 6). */
-export async function markFinished(tx: Transaction<Database>, eventId: string, outcome: FinishOutcome): Promise<void> {
-  await tx
-    .updateTable('stripe_events')
-    .set({
-      status: outcome.status,
-      duplicate_of: outcome.status === 'duplicate' ? outcome.duplicateOf : null,
-      last_error: null,
-      finished_at: sql<Date>`now()`,
-    })
-    .where('event_id', '=', eventId)
-    .where('status', '=', 'processing')
-    .execute();
+/** Commits with the side-effects, in the same transaction (DESIGN invariant 6). One statement for all. */
+export async function markFinished(tx: Transaction<Database>, finished: ReadonlyArray<{ eventId: string; outcome: FinishOutcome }>): Promise<void> {
+  if (finished.length === 0) return;
+  await sql`
+    update stripe_events e set
+      status = f.status, duplicate_of = f.duplicate_of, last_error = null, finished_at = now()
+    from unnest(
+      ${finished.map((f) => f.eventId)}::text[], ${finished.map((f) => f.outcome.status)}::text[],
+      ${finished.map((f) => (f.outcome.status === 'duplicate' ? f.outcome.duplicateOf : null))}::text[]
+    ) as f(event_id, status, duplicate_of)
+    where e.event_id = f.event_id and e.status = 'processing'`.execute(tx);
 }
 
 /**

@@ -4,7 +4,7 @@
 // backoff, with the attempt counted on the event row either way.
 import type { Kysely } from 'kysely';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
-import { lockForFulfilment, markFinished, recordFailure, type EventQueueOptions } from '../events/event-store.js';
+import { lockForFulfilment, markFinished, recordFailure, type EventQueueOptions, type FinishOutcome } from '../events/event-store.js';
 import { describeError, PermanentError } from './errors.js';
 import type { Dispatch } from './handlers.js';
 
@@ -26,27 +26,63 @@ class HandlerFailed extends Error {
   }
 }
 
+/**
+ * Fulfils one event: its effect and its status change commit together, or neither does and the
+ * failed attempt is counted (a PermanentError, or the last attempt, ends it 'failed').
+ */
 export async function fulfilEvent(db: Kysely<Database>, eventId: string, options: FulfilOptions): Promise<FulfilResult> {
   try {
-    return await db.transaction().execute(async (tx): Promise<FulfilResult> => {
-      // Held until commit: the sweep skips locked rows, so a live worker is never reclaimed.
-      const event = await lockForFulfilment(tx, eventId);
-      if (!event) return { status: 'missing' };
-      // A second job for a finished event (a replay that raced, a reclaimed job whose first run
-      // committed late) finds nothing to do.
-      if (event.status !== 'processing') return { status: 'already_finished' };
-      try {
-        const outcome = await options.dispatch(tx, event);
-        await markFinished(tx, eventId, outcome);
-        return { status: outcome.status, type: event.type, attempt: event.attempts + 1, receivedAt: event.received_at };
-      } catch (error) {
-        throw new HandlerFailed(event, error);
-      }
-    });
+    const [result] = await fulfilTogether(db, [eventId], options);
+    return result!;
   } catch (failure) {
     if (!(failure instanceof HandlerFailed)) throw failure;
     return recordFailedAttempt(db, failure.event, failure.error, options);
   }
+}
+
+/**
+ * Fulfils several events in one transaction (the worker's group commit, fulfilment-batcher.ts):
+ * one lock statement, each handler, one finish statement, one commit. If any handler fails the
+ * whole transaction rolls back and this rejects; the caller then fulfils each event alone with
+ * fulfilEvent, which records the failure against the one that failed.
+ */
+export async function fulfilEvents(db: Kysely<Database>, eventIds: readonly string[], options: FulfilOptions): Promise<FulfilResult[]> {
+  if (eventIds.length === 1) return [await fulfilEvent(db, eventIds[0]!, options)];
+  return fulfilTogether(db, eventIds, options);
+}
+
+async function fulfilTogether(db: Kysely<Database>, eventIds: readonly string[], options: FulfilOptions): Promise<FulfilResult[]> {
+  return db.transaction().execute(async (tx) => {
+    // Held until commit: the sweep skips locked rows, so a live worker is never reclaimed.
+    const events = new Map((await lockForFulfilment(tx, eventIds)).map((event) => [event.event_id, event]));
+    const finished: Array<{ eventId: string; outcome: FinishOutcome }> = [];
+    const results: FulfilResult[] = [];
+    const seen = new Set<string>();
+    for (const eventId of eventIds) {
+      const event = events.get(eventId);
+      if (!event) {
+        results.push({ status: 'missing' });
+        continue;
+      }
+      // A second job for a finished event (a replay that raced, a reclaimed job whose first run
+      // committed late, or both jobs in this very batch) finds nothing to do.
+      if (event.status !== 'processing' || seen.has(eventId)) {
+        results.push({ status: 'already_finished' });
+        continue;
+      }
+      seen.add(eventId);
+      let outcome: FinishOutcome;
+      try {
+        outcome = await options.dispatch(tx, event);
+      } catch (error) {
+        throw new HandlerFailed(event, error);
+      }
+      finished.push({ eventId, outcome });
+      results.push({ status: outcome.status, type: event.type, attempt: event.attempts + 1, receivedAt: event.received_at });
+    }
+    await markFinished(tx, finished);
+    return results;
+  });
 }
 
 /**
