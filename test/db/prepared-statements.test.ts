@@ -2,17 +2,15 @@
 // adds a column, the usual expand step of a rolling deploy, must not break a running process
 // whose connections prepared them; and varying statement texts must not grow without bound.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { claimEvents, findEvent } from '../../src/events/event-store.js';
 import { givenOrder, incomingEvent, paidEvent } from '../support/factories.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { databaseForFile } from '../support/database.js';
 
-let database: TestDatabase;
 // One connection, so every statement below runs on the connection that prepared the one before.
-before(async () => (database = await createTestDatabase({ maxConnections: 1 })));
-after(() => database.close());
+const database = databaseForFile({ maxConnections: 1 });
 
 const preparedStatements = async () => {
   const { rows } = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(database.db);

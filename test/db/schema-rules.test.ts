@@ -2,19 +2,12 @@
 // TypeScript check, and Postgres itself refuses it with the named constraint. A legal write of
 // the same shape goes through first, so a refusal cannot come from a broken statement.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { sql, type RawBuilder } from 'kysely';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { databaseForFile } from '../support/database.js';
 import { givenOrder } from '../support/factories.js';
 
-let database: TestDatabase;
-
-before(async () => {
-  database = await createTestDatabase();
-});
-after(async () => {
-  await database.close();
-});
+const database = databaseForFile();
 
 const CHECK_VIOLATION = '23514';
 const UNIQUE_VIOLATION = '23505';

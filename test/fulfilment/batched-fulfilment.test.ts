@@ -4,23 +4,16 @@
 // one batch grant once; one event twice in a batch is fulfilled once. The batches are driven
 // directly here (fulfilEvents through a GroupCommit like the worker's); no worker runs.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { GroupCommit } from '../../src/db/group-commit.js';
 import { claimEvents } from '../../src/events/event-store.js';
 import { fulfilEvents, type FulfilResult } from '../../src/fulfilment/fulfil-event.js';
 import { createDispatch } from '../../src/fulfilment/handlers.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { databaseForFile } from '../support/database.js';
 import { eventRow, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
 
 const options = { maxAttempts: 3, dispatch: createDispatch({ livemode: false, refundPolicy: 'full' }) };
-let database: TestDatabase;
-
-before(async () => {
-  database = await createTestDatabase({ maxConnections: 4 });
-});
-after(async () => {
-  await database.close();
-});
+const database = databaseForFile({ maxConnections: 4 });
 
 /** Submits all at once to a group commit like the worker's, so that they share one batch. */
 async function fulfilAsOneBatch(eventIds: string[]): Promise<{ results: FulfilResult[]; transactions: number }> {

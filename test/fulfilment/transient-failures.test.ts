@@ -4,23 +4,16 @@
 // invariants 5, 6 and 8). graphile-worker's backoff (e^n seconds) is too slow for a test, so the
 // attempts are driven by calling fulfilEvent directly; no worker runs on this database.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { claimEvents, replayEvents } from '../../src/events/event-store.js';
 import { fulfilEvent } from '../../src/fulfilment/fulfil-event.js';
 import { createDispatch } from '../../src/fulfilment/handlers.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { databaseForFile } from '../support/database.js';
 import { eventRow, givenOrder, grantsOf, incomingEvent, orderRow, paidEvent, quotaOf } from '../support/factories.js';
 
 const queue = { maxAttempts: 3, dispatch: createDispatch({ livemode: false, refundPolicy: 'full' }) };
-let database: TestDatabase;
-
-before(async () => {
-  database = await createTestDatabase({ maxConnections: 4 });
-});
-after(async () => {
-  await database.close();
-});
+const database = databaseForFile({ maxConnections: 4 });
 
 // A real Postgres error inside the fulfilment transaction, raised by the ledger itself.
 async function breakLedger(): Promise<void> {

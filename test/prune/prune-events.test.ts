@@ -1,22 +1,15 @@
 // Retention deletes only finished events past the window, never work in flight or dead letters,
 // never under 31 days; and a pruned event delivered again still grants nothing (DESIGN invariant 5).
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, test } from 'node:test';
+import { beforeEach, test } from 'node:test';
 import { sql } from 'kysely';
 import { claimEvents } from '../../src/events/event-store.js';
 import { pruneEvents } from '../../src/prune/prune-events.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { databaseForFile } from '../support/database.js';
 import { finishedEvent, givenOrder, grantsOf, paidEvent, quotaOf } from '../support/factories.js';
 import { startTestService } from '../support/service.js';
 
-let database: TestDatabase;
-
-before(async () => {
-  database = await createTestDatabase();
-});
-after(async () => {
-  await database.close();
-});
+const database = databaseForFile();
 beforeEach(async () => {
   await sql`truncate stripe_events, maintenance_runs`.execute(database.db);
 });

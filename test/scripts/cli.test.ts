@@ -2,21 +2,14 @@
 // --json for machines, a non-zero exit when the result is a failure.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { claimEvents } from '../../src/events/event-store.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { databaseForFile } from '../support/database.js';
 import { ADMIN_TOKEN, API_TOKEN, WEBHOOK_SECRET } from '../support/service.js';
 
 const run = promisify(execFile);
-let database: TestDatabase;
-
-before(async () => {
-  database = await createTestDatabase();
-});
-after(async () => {
-  await database.close();
-});
+const database = databaseForFile();
 
 /** Runs scripts/<name>.ts as `npm run <name>` would (npm sets npm_lifecycle_event), unless `viaNpm` is false. */
 async function script(name: string, args: string[], { viaNpm = true } = {}): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -1,6 +1,7 @@
 // One database per test file (or per test), cloned from the migrated template that test/run.ts
 // made for this run. The runner drops every database with this run's prefix at the end.
 import { randomBytes } from 'node:crypto';
+import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { openDatabase, type Db } from '../../src/db/database.js';
@@ -41,4 +42,37 @@ export async function createTestDatabase(options: { empty?: boolean; maxConnecti
   }
   const url = databaseUrl(adminUrl, name);
   return { ...openDatabase(url, { maxConnections: options.maxConnections ?? 20 }), url, name };
+}
+
+/**
+ * A database of its own for this test file: created before the file's tests, closed after them.
+ * Its members are read when a test runs, so the file can name it at the top.
+ */
+export function databaseForFile(options: { maxConnections?: number } = {}): TestDatabase {
+  let current: TestDatabase | undefined;
+  const open = () => {
+    if (!current) throw new Error('databaseForFile(): the database is created by a before() hook; use it inside tests and hooks');
+    return current;
+  };
+  before(async () => {
+    current = await createTestDatabase(options);
+  });
+  after(async () => {
+    await current?.close();
+  });
+  return {
+    get pool() {
+      return open().pool;
+    },
+    get db() {
+      return open().db;
+    },
+    get url() {
+      return open().url;
+    },
+    get name() {
+      return open().name;
+    },
+    close: () => open().close(),
+  };
 }

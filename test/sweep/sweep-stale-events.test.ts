@@ -2,25 +2,18 @@
 // takes exactly the abandoned rows, at the threshold, never one a live transaction holds, never a
 // failed one, never one whose job waits in its backoff; and parallel sweeps claim disjoint rows.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { openDatabase } from '../../src/db/database.js';
 import { claimEvents } from '../../src/events/event-store.js';
 import { sampleEvent } from '../../src/stripe/sample-events.js';
 import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { databaseForFile } from '../support/database.js';
 
 const STALE_AFTER_MS = 60_000;
 const options = { staleAfterMs: STALE_AFTER_MS, maxAttempts: 3 };
-let database: TestDatabase;
-
-before(async () => {
-  database = await createTestDatabase();
-});
-after(async () => {
-  await database.close();
-});
+const database = databaseForFile();
 beforeEach(async () => {
   await sql`truncate stripe_events, maintenance_runs; delete from graphile_worker._private_jobs`.execute(database.db);
 });
