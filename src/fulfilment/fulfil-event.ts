@@ -1,7 +1,8 @@
-// Fulfils one stored event: lock its row, run the handler for its type, and commit the
-// side-effect together with the status flip (DESIGN invariants 2 and 6). This is the one wrapper
-// that turns a PermanentError into 'failed' and leaves everything else to graphile-worker's
-// backoff, with the attempt counted on the event row either way.
+// Fulfils stored events, one or a batch: lock their rows, run the handler for each type, and
+// commit the side-effects together with the status flips (DESIGN invariants 2 and 6). A batch
+// that fails is never recorded as such: each of its events is then fulfilled alone. This is the
+// one wrapper that turns a PermanentError into 'failed' and leaves everything else to
+// graphile-worker's backoff, with the attempt counted on the event row either way.
 import type { Kysely } from 'kysely';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
 import { lockForFulfilment, markFinished, recordFailure, type EventQueueOptions, type FinishOutcome } from '../events/event-store.js';
