@@ -20,7 +20,7 @@ by order, so a pruned event delivered again still grants nothing.`,
     const result = await pruneEvents(db, { retentionDays: days });
     return {
       json: result,
-      text: `deleted ${result.deleted} finished event(s) older than ${result.finished_before}, in ${result.batches} batch(es); ${result.deleted_jobs} replaced job(s)`,
+      text: `deleted ${result.deleted} finished event(s) older than ${result.finished_before}, in ${result.batches} batch(es); ${result.deleted_jobs} spent job(s)`,
     };
   },
 });

@@ -23,7 +23,7 @@ dead letters with their last error. Exits 1 when any event has failed.`,
     const lines = [
       `events:  ${Object.entries(status.counts).map(([k, n]) => `${k} ${n}`).join(', ')}`,
       `oldest processing: ${status.oldest_processing_age_seconds === null ? 'none' : `${status.oldest_processing_age_seconds}s${status.oldest_processing_age_seconds > 2 * staleAfterSeconds ? '  ← older than 2 × STALE_AFTER_SECONDS: is a worker running?' : ''}`}`,
-      `jobs queued: ${status.jobs_queued}`,
+      `jobs queued: ${status.jobs_queued}, carrying ${status.events_queued} events`,
       `last sweep:  ${status.last_sweep_at ?? 'never (no worker running?)'}`,
       `by type, received within ${String(values.since)}:${byType.length ? '' : ' none'}`,
       ...byType.map(({ type, counts }) => `  ${type}: ${Object.entries(counts).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ')}`),

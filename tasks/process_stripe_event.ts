@@ -1,30 +1,28 @@
-// graphile-worker task `process_stripe_event`: payload { eventId }; the row holds the rest.
+// graphile-worker task `process_stripe_event`. Its payload is a batch of events, [{ eventId }, ...]
+// (src/events/enqueue.ts), or one { eventId } from a job a release before batch jobs enqueued;
+// the rows hold the rest. The batch is fulfilled together (src/fulfilment/fulfil-event.ts) and
+// each event reported on its own: graphile-worker retries, with its backoff, only the events whose
+// entry in the returned list rejects.
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
 import type { FulfilResult } from '../src/fulfilment/fulfil-event.js';
 import type { Logger } from '../src/logger.js';
 import type { Metrics } from '../src/metrics/metrics.js';
 
-const payloadSchema = z.object({ eventId: z.string().min(1) });
+const eventRef = z.object({ eventId: z.string().min(1) });
+const payloadSchema = z.union([z.array(eventRef).min(1), eventRef]);
 
 export interface ProcessStripeEventDeps {
-  /** fulfilEvent, through the worker's group commit (src/worker/run-worker.ts). */
-  fulfil: (eventId: string) => Promise<FulfilResult>;
+  /** fulfilEvents, bound to the database and the handlers (src/worker/run-worker.ts). */
+  fulfil: (eventIds: readonly string[]) => Promise<FulfilResult[]>;
   logger: Logger;
   metrics: Metrics;
 }
 
 export function processStripeEvent({ fulfil, logger, metrics }: ProcessStripeEventDeps): Task {
-  return async (payload, helpers) => {
-    const parsed = payloadSchema.safeParse(payload);
-    if (!parsed.success) {
-      // Retrying cannot fix a malformed payload; log it and let the job complete.
-      logger.error({ jobId: helpers.job.id }, 'process_stripe_event job without a valid eventId');
-      return;
-    }
-    const { eventId } = parsed.data;
-    const result = await fulfil(eventId);
-    const fields = { eventId, jobId: helpers.job.id, ...('type' in result ? { type: result.type, attempt: result.attempt } : {}), status: result.status };
+  /** Logs and counts one event's result; returns the error that should make it retry. */
+  const report = (eventId: string, jobId: string, result: FulfilResult): Error | undefined => {
+    const fields = { eventId, jobId, ...('type' in result ? { type: result.type, attempt: result.attempt } : {}), status: result.status };
     if ('type' in result) {
       if (result.error) metrics.handlerFailures.inc({ type: result.type, retry: result.status === 'processing' ? 'yes' : 'no' });
       if (result.status !== 'processing') {
@@ -35,14 +33,40 @@ export function processStripeEvent({ fulfil, logger, metrics }: ProcessStripeEve
     if ('error' in result && result.error !== undefined) {
       if (result.status === 'failed') {
         logger.error({ ...fields, err: result.error }, 'event failed: dead letter, replay after fixing the cause');
-        return;
+        return undefined;
       }
       logger.warn({ ...fields, err: result.error }, 'event handler failed, will retry');
-      // Rethrown so graphile-worker schedules the retry with its exponential backoff.
-      throw result.error;
+      return result.error;
     }
     // 'missing' and 'already_finished' are a second job for the same event (a replay or a
     // reclaim racing a late commit): nothing was done, which is the point.
     logger.info(fields, 'type' in result ? 'event fulfilled' : 'nothing to do for this event');
+    return undefined;
+  };
+
+  return async (payload, helpers) => {
+    const parsed = payloadSchema.safeParse(payload);
+    if (!parsed.success) {
+      // Retrying cannot fix a malformed payload; log it and let the job complete.
+      logger.error({ jobId: helpers.job.id }, 'process_stripe_event job without valid event ids');
+      return;
+    }
+    const refs = Array.isArray(parsed.data) ? parsed.data : [parsed.data];
+    const results = await fulfil(refs.map((ref) => ref.eventId));
+    const retries = refs.map((ref, i) => report(ref.eventId, helpers.job.id, results[i]!));
+    if (!Array.isArray(parsed.data)) {
+      // Rethrown so graphile-worker schedules the retry with its exponential backoff.
+      if (retries[0]) throw retries[0];
+      return;
+    }
+    // A batch job: one entry per event, in payload order; graphile-worker keeps the rejected ones
+    // in the job for its retry and drops the rest. Marked handled here so that Node never reports
+    // them as unhandled before graphile-worker settles the list.
+    return retries.map((error) => {
+      if (!error) return undefined;
+      const retry = Promise.reject(error);
+      retry.catch(() => {});
+      return retry;
+    });
   };
 }

@@ -3,10 +3,10 @@
 // An item submitted when nothing is in flight goes at once, alone: batching adds no wait at low
 // load; batches only form under load, and their size follows the load.
 //
-// Used for webhook claims (src/events/claim-batcher.ts) and for fulfilment
-// (src/worker/run-worker.ts): on these machines a round trip to Postgres costs more
-// than the work in it, so sharing the begin, the commit and set-based statements between items
-// is what raises throughput (docs/benchmarks.md).
+// Used for webhook claims (src/events/claim-batcher.ts): on these machines a round trip to
+// Postgres costs more than the work in it, so sharing the commit and one set-based statement
+// between items is what raises throughput (docs/benchmarks.md). Fulfilment gets its batches from
+// the queue instead: the events claimed together travel in one job (src/events/enqueue.ts).
 export interface GroupCommitOptions {
   /** Most items in one transaction (bounds statement size and the locks held). */
   maxBatch: number;

@@ -8,7 +8,10 @@ import { PROCESS_EVENT_TASK } from './enqueue.js';
 export interface InboxStatus {
   counts: Record<EventStatus, number>;
   oldest_processing_age_seconds: number | null;
+  /** Fulfilment jobs waiting or running; each carries a batch of events. */
   jobs_queued: number;
+  /** The events those jobs carry. */
+  events_queued: number;
   last_sweep_at: string | null;
 }
 
@@ -23,14 +26,17 @@ export async function getInboxStatus(db: Kysely<Database>): Promise<InboxStatus>
     .select(sql<number>`extract(epoch from now() - min(enqueued_at))::int`.as('age'))
     .where('status', '=', 'processing')
     .executeTakeFirst();
-  const { rows: jobs } = await sql<{ n: number }>`
-    select count(*)::int as n from graphile_worker.jobs
-    where task_identifier = ${PROCESS_EVENT_TASK} and attempts < max_attempts`.execute(db);
+  const { rows: jobs } = await sql<{ jobs: number; events: number }>`
+    select count(*)::int as jobs, coalesce(sum((select count(*) from job_event_ids(j.payload))), 0)::int as events
+    from graphile_worker._private_jobs j
+    join graphile_worker._private_tasks t on t.id = j.task_id and t.identifier = ${PROCESS_EVENT_TASK}
+    where j.attempts < j.max_attempts`.execute(db);
 
   return {
     counts,
     oldest_processing_age_seconds: oldest?.age ?? null,
-    jobs_queued: jobs[0]?.n ?? 0,
+    jobs_queued: jobs[0]?.jobs ?? 0,
+    events_queued: jobs[0]?.events ?? 0,
     last_sweep_at: (await lastMaintenanceRun(db, SWEEP_RUN_NAME))?.toISOString() ?? null,
   };
 }

@@ -4,7 +4,7 @@
 // constraints in sql/0001 (a finished row has finished_at, a failed row has last_error, ...).
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventStatus, StripeEventRow, StripeEventsTable } from '../db/schema.js';
-import { addEventJobs, enqueueEvents, JOB_KEY_PREFIX } from './enqueue.js';
+import { addEventJobs, enqueueEvents, PROCESS_EVENT_TASK } from './enqueue.js';
 
 /** A verified delivery, reduced to what the inbox stores. */
 export interface IncomingEvent {
@@ -62,7 +62,7 @@ export async function claimEvents(
       returning event_id
     ), jobs as (
       select count(*) as added
-      from ${addEventJobs(sql`select event_id from claimed`, { maxAttempts: options.maxAttempts, preserveRunAt: false })}
+      from ${addEventJobs(sql`select event_id from claimed`, options)}
     )
     select array(select event_id from claimed) as claimed, (select added from jobs) as jobs`.execute(db);
   const claimed = new Set(rows[0]?.claimed);
@@ -147,7 +147,7 @@ export async function replayEvents(db: Kysely<Database>, eventIds: readonly stri
       .returning('event_id')
       .execute();
     const ids = rows.map((r) => r.event_id);
-    await enqueueEvents(tx, ids, { maxAttempts: options.maxAttempts, preserveRunAt: false });
+    await enqueueEvents(tx, ids, options);
     return ids;
   });
 }
@@ -165,13 +165,13 @@ export interface ReclaimOptions extends EventQueueOptions {
  * - The row lock is the liveness signal (DESIGN invariant 7): a worker holds its event's row lock
  *   for the whole fulfilment transaction, so a live worker is never reclaimed, however slow; a
  *   dead worker's connection ends and Postgres drops its lock (SKIP LOCKED does the rest).
- * - A waiting job (queued, or in its retry backoff) means nothing is abandoned. Re-adding it would
- *   also cut its backoff short: graphile-worker's preserve_run_at keeps run_at only for jobs never
- *   attempted. Those rows are left alone and not counted. So are rows whose job a worker fetched
- *   less than staleAfterMs ago: that worker may be alive and about to take the row lock.
+ * - A waiting job carrying the event (queued, or in its retry backoff) means nothing is abandoned;
+ *   a second job would also cut that backoff short. Those rows are left alone and not counted. So
+ *   are rows whose job a worker fetched less than staleAfterMs ago: that worker may be alive and
+ *   about to take the row lock.
  * - A job locked by a dead worker, a job out of graphile-worker attempts, or no job at all: the
- *   event is re-enqueued under its job key. add_jobs clears the key of the locked job (and
- *   exhausts its attempts, so it never runs again) and inserts a fresh one.
+ *   event goes into a fresh job. The dead worker's job stays locked until graphile-worker frees it
+ *   (after 4 hours) and then runs once more, finding its events finished: nothing to do.
  * Each reclaim counts as an attempt; the one that reaches maxAttempts ends the event 'failed'
  * instead, so a poison event that kills its worker every time ends visibly.
  */
@@ -185,9 +185,14 @@ export async function reclaimStaleEvents(db: Kysely<Database>, options: ReclaimO
     where e.status = 'processing'
       and e.enqueued_at < now() - make_interval(secs => ${options.staleAfterMs / 1000})
       and not exists (
-        -- graphile-worker's own table: its public view cannot use the index on key.
-        select 1 from graphile_worker._private_jobs j
-        where j.key = ${JOB_KEY_PREFIX}::text || e.event_id
+        -- graphile-worker's own table: its public view hides nothing we need and costs a join.
+        -- The hash anti-join reads the payloads of our waiting jobs once per statement, and only
+        -- when some row is old enough to be a candidate at all.
+        select 1
+        from graphile_worker._private_jobs j
+        join graphile_worker._private_tasks t on t.id = j.task_id and t.identifier = ${PROCESS_EVENT_TASK}
+        cross join lateral job_event_ids(j.payload) as carried(event_id)
+        where carried.event_id = e.event_id
           and ((j.locked_at is null and j.attempts < j.max_attempts)
                -- Fetched by a worker recently: under a backlog a live worker may hold the job a
                -- while (waiting for a pooled connection) before it takes the row lock.
@@ -218,7 +223,7 @@ export async function reclaimStaleEvents(db: Kysely<Database>, options: ReclaimO
       returning e.event_id, e.status`.execute(tx);
     // Same transaction as the update: a sweep that dies here neither counts nor loses anything.
     const reclaimed = rows.filter((r) => r.status === 'processing').map((r) => r.event_id);
-    await enqueueEvents(tx, reclaimed, { maxAttempts: options.maxAttempts, preserveRunAt: true });
+    await enqueueEvents(tx, reclaimed, options);
     return rows;
   });
 }

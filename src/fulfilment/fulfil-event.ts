@@ -1,9 +1,10 @@
-// Fulfils stored events, one or a batch: lock their rows, run the handler for each type, and
+// Fulfils stored events, one or a job's batch: lock their rows, run the handler for each type, and
 // commit the side-effects together with the status flips (DESIGN invariants 2 and 6). A batch
 // that fails is never recorded as such: each of its events is then fulfilled alone. This is the
 // one wrapper that turns a PermanentError into 'failed' and leaves everything else to
 // graphile-worker's backoff, with the attempt counted on the event row either way.
 import type { Kysely } from 'kysely';
+import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
 import { lockForFulfilment, markFinished, recordFailure, type EventQueueOptions, type FinishOutcome } from '../events/event-store.js';
 import { describeError, PermanentError } from './errors.js';
@@ -42,14 +43,23 @@ export async function fulfilEvent(db: Kysely<Database>, eventId: string, options
 }
 
 /**
- * Fulfils several events in one transaction (the worker's group commit, fulfilment-batcher.ts):
- * one lock statement, each handler, one finish statement, one commit. If any handler fails the
- * whole transaction rolls back and this rejects; the caller then fulfils each event alone with
- * fulfilEvent, which records the failure against the one that failed.
+ * Fulfils a job's events (src/events/enqueue.ts) in one transaction: one lock statement, each
+ * handler, one finish statement, one commit. If that fails — a handler threw, or two batches
+ * deadlocked on the same order — it was rolled back as a whole, and each event is then fulfilled
+ * alone, so a failure is recorded against the one event that failed. A database that is away
+ * rejects: the job's retry is the next try.
  */
 export async function fulfilEvents(db: Kysely<Database>, eventIds: readonly string[], options: FulfilOptions): Promise<FulfilResult[]> {
-  if (eventIds.length === 1) return [await fulfilEvent(db, eventIds[0]!, options)];
-  return fulfilTogether(db, eventIds, options);
+  if (eventIds.length > 1) {
+    try {
+      return await fulfilTogether(db, eventIds, options);
+    } catch (error) {
+      if (!(error instanceof HandlerFailed) && isDatabaseUnavailable(error)) throw error;
+    }
+  }
+  const results: FulfilResult[] = [];
+  for (const eventId of eventIds) results.push(await fulfilEvent(db, eventId, options));
+  return results;
 }
 
 async function fulfilTogether(db: Kysely<Database>, eventIds: readonly string[], options: FulfilOptions): Promise<FulfilResult[]> {

@@ -125,7 +125,7 @@ async function refresh() {
     return card;
   }));
   $('oldest').textContent = status.oldest_processing_age_seconds == null ? 'none' : status.oldest_processing_age_seconds + ' s';
-  $('jobs').textContent = String(status.jobs_queued);
+  $('jobs').textContent = status.jobs_queued + ' (' + status.events_queued + ' events)';
   $('last-sweep').textContent = status.last_sweep_at ? new Date(status.last_sweep_at).toLocaleString() : 'never';
   eventTable($('failed'), failed, 'No failed events.');
   eventTable($('stuck'), stuck, 'Nothing stuck.');

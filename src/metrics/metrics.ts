@@ -79,10 +79,18 @@ export class Metrics {
     });
     new Gauge({
       name: 'stripe_inbox_jobs_queued',
-      help: 'process_stripe_event jobs waiting or running',
+      help: 'process_stripe_event jobs waiting or running (each carries a batch of events)',
       registers: [this.registry],
       async collect() {
         this.set((await status()).jobs_queued);
+      },
+    });
+    new Gauge({
+      name: 'stripe_inbox_events_queued',
+      help: 'Events carried by the process_stripe_event jobs waiting or running',
+      registers: [this.registry],
+      async collect() {
+        this.set((await status()).events_queued);
       },
     });
     new Gauge({

@@ -10,7 +10,7 @@
 import type { Kysely } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database } from '../db/schema.js';
-import { deleteReplacedJobs } from '../events/enqueue.js';
+import { deleteSpentJobs } from '../events/enqueue.js';
 import { pruneFinishedEvents } from '../events/event-store.js';
 import type { Logger } from '../logger.js';
 
@@ -27,7 +27,7 @@ export interface PruneOptions {
 export interface PruneResult {
   deleted: number;
   batches: number;
-  /** Fulfilment jobs the sweep had replaced, which could never run again. */
+  /** Fulfilment jobs out of attempts, which could never run again (their events are 'failed' rows). */
   deleted_jobs: number;
   finished_before: string;
 }
@@ -45,7 +45,7 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
     result.batches++;
     if (deleted < batchSize) break;
   }
-  result.deleted_jobs = await deleteReplacedJobs(db);
+  result.deleted_jobs = await deleteSpentJobs(db);
   await recordMaintenanceRun(db, PRUNE_RUN_NAME, { deleted: result.deleted, batches: result.batches, deleted_jobs: result.deleted_jobs });
   if (result.deleted > 0) options.logger?.info({ deleted: result.deleted, batches: result.batches, finishedBefore }, 'pruned finished events');
   return result;

@@ -6,8 +6,6 @@ import type pg from 'pg';
 import { processStripeEvent } from '../../tasks/process_stripe_event.js';
 import { pruneEventsTask } from '../../tasks/prune_events.js';
 import { sweepStaleEventsTask } from '../../tasks/sweep_stale_events.js';
-import { GroupCommit } from '../db/group-commit.js';
-import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database } from '../db/schema.js';
 import { fulfilEvents } from '../fulfilment/fulfil-event.js';
 import { PROCESS_EVENT_TASK } from '../events/enqueue.js';
@@ -32,21 +30,10 @@ export const SWEEP_TASK = 'sweep_stale_events';
 export const PRUNE_TASK = 'prune_events';
 // Daily, off the hour: many crontabs fire at :00.
 const PRUNE_CRON = '17 3 * * *';
-// Fulfilment transactions open at once, each on a pool connection. Measured in the drain bench at
-// concurrency 10: 1 gave 663 events/s, 2 gave 912, 4 gave 813 (docs/benchmarks.md).
-const FULFILMENT_TRANSACTIONS = 2;
-
 export async function startWorker({ pool, db, logger, concurrency, maxAttempts, staleAfterMs, sweepCron, eventRetentionDays, metrics, ...dispatch }: WorkerDeps): Promise<Runner> {
-  // Group commit for fulfilment (src/db/group-commit.ts): jobs running at once share one
-  // transaction (one lock statement, one finish statement, one commit) instead of five round
-  // trips each. A batch in which any handler fails is rolled back and each event fulfilled alone,
-  // so a failure is recorded against its own event only.
+  // A job carries the events claimed together (src/events/enqueue.ts); they are fulfilled in one
+  // transaction, so a backlog costs one job fetch, one completion and one commit per batch.
   const options = { maxAttempts, dispatch: createDispatch(dispatch) };
-  const fulfilment = new GroupCommit((eventIds: string[]) => fulfilEvents(db, eventIds, options), {
-    maxBatch: concurrency,
-    maxInFlight: FULFILMENT_TRANSACTIONS,
-    retryAlone: (error) => !isDatabaseUnavailable(error),
-  });
   return run({
     pgPool: pool,
     concurrency,
@@ -68,7 +55,7 @@ export async function startWorker({ pool, db, logger, concurrency, maxAttempts, 
     // One attempt per tick: a failed sweep is simply the next tick's work.
     crontab: `${sweepCron} ${SWEEP_TASK} ?max=1\n${PRUNE_CRON} ${PRUNE_TASK} ?max=3\n`,
     taskList: {
-      [PROCESS_EVENT_TASK]: processStripeEvent({ fulfil: (eventId) => fulfilment.submit(eventId), logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
+      [PROCESS_EVENT_TASK]: processStripeEvent({ fulfil: (eventIds) => fulfilEvents(db, eventIds, options), logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
       [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts, metrics }),
       [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: eventRetentionDays }),
     },

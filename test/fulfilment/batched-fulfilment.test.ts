@@ -1,39 +1,42 @@
-// Fulfilment in batches (the worker's group commit, src/worker/run-worker.ts): events fulfilled
-// together commit together, and a batch never changes an outcome. A poison event fails alone with
-// one attempt counted while the rest of its batch is fulfilled; two Event objects for one order in
-// one batch grant once; one event twice in a batch is fulfilled once. The batches are driven
-// directly here (fulfilEvents through a GroupCommit like the worker's); no worker runs.
+// A job carries the events claimed together (src/events/enqueue.ts) and fulfils them in one
+// transaction, and a batch never changes an outcome: a poison event fails alone with one attempt
+// while the rest of its job is fulfilled; an event that fails transiently is the only one left in
+// the job for graphile-worker's retry; two Event objects for one order in one batch grant once;
+// one event twice in a batch is fulfilled once. Jobs run through the real task with
+// graphile-worker's runOnce; no service runs on this database.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { GroupCommit } from '../../src/db/group-commit.js';
+import { runOnce } from 'graphile-worker';
+import { sql } from 'kysely';
+import { processStripeEvent } from '../../tasks/process_stripe_event.js';
 import { claimEvents } from '../../src/events/event-store.js';
-import { fulfilEvents, type FulfilResult } from '../../src/fulfilment/fulfil-event.js';
+import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
 import { createDispatch } from '../../src/fulfilment/handlers.js';
+import { createLogger } from '../../src/logger.js';
+import { Metrics } from '../../src/metrics/metrics.js';
+import { graphileLogger } from '../../src/worker/graphile-logger.js';
 import { databaseForFile } from '../support/database.js';
 import { eventRow, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
+import { fulfilmentJobs } from '../support/jobs.js';
 
 const options = { maxAttempts: 3, dispatch: createDispatch({ livemode: false, refundPolicy: 'full' }) };
-const database = databaseForFile({ maxConnections: 4 });
+const database = databaseForFile({ maxConnections: 6 });
 
-/** Submits all at once to a group commit like the worker's, so that they share one batch. */
-async function fulfilAsOneBatch(eventIds: string[]): Promise<{ results: FulfilResult[]; transactions: number }> {
-  const group = new GroupCommit((ids: string[]) => fulfilEvents(database.db, ids, options), { maxBatch: 50, maxInFlight: 1, retryAlone: () => true });
-  // The first submission goes alone at once: an id that does not exist takes that place.
-  const [missing, ...results] = await Promise.all(['evt_not_stored', ...eventIds].map((id) => group.submit(id)));
-  assert.deepEqual(missing, { status: 'missing' });
-  return { results, transactions: group.stats.transactions };
+/** Runs the jobs that are due, once, through the real task. */
+async function runJobs(): Promise<void> {
+  const logger = createLogger('silent');
+  const task = processStripeEvent({ fulfil: (ids) => fulfilEvents(database.db, ids, options), logger, metrics: new Metrics(database.db) });
+  await runOnce({ pgPool: database.pool, taskList: { process_stripe_event: task }, logger: graphileLogger(logger), noHandleSignals: true });
 }
 
-test('a batch with a poison event: the others are fulfilled, the poison event fails alone with one attempt', async () => {
+test('a job with a poison event: the others are fulfilled, the poison event fails alone with one attempt', async () => {
   const orders = await Promise.all(Array.from({ length: 4 }, () => givenOrder(database)));
   const events = orders.map((order, i) => paidEvent(order, i === 2 ? { amount: order.amount + 1 } : {}));
   await claimEvents(database.db, events.map(incomingEvent), options);
+  assert.deepEqual((await fulfilmentJobs(database.db)).map((job) => job.event_ids), [events.map((e) => e.id)], 'claimed together, one job');
 
-  const { results, transactions } = await fulfilAsOneBatch(events.map((e) => e.id));
-  // The batch was rolled back, then each of its events fulfilled alone.
-  assert.equal(transactions, 1 + events.length);
+  await runJobs();
 
-  assert.deepEqual(results.map((r) => r.status), ['processed', 'processed', 'failed', 'processed']);
   for (const [i, event] of events.entries()) {
     const row = await eventRow(database, event.id);
     const order = orders[i]!;
@@ -47,6 +50,37 @@ test('a batch with a poison event: the others are fulfilled, the poison event fa
       assert.equal((await quotaOf(database, order.account_id)).granted, order.credits);
     }
   }
+  assert.deepEqual(await fulfilmentJobs(database.db), [], 'a dead letter is not retried: the job is done');
+});
+
+test('a transient failure in a job: the others are fulfilled, only the failing event stays queued for the retry', async () => {
+  const orders = await Promise.all(Array.from({ length: 3 }, () => givenOrder(database)));
+  const events = orders.map((order) => paidEvent(order));
+  const flaky = orders[1]!;
+  // A real Postgres error inside the fulfilment transaction, for one order only.
+  await sql`
+    create function refuse_grant() returns trigger language plpgsql as $$
+    begin if new.order_id = ${sql.lit(flaky.order_id)} then raise exception 'credit ledger unavailable (test trigger)'; end if; return new; end $$`.execute(database.db);
+  await sql`create trigger refuse_grant before insert on credit_grants for each row execute function refuse_grant()`.execute(database.db);
+  try {
+    await claimEvents(database.db, events.map(incomingEvent), options);
+    await runJobs();
+  } finally {
+    await sql`drop trigger refuse_grant on credit_grants; drop function refuse_grant()`.execute(database.db);
+  }
+
+  assert.deepEqual(
+    await Promise.all(events.map(async (e) => [(await eventRow(database, e.id)).status, (await eventRow(database, e.id)).attempts])),
+    [['processed', 0], ['processing', 1], ['processed', 0]],
+  );
+  assert.deepEqual(await grantsOf(database, flaky.order_id), []);
+  const [job, ...others] = await fulfilmentJobs(database.db);
+  assert.deepEqual(others, []);
+  assert.deepEqual(job!.event_ids, [events[1]!.id], 'the job keeps only the event to retry');
+  assert.equal(job!.attempts, 1);
+  assert.ok(job!.run_at.getTime() > Date.now(), "in graphile-worker's backoff");
+  assert.match(job!.last_error ?? '', /credit ledger unavailable/);
+  await sql`delete from graphile_worker._private_jobs`.execute(database.db);
 });
 
 test('in one batch, two Event objects for one order grant once, and one event twice is fulfilled once', async () => {
@@ -57,12 +91,13 @@ test('in one batch, two Event objects for one order grant once, and one event tw
   const single = paidEvent(other);
   await claimEvents(database.db, [first, second, single].map(incomingEvent), options);
 
-  const { results, transactions } = await fulfilAsOneBatch([first.id, second.id, single.id, single.id]);
+  // As a job would: the same id twice happens when a replay's job and the claim's run together.
+  const results = await fulfilEvents(database.db, [first.id, second.id, single.id, single.id, 'evt_not_stored'], options);
 
-  assert.equal(transactions, 2, 'all four in one transaction');
-  assert.deepEqual(results.map((r) => r.status), ['processed', 'duplicate', 'processed', 'already_finished']);
+  assert.deepEqual(results.map((r) => r.status), ['processed', 'duplicate', 'processed', 'already_finished', 'missing']);
   assert.equal((await eventRow(database, second.id)).duplicate_of, first.id);
   assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: first.id, credits: order.credits }]);
   assert.equal((await quotaOf(database, order.account_id)).granted, order.credits);
   assert.equal((await quotaOf(database, other.account_id)).granted, other.credits);
+  await sql`delete from graphile_worker._private_jobs`.execute(database.db);
 });

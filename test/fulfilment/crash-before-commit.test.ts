@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { eventJobKey } from '../../src/events/enqueue.js';
 
 import { eventRow, finishedEvent, givenOrder, grantsOf, orderRow, paidEvent } from '../support/factories.js';
+import { jobsCarrying } from '../support/jobs.js';
 import { serviceForFile } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -55,10 +55,8 @@ async function crash(pid: number): Promise<void> {
 /** graphile-worker has recorded the crashed attempt and scheduled its retry. */
 async function crashedAttemptRecorded(eventId: string): Promise<void> {
   await waitFor('graphile-worker to fail the crashed job back to the queue', async () => {
-    const { rows } = await sql<{ failed: boolean }>`
-      select last_error is not null and locked_at is null as failed
-      from graphile_worker.jobs where key = ${eventJobKey(eventId)}`.execute(file.database.db);
-    return rows[0]?.failed;
+    const [job] = await jobsCarrying(file.database.db, eventId);
+    return job && job.last_error !== null && job.locked_at === null;
   });
 }
 

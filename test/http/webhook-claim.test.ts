@@ -41,8 +41,9 @@ describe('a valid delivery', () => {
     assert.equal(row.livemode, false);
     assert.equal(row.stripe_created_at.getTime(), event.created * 1000);
     assert.deepEqual(row.payload, event);
-    const { rows: jobs } = await sql<{ key: string; payload: unknown }>`select key, payload from graphile_worker._private_jobs`.execute(file.database.db);
-    assert.deepEqual(jobs, [{ key: `stripe_event:${event.id}`, payload: { eventId: event.id } }]);
+    const { rows: jobs } = await sql<{ task: string; payload: unknown }>`
+      select t.identifier as task, j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id`.execute(file.database.db);
+    assert.deepEqual(jobs, [{ task: 'process_stripe_event', payload: [{ eventId: event.id }] }]);
   });
 
   test('signed with the previous secret during a rotation is accepted', async () => {

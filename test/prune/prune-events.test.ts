@@ -7,6 +7,7 @@ import { claimEvents } from '../../src/events/event-store.js';
 import { pruneEvents } from '../../src/prune/prune-events.js';
 import { databaseForFile } from '../support/database.js';
 import { finishedEvent, givenOrder, grantsOf, paidEvent, quotaOf } from '../support/factories.js';
+import { fulfilmentJobs } from '../support/jobs.js';
 import { startTestService } from '../support/service.js';
 
 const database = databaseForFile();
@@ -41,15 +42,17 @@ test('finished events past the window go; young ones, processing and failed ones
   assert.deepEqual(rows[0]?.last_result, { deleted: 9, batches: 1, deleted_jobs: 0 });
 });
 
-test('jobs the sweep replaced go once graphile-worker has unlocked them; live ones stay', async () => {
-  await claimEvents(database.db, ['evt_a', 'evt_b', 'evt_c'].map((id) => ({ eventId: id, type: 'charge.succeeded', objectId: null, livemode: false, stripeCreatedAt: new Date(), rawBody: '{}' })), { maxAttempts: 10 });
-  // evt_a: replaced and unlocked (deletable); evt_b: replaced, still locked by its dead worker; evt_c: waiting.
-  await sql`update graphile_worker._private_jobs set key = null, attempts = max_attempts where payload->>'eventId' in ('evt_a', 'evt_b')`.execute(database.db);
-  await sql`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'dead' where payload->>'eventId' = 'evt_b'`.execute(database.db);
+test('fulfilment jobs out of attempts go once no worker holds them; the others stay', async () => {
+  for (const id of ['evt_a', 'evt_b', 'evt_c']) {
+    await claimEvents(database.db, [{ eventId: id, type: 'charge.succeeded', objectId: null, livemode: false, stripeCreatedAt: new Date(), rawBody: '{}' }], { maxAttempts: 10 });
+  }
+  // evt_a: out of attempts, unlocked (deletable); evt_b: out of attempts, still locked; evt_c: waiting.
+  const carrying = (ids: string[]) => sql`exists (select 1 from job_event_ids(payload) id where id = any(${ids}))`;
+  await sql`update graphile_worker._private_jobs set attempts = max_attempts where ${carrying(['evt_a', 'evt_b'])}`.execute(database.db);
+  await sql`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'dead' where ${carrying(['evt_b'])}`.execute(database.db);
   const result = await pruneEvents(database.db, { retentionDays: 31 });
   assert.equal(result.deleted_jobs, 1);
-  const { rows } = await sql<{ id: string }>`select payload->>'eventId' as id from graphile_worker._private_jobs order by 1`.execute(database.db);
-  assert.deepEqual(rows.map((r) => r.id), ['evt_b', 'evt_c']);
+  assert.deepEqual((await fulfilmentJobs(database.db)).flatMap((job) => job.event_ids), ['evt_b', 'evt_c']);
   await sql`delete from graphile_worker._private_jobs`.execute(database.db);
 });
 

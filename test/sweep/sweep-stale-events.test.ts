@@ -10,6 +10,7 @@ import { claimEvents } from '../../src/events/event-store.js';
 import { sampleEvent } from '../../src/stripe/sample-events.js';
 import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
 import { databaseForFile } from '../support/database.js';
+import { fulfilmentJobs, jobsCarrying } from '../support/jobs.js';
 
 const STALE_AFTER_MS = 60_000;
 const options = { staleAfterMs: STALE_AFTER_MS, maxAttempts: 3 };
@@ -37,12 +38,7 @@ async function row(eventId: string) {
   return database.db.selectFrom('stripe_events').selectAll().where('event_id', '=', eventId).executeTakeFirstOrThrow();
 }
 
-async function jobsFor(eventId: string) {
-  const { rows } = await sql<{ key: string | null; locked_by: string | null; run_at: Date; attempts: number; max_attempts: number }>`
-    select key, locked_by, run_at, attempts, max_attempts from graphile_worker._private_jobs
-    where payload->>'eventId' = ${eventId} order by id`.execute(database.db);
-  return rows;
-}
+const jobsFor = (eventId: string) => jobsCarrying(database.db, eventId);
 
 describe('which rows the sweep takes', () => {
   test('a row abandoned by a dead worker is re-enqueued with a fresh job, counted as an attempt', async () => {
@@ -53,12 +49,13 @@ describe('which rows the sweep takes', () => {
     assert.equal(swept.status, 'processing');
     assert.equal(swept.attempts, 1);
     assert.ok(Date.now() - swept.enqueued_at.getTime() < STALE_AFTER_MS);
-    // The dead worker's job lost its key and its future (attempts exhausted); a new one waits.
+    // The dead worker's job stays locked (graphile-worker frees it after 4 hours, and it then finds
+    // nothing to do); a new job carrying the event waits.
     const jobs = await jobsFor(id!);
-    assert.equal(jobs.length, 2);
-    assert.equal(jobs[0]!.key, null);
-    assert.equal(jobs[0]!.attempts, jobs[0]!.max_attempts);
-    assert.deepEqual({ key: jobs[1]!.key, locked_by: jobs[1]!.locked_by }, { key: `stripe_event:${id}`, locked_by: null });
+    assert.deepEqual(
+      jobs.map((j) => ({ locked_by: j.locked_by, event_ids: j.event_ids })),
+      [{ locked_by: 'dead-worker', event_ids: [id] }, { locked_by: null, event_ids: [id] }],
+    );
   });
 
   test('a row whose job vanished is re-enqueued', async () => {
@@ -110,6 +107,20 @@ describe('which rows the sweep takes', () => {
     assert.equal((await row(id!)).attempts, 0);
   });
 
+  test('events carried by a waiting batch job are not taken, nor is one in a job of an earlier release', async () => {
+    // 30 events claimed together travel in two jobs (25 + 5), both still waiting.
+    const ids = await givenAbandoned(30);
+    const [legacy] = await givenAbandoned(1);
+    await sql`update graphile_worker._private_jobs set locked_at = null, locked_by = null, attempts = 0`.execute(database.db);
+    assert.deepEqual((await fulfilmentJobs(database.db)).map((j) => j.event_ids.length).sort((a, b) => b - a), [25, 5, 1]);
+    // A release before batch jobs enqueued { eventId } under the key stripe_event:<id>.
+    await sql`update graphile_worker._private_jobs j set payload = json_build_object('eventId', ${legacy!}::text), key = ${`stripe_event:${legacy}`}
+              where ${legacy!} in (select job_event_ids(j.payload))`.execute(database.db);
+    assert.equal((await sweepStaleEvents(database.db, options)).reclaimed, 0);
+    assert.deepEqual(await database.db.selectFrom('stripe_events').select('attempts').distinct().execute(), [{ attempts: 0 }]);
+    assert.equal(ids.length + 1, (await fulfilmentJobs(database.db)).flatMap((j) => j.event_ids).length);
+  });
+
   test('a job a worker fetched moments ago is left alone, though the row is not locked yet', async () => {
     // Under a backlog a live worker can hold a job while it waits for a pooled connection.
     const [id] = await givenAbandoned(1);
@@ -126,7 +137,7 @@ describe('which rows the sweep takes', () => {
     const failed = await row(id!);
     assert.equal(failed.status, 'failed');
     assert.match(failed.last_error ?? '', /abandoned by its worker.*connection terminated/);
-    assert.equal((await jobsFor(id!)).filter((j) => j.key !== null).length, 1, 'no new job for a failed event');
+    assert.deepEqual((await jobsFor(id!)).map((j) => j.locked_by), ['dead-worker'], 'no new job for a failed event');
   });
 
   test('a dry run reports and changes nothing; a real run records when it ran', async () => {
@@ -166,8 +177,7 @@ describe('sweeps running at once', () => {
     const { rows } = await sql<{ attempts: number; n: number }>`
       select attempts, count(*)::int as n from stripe_events group by attempts`.execute(database.db);
     assert.deepEqual(rows, [{ attempts: 1, n: 1_000 }]);
-    const { rows: jobs } = await sql<{ n: number }>`
-      select count(*)::int as n from graphile_worker._private_jobs where key is not null and locked_at is null`.execute(database.db);
-    assert.equal(jobs[0]!.n, ids.length, 'one waiting job per event');
+    const waiting = (await fulfilmentJobs(database.db)).filter((j) => j.locked_by === null).flatMap((j) => j.event_ids);
+    assert.deepEqual(waiting.sort(), [...ids].sort(), 'each event in exactly one waiting job');
   });
 });
