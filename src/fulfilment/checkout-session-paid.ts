@@ -1,13 +1,14 @@
 // checkout.session.completed (payment_status 'paid') and checkout.session.async_payment_succeeded
 // are the one source of truth for fulfilment: they grant the order's credits. The order is the
 // business key, so two Event objects for one payment (Stripe documents that this happens), a
-// replay, or a resend after the event row was pruned all grant once.
+// replay, or a resend after the event row was pruned all grant once. A batch handler: the
+// payments of all such events in a job are recorded by one statement (order-payment.ts).
 import type { Transaction } from 'kysely';
 import { z } from 'zod';
 import type { Database, StripeEventRow } from '../db/schema.js';
 import type { FinishOutcome } from '../events/event-store.js';
 import { PermanentError } from './errors.js';
-import { recordOrderPayment } from './order-payment.js';
+import { recordOrderPayments, type OrderPayment, type PaymentResult } from './order-payment.js';
 
 // Only the fields fulfilment depends on; the rest of Stripe's object is kept in the payload.
 const checkoutSessionEvent = z.object({
@@ -24,36 +25,57 @@ const checkoutSessionEvent = z.object({
   }),
 });
 
-export async function fulfilCheckoutSession(tx: Transaction<Database>, event: StripeEventRow): Promise<FinishOutcome> {
-  const parsed = checkoutSessionEvent.safeParse(event.payload);
-  if (!parsed.success) throw new PermanentError(`not a checkout session event: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-  const session = parsed.data.data.object;
+type CheckoutSession = z.infer<typeof checkoutSessionEvent>['data']['object'];
 
+/** What the event asks for: nothing (not paid yet), a payment to record, or an error it will always have. */
+function paymentOf(event: StripeEventRow): { session: CheckoutSession; payment?: OrderPayment } | PermanentError {
+  const parsed = checkoutSessionEvent.safeParse(event.payload);
+  if (!parsed.success) return new PermanentError(`not a checkout session event: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  const session = parsed.data.data.object;
   // Delayed payment methods (SEPA, bank transfers) complete the session unpaid; the grant comes
   // with checkout.session.async_payment_succeeded.
-  if (session.payment_status !== 'paid') return { status: 'processed' };
-
+  if (session.payment_status !== 'paid') return { session };
   const orderId = session.metadata?.order_id;
-  if (!orderId) throw new PermanentError(`checkout session ${session.id} has no metadata.order_id`);
-  const payment = await recordOrderPayment(tx, {
-    orderId,
-    eventId: event.event_id,
-    amount: session.amount_total,
-    currency: session.currency?.toLowerCase() ?? null,
-    checkoutSessionId: session.id,
-    paymentIntentId: session.payment_intent,
-  });
-  switch (payment.outcome) {
+  if (!orderId) return new PermanentError(`checkout session ${session.id} has no metadata.order_id`);
+  return {
+    session,
+    payment: {
+      orderId,
+      eventId: event.event_id,
+      amount: session.amount_total,
+      currency: session.currency?.toLowerCase() ?? null,
+      checkoutSessionId: session.id,
+      paymentIntentId: session.payment_intent,
+    },
+  };
+}
+
+function outcomeOf(event: StripeEventRow, session: CheckoutSession, payment: OrderPayment, result: PaymentResult): FinishOutcome | PermanentError {
+  switch (result.outcome) {
     case 'unknown_order':
-      throw new PermanentError(`unknown order ${orderId} in checkout session ${session.id}`);
+      return new PermanentError(`unknown order ${payment.orderId} in checkout session ${session.id}`);
     case 'price_mismatch':
-      throw new PermanentError(
-        `amount or currency mismatch for order ${orderId}: session paid ${session.amount_total ?? 'null'} ${session.currency ?? 'null'}, order costs ${payment.amount} ${payment.currency}`,
+      return new PermanentError(
+        `amount or currency mismatch for order ${payment.orderId}: session paid ${session.amount_total ?? 'null'} ${session.currency ?? 'null'}, order costs ${result.amount} ${result.currency}`,
       );
     case 'granted':
       return { status: 'processed' };
     case 'already_granted':
       // Re-running the event that granted (a replay) is the same outcome, not a duplicate.
-      return payment.byEventId === event.event_id ? { status: 'processed' } : { status: 'duplicate', duplicateOf: payment.byEventId };
+      return result.byEventId === event.event_id ? { status: 'processed' } : { status: 'duplicate', duplicateOf: result.byEventId };
   }
+}
+
+export async function fulfilCheckoutSessions(tx: Transaction<Database>, events: readonly StripeEventRow[]): Promise<Array<FinishOutcome | Error>> {
+  const asks = events.map(paymentOf);
+  // An event that can never succeed fails the batch (the dispatcher stops at the first error and
+  // the transaction is rolled back), so no statement runs; the others are placeholders.
+  if (asks.some((ask) => ask instanceof Error)) return asks.map((ask) => (ask instanceof Error ? ask : { status: 'processed' }));
+  const payments = asks.flatMap((ask) => (ask instanceof Error || !ask.payment ? [] : [ask.payment]));
+  const results = new Map((await recordOrderPayments(tx, payments)).map((result, i) => [payments[i]!.eventId, result]));
+  return asks.map((ask, i) => {
+    if (ask instanceof Error) return ask;
+    const result = results.get(events[i]!.event_id);
+    return ask.payment && result ? outcomeOf(events[i]!, ask.session, ask.payment, result) : { status: 'processed' };
+  });
 }

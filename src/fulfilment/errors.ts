@@ -1,6 +1,8 @@
 // Retry and give up are different, named outcomes. A PermanentError can never succeed on retry
 // (unknown order, amount mismatch, a payload that will never parse): the event ends 'failed' at
 // once with this message. Any other error is transient and retried with backoff.
+import type { StripeEventRow } from '../db/schema.js';
+
 export class PermanentError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -16,6 +18,20 @@ export class RetryLaterError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'RetryLaterError';
+  }
+}
+
+/**
+ * A handler's failure, attributed to its event: carried out of the fulfilment transaction so the
+ * rollback happens first, then counted against that event alone (fulfil-event.ts).
+ */
+export class HandlerFailed extends Error {
+  constructor(
+    readonly event: StripeEventRow,
+    readonly error: unknown,
+  ) {
+    super(describeError(error), { cause: error });
+    this.name = 'HandlerFailed';
   }
 }
 

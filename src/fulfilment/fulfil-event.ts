@@ -6,8 +6,8 @@
 import type { Kysely } from 'kysely';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
-import { lockForFulfilment, markFinished, recordFailure, type EventQueueOptions, type FinishOutcome } from '../events/event-store.js';
-import { describeError, PermanentError } from './errors.js';
+import { lockForFulfilment, markFinished, recordFailure, type EventQueueOptions } from '../events/event-store.js';
+import { describeError, HandlerFailed, PermanentError } from './errors.js';
 import type { Dispatch } from './handlers.js';
 
 export type FulfilResult =
@@ -16,16 +16,6 @@ export type FulfilResult =
 
 export interface FulfilOptions extends EventQueueOptions {
   dispatch: Dispatch;
-}
-
-/** Carries a handler's error out of its transaction, so the rollback happens first. */
-class HandlerFailed extends Error {
-  constructor(
-    readonly event: StripeEventRow,
-    readonly error: unknown,
-  ) {
-    super(describeError(error), { cause: error });
-  }
 }
 
 /**
@@ -65,34 +55,30 @@ export async function fulfilEvents(db: Kysely<Database>, eventIds: readonly stri
 async function fulfilTogether(db: Kysely<Database>, eventIds: readonly string[], options: FulfilOptions): Promise<FulfilResult[]> {
   return db.transaction().execute(async (tx) => {
     // Held until commit: the sweep skips locked rows, so a live worker is never reclaimed.
-    const events = new Map((await lockForFulfilment(tx, eventIds)).map((event) => [event.event_id, event]));
-    const finished: Array<{ eventId: string; outcome: FinishOutcome }> = [];
-    const results: FulfilResult[] = [];
-    const seen = new Set<string>();
+    const rows = new Map((await lockForFulfilment(tx, eventIds)).map((event) => [event.event_id, event]));
+    // A second job for a finished event (a replay that raced, a reclaimed job whose first run
+    // committed late, or the same event twice in this very batch) finds nothing to do.
+    const due = new Map<string, StripeEventRow>();
     for (const eventId of eventIds) {
-      const event = events.get(eventId);
-      if (!event) {
-        results.push({ status: 'missing' });
-        continue;
-      }
-      // A second job for a finished event (a replay that raced, a reclaimed job whose first run
-      // committed late, or both jobs in this very batch) finds nothing to do.
-      if (event.status !== 'processing' || seen.has(eventId)) {
-        results.push({ status: 'already_finished' });
-        continue;
-      }
-      seen.add(eventId);
-      let outcome: FinishOutcome;
-      try {
-        outcome = await options.dispatch(tx, event);
-      } catch (error) {
-        throw new HandlerFailed(event, error);
-      }
-      finished.push({ eventId, outcome });
-      results.push({ status: outcome.status, type: event.type, attempt: event.attempts + 1, receivedAt: event.received_at });
+      const event = rows.get(eventId);
+      if (event?.status === 'processing' && !due.has(eventId)) due.set(eventId, event);
     }
-    await markFinished(tx, finished);
-    return results;
+    const events = [...due.values()];
+    const outcomes = await options.dispatch(tx, events);
+    await markFinished(tx, events.map((event, i) => ({ eventId: event.event_id, outcome: outcomes[i]! })));
+    const results = new Map(events.map((event, i): [StripeEventRow, FulfilResult] => [
+      event,
+      { status: outcomes[i]!.status, type: event.type, attempt: event.attempts + 1, receivedAt: event.received_at },
+    ]));
+    // The first occurrence of an id carries its result; a repeat found nothing to do.
+    const reported = new Set<string>();
+    return eventIds.map((eventId): FulfilResult => {
+      const event = rows.get(eventId);
+      if (!event) return { status: 'missing' };
+      const result = reported.has(eventId) ? undefined : results.get(event);
+      reported.add(eventId);
+      return result ?? { status: 'already_finished' };
+    });
   });
 }
 

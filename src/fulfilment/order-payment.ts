@@ -1,7 +1,7 @@
-// Recording a Checkout payment against its order: check the price, grant the order's credits once,
-// add them to the account's balance, mark the order paid. One statement, because each round trip
-// to Postgres costs more than the work in it (docs/benchmarks.md, drain): fulfilment used to spend
-// four statements here and now spends one.
+// Recording Checkout payments against their orders: check the price, grant each order's credits
+// once, add them to the accounts' balances, mark the orders paid. One statement for all the
+// payments of a job's batch, because each round trip to Postgres costs more than the work in it
+// (docs/benchmarks.md, drain): fulfilment used to spend four statements per payment.
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 
@@ -24,47 +24,70 @@ export type PaymentResult =
 
 /**
  * Grants once per order (DESIGN invariant 5): the unique key on credit_grants.order_id decides,
- * not a read-then-write. The order's row lock is taken first, so two events racing for one order
- * run one after the other, and a concurrent refund sees the order after this grant, not before.
+ * not a read-then-write. The orders' row locks are taken first, in order id order (two batches
+ * sharing orders cannot deadlock on them), so two events racing for one order run one after the
+ * other, and a concurrent refund sees the order after this grant, not before. Two payments of
+ * one order in the same batch: the first in the list grants, the second learns it was granted.
+ * Each step feeds the next only with what happened: no grant (wrong price, or granted before)
+ * means no balance change and no status change. One result per payment, in order.
  */
-export async function recordOrderPayment(tx: Transaction<Database>, payment: OrderPayment): Promise<PaymentResult> {
-  // Each CTE feeds the next only when the step before it happened: no grant (wrong price, or
-  // granted before) means no balance change and no status change.
-  const { rows } = await sql<{ amount: number; currency: string; granted: boolean }>`
-    with locked_order as materialized (
+export async function recordOrderPayments(tx: Transaction<Database>, payments: readonly OrderPayment[]): Promise<PaymentResult[]> {
+  if (payments.length === 0) return [];
+  const incoming = JSON.stringify(payments.map((p, i) => ({ i, ...p })));
+  const { rows } = await sql<{ amount: number | null; currency: string | null; granted_to: string | null }>`
+    with incoming as (
+      select * from jsonb_to_recordset(${incoming}::jsonb) as p(
+        i int, "orderId" text, "eventId" text, amount int, currency text, "checkoutSessionId" text, "paymentIntentId" text)
+    ), locked_orders as materialized (
       select order_id, account_id, credits, amount, currency from orders
-      where order_id = ${payment.orderId}
+      where order_id in (select "orderId" from incoming)
+      order by order_id
       for update
-    ), grant_row as (
+    ), grant_rows as (
       insert into credit_grants (order_id, account_id, credits, event_id)
-      select order_id, account_id, credits, ${payment.eventId} from locked_order
-      where amount = ${payment.amount}::int and currency = ${payment.currency}::text
+      select distinct on (o.order_id) o.order_id, o.account_id, o.credits, p."eventId"
+      from incoming p join locked_orders o on o.order_id = p."orderId"
+      where o.amount = p.amount and o.currency = p.currency
+      order by o.order_id, p.i
       on conflict (order_id) do nothing
-      returning order_id, account_id, credits
+      returning order_id, account_id, credits, event_id
     ), balance as (
+      -- Summed per account first: an upsert may not touch one row twice in a statement.
       insert into account_credits (account_id, granted)
-      select account_id, credits from grant_row
+      select account_id, sum(credits) from grant_rows group by account_id
       on conflict (account_id) do update set granted = account_credits.granted + excluded.granted
     ), paid as (
       update orders set
         status = 'paid',
         paid_at = now(),
-        checkout_session_id = coalesce(orders.checkout_session_id, ${payment.checkoutSessionId}),
+        checkout_session_id = coalesce(orders.checkout_session_id, p."checkoutSessionId"),
         -- Kept because refunds (charge.refunded, refunds.create) name the PaymentIntent.
-        payment_intent_id = ${payment.paymentIntentId}
-      from grant_row
-      where orders.order_id = grant_row.order_id and orders.status = 'pending'
+        payment_intent_id = p."paymentIntentId"
+      from grant_rows g join incoming p on p."eventId" = g.event_id
+      where orders.order_id = g.order_id and orders.status = 'pending'
     )
-    select amount, currency, exists (select 1 from grant_row) as granted from locked_order`.execute(tx);
+    select o.amount, o.currency, g.event_id as granted_to
+    from incoming p
+    left join locked_orders o on o.order_id = p."orderId"
+    left join grant_rows g on g.order_id = p."orderId"
+    order by p.i`.execute(tx);
 
-  const order = rows[0];
-  if (!order) return { outcome: 'unknown_order' };
-  if (order.amount !== payment.amount || order.currency !== payment.currency) {
-    return { outcome: 'price_mismatch', amount: order.amount, currency: order.currency };
-  }
-  if (order.granted) return { outcome: 'granted' };
-  // Granted before (or by the event we waited for on the order lock: this statement's snapshot
-  // predates that commit, so the grant is read by a new statement).
-  const grant = await tx.selectFrom('credit_grants').select('event_id').where('order_id', '=', payment.orderId).executeTakeFirstOrThrow();
-  return { outcome: 'already_granted', byEventId: grant.event_id };
+  const results = payments.map((payment, i): PaymentResult | undefined => {
+    const order = rows[i]!;
+    if (order.amount === null || order.currency === null) return { outcome: 'unknown_order' };
+    if (order.amount !== payment.amount || order.currency !== payment.currency) {
+      return { outcome: 'price_mismatch', amount: order.amount, currency: order.currency };
+    }
+    if (order.granted_to === payment.eventId) return { outcome: 'granted' };
+    if (order.granted_to !== null) return { outcome: 'already_granted', byEventId: order.granted_to };
+    return undefined;
+  });
+  // Granted before this statement (or by the event we waited for on an order lock: this
+  // statement's snapshot predates that commit, so the grant is read by a new statement).
+  const before = payments.filter((_, i) => results[i] === undefined).map((p) => p.orderId);
+  if (before.length === 0) return results as PaymentResult[];
+  const grants = new Map(
+    (await tx.selectFrom('credit_grants').select(['order_id', 'event_id']).where('order_id', 'in', before).execute()).map((g) => [g.order_id, g.event_id]),
+  );
+  return payments.map((payment, i) => results[i] ?? { outcome: 'already_granted', byEventId: grants.get(payment.orderId)! });
 }

@@ -2,7 +2,8 @@
 // transaction, and a batch never changes an outcome: a poison event fails alone with one attempt
 // while the rest of its job is fulfilled; an event that fails transiently is the only one left in
 // the job for graphile-worker's retry; two Event objects for one order in one batch grant once;
-// one event twice in a batch is fulfilled once. Jobs run through the real task with
+// one event twice in a batch is fulfilled once; the payments of several orders of one account,
+// recorded by one statement, add up. Jobs run through the real task with
 // graphile-worker's runOnce; no service runs on this database.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -100,4 +101,27 @@ test('in one batch, two Event objects for one order grant once, and one event tw
   assert.equal((await quotaOf(database, order.account_id)).granted, order.credits);
   assert.equal((await quotaOf(database, other.account_id)).granted, other.credits);
   await sql`delete from graphile_worker._private_jobs`.execute(database.db);
+});
+
+test('one job paying three orders of one account, and one order paid before: each granted once, the balance their sum', async () => {
+  const accountId = `acct_batch_${Date.now()}`;
+  const orders = await Promise.all(Array.from({ length: 4 }, () => givenOrder(database, { accountId })));
+  const earlier = paidEvent(orders[3]!);
+  await claimEvents(database.db, [incomingEvent(earlier)], options);
+  await runJobs();
+  // A second Event object for the order paid before, in the same job as the three new payments.
+  const again = paidEvent(orders[3]!, { sessionId: earlier.data.object.id as string });
+  const events = [...orders.slice(0, 3).map((order) => paidEvent(order)), again];
+  await claimEvents(database.db, events.map(incomingEvent), options);
+  await runJobs();
+
+  assert.deepEqual(
+    await Promise.all(events.map(async (e) => (await eventRow(database, e.id)).status)),
+    ['processed', 'processed', 'processed', 'duplicate'],
+  );
+  assert.equal((await eventRow(database, again.id)).duplicate_of, earlier.id);
+  for (const [i, order] of orders.entries()) {
+    assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: i === 3 ? earlier.id : events[i]!.id, credits: order.credits }]);
+  }
+  assert.equal((await quotaOf(database, accountId)).granted, orders.reduce((sum, order) => sum + order.credits, 0));
 });

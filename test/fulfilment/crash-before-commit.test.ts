@@ -86,7 +86,7 @@ describe('a worker killed between claim and commit', () => {
     try {
       assert.equal((await file.service.deliver(event)).status, 200);
       const worker = await blockedWorker();
-      assert.match(worker.query, /from orders\s+where order_id = \$1\s+for update/);
+      assert.match(worker.query, /locked_orders as materialized \(\s+select [^)]+ from orders\s+where order_id in \(select "orderId" from incoming\)\s+order by order_id\s+for update/);
       await crash(worker.pid);
       await crashedAttemptRecorded(event.id);
       await assertNothingFulfilled(event.id, order);
