@@ -9,7 +9,7 @@ import { healthRoutes } from './health-routes.js';
 import { metricsRoute } from './metrics-route.js';
 import { rateLimits } from './rate-limits.js';
 import type { Readiness } from './readiness.js';
-import { webhookRoutes, type WebhookDeps } from './webhook-route.js';
+import { webhookHandler, type WebhookDeps } from './webhook-route.js';
 
 export interface AppDeps extends WebhookDeps, ApiDeps, AdminDeps {
   readiness: Readiness;
@@ -29,8 +29,9 @@ export function buildApp(deps: AppDeps): express.Express {
   app.set('trust proxy', deps.trustProxyHops > 0 ? deps.trustProxyHops : false);
   const limits = rateLimits(deps.rateLimitPerMinute, deps.logger);
   // Express 5 forwards rejected promises from async handlers to the error handler.
-  // The webhook first: it is the route under load, and every router before it costs each request.
-  app.use(webhookRoutes(deps, limits.webhookRejections));
+  // The webhook first, on the app itself: it is the route under load, and every router before it
+  // (or around it) costs each request.
+  app.post('/webhooks/stripe', webhookHandler(deps, limits.webhookRejections));
   app.use(healthRoutes(deps.readiness));
   app.use(metricsRoute(deps.metrics, deps.metricsToken));
   // Limits come before authentication, so guessing a token is limited too.
