@@ -18,18 +18,21 @@ const RETRY_TIMEOUT_MS = 20_000;
 const file = serviceForFile();
 
 /** Opens a transaction on its own connection holding `lockQuery`'s row locks until released. */
-async function holdLock(lockQuery: string, params: unknown[]): Promise<{ release(): Promise<void> }> {
+async function holdLock(lockQuery: string, params: unknown[]): Promise<{ pid: number; release(): Promise<void> }> {
   const client = new pg.Client({ connectionString: file.database.url, application_name: 'test-lock-holder' });
   await client.connect();
+  let pid: number;
   try {
     await client.query('begin');
     const { rowCount } = await client.query(lockQuery, params);
     assert.equal(rowCount, 1, 'the lock holder locked its row');
+    pid = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
   } catch (error) {
     await client.end();
     throw error;
   }
   return {
+    pid,
     async release() {
       await client.query('rollback');
       await client.end();
@@ -37,12 +40,12 @@ async function holdLock(lockQuery: string, params: unknown[]): Promise<{ release
   };
 }
 
-/** The backend of this database that is blocked on a lock (the worker, stopped by ours). */
-async function blockedWorker(): Promise<{ pid: number; query: string }> {
+/** The backend that waits for the lock `lock` holds: the worker, stopped by it. */
+async function blockedWorker(lock: { pid: number }): Promise<{ pid: number; query: string }> {
   return waitFor('the worker to block on the held lock', async () => {
     const { rows } = await sql<{ pid: number; query: string }>`
       select pid, query from pg_stat_activity
-      where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`.execute(file.database.db);
+      where datname = current_database() and ${lock.pid}::int = any(pg_blocking_pids(pid))`.execute(file.database.db);
     return rows.length === 1 && rows[0];
   });
 }
@@ -85,7 +88,7 @@ describe('a worker killed between claim and commit', () => {
     const lock = await holdLock('select order_id from orders where order_id = $1 for update', [order.order_id]);
     try {
       assert.equal((await file.service.deliver(event)).status, 200);
-      const worker = await blockedWorker();
+      const worker = await blockedWorker(lock);
       assert.match(worker.query, /locked_orders as materialized \(\s+select [^)]+ from orders\s+where order_id in \(select "orderId" from incoming\)\s+order by order_id\s+for update/);
       await crash(worker.pid);
       await crashedAttemptRecorded(event.id);
@@ -105,7 +108,7 @@ describe('a worker killed between claim and commit', () => {
     const lock = await holdLock('select account_id from account_credits where account_id = $1 for update', [order.account_id]);
     try {
       assert.equal((await file.service.deliver(event)).status, 200);
-      const worker = await blockedWorker();
+      const worker = await blockedWorker(lock);
       assert.match(worker.query, /insert into account_credits/);
       // Its uncommitted grant row is there: the worker holds a write lock on credit_grants.
       const { rows } = await sql<{ mode: string }>`
