@@ -7,7 +7,8 @@
 // Jobs have no key. Nothing depends on there being one job per event: fulfilment locks the row
 // and skips an event that is no longer 'processing', so a second job for an event (a replay, a
 // reclaim racing a late commit) finds nothing to do. Which events have a job waiting is read from
-// the payloads (job_event_ids, sql/0006), by the sweep only.
+// the payloads (job_event_ids, sql/0006), by the sweep only; it finds an event's job by its
+// created_at, so events are enqueued in the transaction that sets their enqueued_at (both now()).
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
 

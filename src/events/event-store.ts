@@ -185,14 +185,14 @@ export async function reclaimStaleEvents(db: Kysely<Database>, options: ReclaimO
     where e.status = 'processing'
       and e.enqueued_at < now() - make_interval(secs => ${options.staleAfterMs / 1000})
       and not exists (
-        -- graphile-worker's own table: its public view hides nothing we need and costs a join.
-        -- The hash anti-join reads the payloads of our waiting jobs once per statement, and only
-        -- when some row is old enough to be a candidate at all.
+        -- graphile-worker's own table: its public view has no payload. The job of an event's last
+        -- enqueue was added in the transaction that set enqueued_at, so its created_at is that
+        -- same now(): that cheap equality finds it, and only its payload is read.
         select 1
         from graphile_worker._private_jobs j
-        join graphile_worker._private_tasks t on t.id = j.task_id and t.identifier = ${PROCESS_EVENT_TASK}
-        cross join lateral job_event_ids(j.payload) as carried(event_id)
-        where carried.event_id = e.event_id
+        where j.created_at = e.enqueued_at
+          and j.task_id = (select id from graphile_worker._private_tasks where identifier = ${PROCESS_EVENT_TASK})
+          and e.event_id in (select job_event_ids(j.payload))
           and ((j.locked_at is null and j.attempts < j.max_attempts)
                -- Fetched by a worker recently: under a backlog a live worker may hold the job a
                -- while (waiting for a pooled connection) before it takes the row lock.

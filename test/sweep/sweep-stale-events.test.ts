@@ -28,7 +28,11 @@ async function givenAbandoned(count: number, ageMs = STALE_AFTER_MS + 1_000): Pr
     options,
   );
   const ids = events.map((e) => e.id);
-  await sql`update stripe_events set enqueued_at = now() - make_interval(secs => ${ageMs / 1000}) where event_id = any(${ids})`.execute(database.db);
+  // Aged as a whole: the rows' last enqueue and the jobs it added (one transaction, one now()).
+  const enqueuedAt = new Date(Date.now() - ageMs);
+  await sql`update stripe_events set enqueued_at = ${enqueuedAt} where event_id = any(${ids})`.execute(database.db);
+  await sql`update graphile_worker._private_jobs j set created_at = ${enqueuedAt}
+            where exists (select 1 from job_event_ids(j.payload) id where id = any(${ids}))`.execute(database.db);
   // The worker that fetched the job died holding it: locked, never completed.
   await sql`update graphile_worker._private_jobs set locked_at = now() - interval '2 minutes', locked_by = 'dead-worker', attempts = 1`.execute(database.db);
   return ids;
