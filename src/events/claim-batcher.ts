@@ -21,7 +21,12 @@ import { claimEvents, type ClaimOutcome, type EventQueueOptions, type IncomingEv
 export interface ClaimBatcherOptions extends EventQueueOptions {
   /** Most deliveries in one transaction (bounds statement size and the lock held). */
   maxBatch?: number;
-  /** Claim transactions open at once; more waits gain nothing while commits serialise. */
+  /**
+   * Claim transactions open at once. One: the next batch forms while a commit is in flight, and
+   * notifying commits serialise anyway. Measured in the ingest bench (docs/benchmarks.md): 1 gave
+   * 1,419-1,470 req/s where 2 gave 1,255-1,271 and 3 or 4 less still, because each extra
+   * transaction splits the batch and competes with the event loop for the two cores.
+   */
   maxInFlight?: number;
   /** Longest a delivery waits for its commit; well under Stripe's own webhook timeout. */
   claimTimeoutMs?: number;
@@ -41,7 +46,7 @@ export class ClaimBatcher {
     const timeoutMs = options.claimTimeoutMs ?? 10_000;
     this.#group = new GroupCommit((events) => claimEvents(db, events, options), {
       maxBatch: options.maxBatch ?? 200,
-      maxInFlight: options.maxInFlight ?? 2,
+      maxInFlight: options.maxInFlight ?? 1,
       // The database is away: every delivery gets its 503 now, none retried here. Anything else
       // may be one bad row: claim each alone so it fails without its neighbours.
       retryAlone: (error) => !isDatabaseUnavailable(error),
