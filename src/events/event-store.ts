@@ -179,24 +179,30 @@ export async function reclaimStaleEvents(db: Kysely<Database>, options: ReclaimO
   // The candidates are locked first in a MATERIALIZED CTE and exactly those are updated: an
   // `IN (subquery ... FOR UPDATE SKIP LOCKED LIMIT n)` may be re-evaluated by the planner and
   // lock and update more rows than its limit (PostgreSQL bug #15715).
+  const stale = sql`now() - make_interval(secs => ${options.staleAfterMs / 1000})`;
   const candidates = sql`
+    with waiting as materialized (
+      -- Our jobs that will run: queued or in their backoff, or fetched by a worker recently (under
+      -- a backlog a live worker may hold a job a while, waiting for a pooled connection, before it
+      -- takes the row locks). graphile-worker's own table: its public view has no payload.
+      -- Computed once per statement, and only if some row is old enough to be a candidate.
+      select j.created_at, j.payload
+      from graphile_worker._private_jobs j
+      where j.task_id = (select id from graphile_worker._private_tasks where identifier = ${PROCESS_EVENT_TASK})
+        and ((j.locked_at is null and j.attempts < j.max_attempts) or j.locked_at > ${stale})
+    )
     select e.event_id
     from stripe_events e
     where e.status = 'processing'
-      and e.enqueued_at < now() - make_interval(secs => ${options.staleAfterMs / 1000})
-      and not exists (
-        -- graphile-worker's own table: its public view has no payload. The job of an event's last
-        -- enqueue was added in the transaction that set enqueued_at, so its created_at is that
-        -- same now(): that cheap equality finds it, and only its payload is read.
-        select 1
-        from graphile_worker._private_jobs j
-        where j.created_at = e.enqueued_at
-          and j.task_id = (select id from graphile_worker._private_tasks where identifier = ${PROCESS_EVENT_TASK})
-          and e.event_id in (select job_event_ids(j.payload))
-          and ((j.locked_at is null and j.attempts < j.max_attempts)
-               -- Fetched by a worker recently: under a backlog a live worker may hold the job a
-               -- while (waiting for a pooled connection) before it takes the row lock.
-               or j.locked_at > now() - make_interval(secs => ${options.staleAfterMs / 1000})))
+      and e.enqueued_at < ${stale}
+      -- No such job carries the event. The job of an event's last enqueue was added in the
+      -- transaction that set enqueued_at, so its created_at is that same now(): first that cheap
+      -- test, then, for the rows it cannot clear, the events those jobs carry. Both are hashed
+      -- once, so the index scan keeps its order and stops at the limit.
+      and (e.enqueued_at not in (select created_at from waiting)
+           or (e.enqueued_at, e.event_id) not in (
+             select w.created_at, carried.id from waiting w cross join lateral job_event_ids(w.payload) as carried(id)
+             where carried.id is not null))
     order by e.enqueued_at
     limit ${options.limit}
     for update of e skip locked`;

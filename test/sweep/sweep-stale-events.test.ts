@@ -125,6 +125,16 @@ describe('which rows the sweep takes', () => {
     assert.equal(ids.length + 1, (await fulfilmentJobs(database.db)).flatMap((j) => j.event_ids).length);
   });
 
+  test('of two jobs from one claim, the events of the dead worker’s job are taken, those of the waiting one are not', async () => {
+    // 30 events claimed together: jobs of 25 and 5, added in one transaction (one created_at).
+    const ids = await givenAbandoned(30);
+    const jobs = await fulfilmentJobs(database.db);
+    const waiting = jobs.find((j) => j.event_ids.length === 25)!;
+    await sql`update graphile_worker._private_jobs set locked_at = null, locked_by = null, attempts = 0 where id = ${waiting.id}`.execute(database.db);
+    const result = await sweepStaleEvents(database.db, options);
+    assert.deepEqual([...result.event_ids].sort(), ids.filter((id) => !waiting.event_ids.includes(id)).sort());
+  });
+
   test('a job a worker fetched moments ago is left alone, though the row is not locked yet', async () => {
     // Under a backlog a live worker can hold a job while it waits for a pooled connection.
     const [id] = await givenAbandoned(1);
