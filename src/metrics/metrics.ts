@@ -8,7 +8,7 @@
 import type { Kysely } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/schema.js';
-import { getInboxStatus } from '../events/event-status.js';
+import { getInboxStatus, type InboxStatus } from '../events/event-status.js';
 
 export const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'unavailable'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
@@ -69,38 +69,20 @@ export class Metrics {
         for (const [s, n] of Object.entries(counts)) this.set({ status: s }, n);
       },
     });
-    new Gauge({
-      name: 'stripe_inbox_oldest_processing_age_seconds',
-      help: "Age of the oldest 'processing' event; 0 when none",
-      registers: [this.registry],
-      async collect() {
-        this.set((await status()).oldest_processing_age_seconds ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'stripe_inbox_jobs_queued',
-      help: 'process_stripe_event jobs waiting or running (each carries a batch of events)',
-      registers: [this.registry],
-      async collect() {
-        this.set((await status()).jobs_queued);
-      },
-    });
-    new Gauge({
-      name: 'stripe_inbox_events_queued',
-      help: 'Events carried by the process_stripe_event jobs waiting or running',
-      registers: [this.registry],
-      async collect() {
-        this.set((await status()).events_queued);
-      },
-    });
-    new Gauge({
-      name: 'stripe_inbox_last_sweep_timestamp_seconds',
-      help: 'When the sweep last ran (Unix time); 0 if never',
-      registers: [this.registry],
-      async collect() {
-        const last = (await status()).last_sweep_at;
-        this.set(last ? Date.parse(last) / 1000 : 0);
-      },
-    });
+    const statusGauge = (name: string, help: string, value: (status: InboxStatus) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        async collect() {
+          this.set(value(await status()));
+        },
+      });
+    statusGauge('stripe_inbox_oldest_processing_age_seconds', "Age of the oldest 'processing' event; 0 when none", (s) => s.oldest_processing_age_seconds ?? 0);
+    statusGauge('stripe_inbox_jobs_queued', 'process_stripe_event jobs waiting or running (each carries a batch of events)', (s) => s.jobs_queued);
+    statusGauge('stripe_inbox_events_queued', 'Events carried by the process_stripe_event jobs waiting or running', (s) => s.events_queued);
+    statusGauge('stripe_inbox_last_sweep_timestamp_seconds', 'When the sweep last ran (Unix time); 0 if never', (s) =>
+      s.last_sweep_at ? Date.parse(s.last_sweep_at) / 1000 : 0,
+    );
   }
 }
