@@ -6,9 +6,10 @@
 //
 // Jobs have no key. Nothing depends on there being one job per event: fulfilment locks the row
 // and skips an event that is no longer 'processing', so a second job for an event (a replay, a
-// reclaim racing a late commit) finds nothing to do. Which events have a job waiting is read from
-// the payloads (job_event_ids, sql/0006), by the sweep only; it finds an event's job by its
-// created_at, so events are enqueued in the transaction that sets their enqueued_at (both now()).
+// reclaim racing a late commit) finds nothing to do. Which events a job carries is read from its
+// payload (job_event_ids, sql/0006) by the sweep and by status. The sweep finds an event's job by
+// its created_at, so events are enqueued in the transaction that sets their enqueued_at (both
+// now(); a test in test/sweep/sweep-stale-events.test.ts holds claim, replay and reclaim to it).
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
 

@@ -6,7 +6,7 @@ import { beforeEach, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { openDatabase } from '../../src/db/database.js';
-import { claimEvents } from '../../src/events/event-store.js';
+import { claimEvents, replayEvents } from '../../src/events/event-store.js';
 import { sampleEvent } from '../../src/stripe/sample-events.js';
 import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
 import { databaseForFile } from '../support/database.js';
@@ -171,6 +171,30 @@ describe('which rows the sweep takes', () => {
     const result = await sweepStaleEvents(database.db, { ...options, limit: 2, batchSize: 1 });
     assert.equal(result.reclaimed, 2);
     assert.equal(result.batches, 2);
+  });
+});
+
+describe('how the sweep finds an event\'s job', () => {
+  /** Whether a job carrying the event was added in the transaction of its last enqueue. */
+  async function jobOfLastEnqueue(eventId: string): Promise<boolean> {
+    const { rows } = await sql<{ found: boolean }>`
+      select exists (
+        select 1 from stripe_events e join graphile_worker._private_jobs j on j.created_at = e.enqueued_at
+        where e.event_id = ${eventId} and e.event_id in (select job_event_ids(j.payload))) as found`.execute(database.db);
+    return rows[0]!.found;
+  }
+
+  test('claim, replay and reclaim each add the job in the transaction that sets enqueued_at', async () => {
+    const event = sampleEvent('charge.succeeded', { id: 'ch_1', object: 'charge' });
+    await claimEvents(database.db, [{ eventId: event.id, type: event.type, objectId: 'ch_1', livemode: false, stripeCreatedAt: new Date(), rawBody: JSON.stringify(event) }], options);
+    assert.ok(await jobOfLastEnqueue(event.id), 'claim');
+    await replayEvents(database.db, [event.id], options);
+    assert.ok(await jobOfLastEnqueue(event.id), 'replay');
+    // Abandoned: its jobs locked by a dead worker, its last enqueue long ago.
+    await sql`update graphile_worker._private_jobs set locked_at = now() - interval '2 minutes', locked_by = 'dead-worker'`.execute(database.db);
+    await sql`update stripe_events set enqueued_at = now() - interval '1 hour'`.execute(database.db);
+    assert.equal((await sweepStaleEvents(database.db, options)).reclaimed, 1);
+    assert.ok(await jobOfLastEnqueue(event.id), 'reclaim');
   });
 });
 
