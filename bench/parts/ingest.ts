@@ -1,11 +1,12 @@
-// Part 1, ingest (issue targets 1 and 5). Three servers get the same requests the same way:
+// Part 1, ingest (issue targets 1 and 5). Four servers get the same requests the same way:
 // autocannon, 50 connections, each request a unique ~3.3 KB signed checkout.session.completed
 // event; a warm-up, then the measured run. (a) ceiling: Express, no database; (b) naive: one
-// INSERT per request through a pg pool of 10; (c) the service, ROLE=web, as a child process,
-// its resident memory sampled from /proc during warm-up and measurement.
+// INSERT per request through a pg pool of 10; (c) group-commit: the bare batched INSERT, no
+// verification, claim or job (the issue's yardstick for the design); (d) the service, ROLE=web, as
+// a child process, its resident memory sampled from /proc during warm-up and measurement.
 // The machine's speed drifts by up to 2× within a minute (a shared host), so the full run measures
-// in two rounds, ceiling-naive-service then service-naive-ceiling: each server's figure is over
-// both rounds, and a drift that is linear in time weighs on all three alike.
+// in two rounds, the servers in one order and then in the reverse: each server's figure is over
+// both rounds, and a drift that is linear in time weighs on all of them alike.
 import autocannon from 'autocannon';
 import { createBenchDatabase, type BenchDatabase } from '../support/database.js';
 import type { BenchOptions } from '../support/options.js';
@@ -144,9 +145,10 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
     const servers = {
       ceiling: () => spawnBaseline('ceiling', {}),
       naive: () => spawnBaseline('naive', { DATABASE_URL: db.url, POOL_SIZE: '10' }),
+      'group-commit': () => spawnBaseline('group-commit', { DATABASE_URL: db.url, POOL_SIZE: '10' }),
       service: () => spawnBenchService(serviceEnv(db.url, 'web', options.env)),
     };
-    const runs: Record<keyof typeof servers, Measured[]> = { ceiling: [], naive: [], service: [] };
+    const runs: Record<keyof typeof servers, Measured[]> = { ceiling: [], naive: [], 'group-commit': [], service: [] };
     const order = Object.keys(servers) as Array<keyof typeof servers>;
     for (let round = 0; round < size.rounds; round++) {
       // Every service run gets events it has not seen; the baselines start over each time.
@@ -156,7 +158,7 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
         if (name === 'service') serviceSent = requests.next;
       }
     }
-    const { ceiling, naive, service } = runs;
+    const { ceiling, naive, 'group-commit': groupCommit, service } = runs;
     const stored = await storedCounts(db);
     const acknowledged = sum(service, (m) => m.warmup2xx + m.result['2xx']);
     const cycled = serviceSent > events.count;
@@ -165,10 +167,18 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
       { part: 'ingest', name: 'postgres commit p50, 1 client', value: commitMs, unit: 'ms', note: 'one-row INSERT, autocommit: WAL flush latency' },
       ...serverFigures('ceiling', ceiling),
       ...serverFigures('naive', naive),
+      ...serverFigures('group-commit', groupCommit),
       ...serverFigures('service', service),
       { part: 'ingest', name: 'service non-2xx/errors', value: failures(service), unit: '', target: { op: '≤', value: 0 } },
       { part: 'ingest', name: 'service/ceiling', value: ratio(rate(service), rate(ceiling)), unit: '×', target: { op: '≥', value: 0.5 } },
       { part: 'ingest', name: 'service/naive', value: ratio(rate(service), rate(naive)), unit: '×', target: { op: '≥', value: 1.2 } },
+      {
+        part: 'ingest',
+        name: 'service/group-commit',
+        value: ratio(rate(service), rate(groupCommit)),
+        unit: '×',
+        note: `what verifying, claiming and enqueueing cost over the batching itself; group-commit alone: ${ratio(rate(groupCommit), rate(ceiling)).toFixed(2)} × the ceiling, ${ratio(rate(groupCommit), rate(naive)).toFixed(2)} × naive`,
+      },
       {
         part: 'ingest',
         name: 'service peak RSS',
