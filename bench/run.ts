@@ -19,7 +19,8 @@ type PartName = keyof typeof PARTS;
 
 const USAGE = `usage: npm run bench -- [ingest|drain|latency|sweep|all] [options]
 
-  ingest    webhook POSTs/s at 50 connections: Express ceiling, naive INSERT, the service (ROLE=web)
+  ingest    webhook POSTs/s at 50 connections: Express ceiling, naive INSERT, bare group-commit INSERT,
+            the service (ROLE=web)
   drain     20k checkout.session.completed events fulfilled by ROLE=worker vs bare graphile-worker
   latency   webhook 2xx → order paid at 50 events/s (ROLE=all)
   sweep     sweep with nothing to do, and 10k stale rows reclaimed, at 100k and 1M finished events
