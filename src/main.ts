@@ -43,8 +43,8 @@ async function main(): Promise<void> {
     logger.warn({ url: offline.url }, 'STRIPE_SECRET_KEY is unset: using the offline Stripe stand-in (development only)');
   }
 
-  // HTTP requests, plus each concurrent job (graphile-worker completes each job on a connection of
-  // its own; their fulfilments share at most two), plus graphile-worker's LISTEN and bookkeeping.
+  // HTTP requests, plus each concurrent job (its fulfilment transaction, then graphile-worker's
+  // completion of it), plus graphile-worker's LISTEN and bookkeeping.
   const maxConnections = (runsWeb(config) ? 10 : 2) + (runsWorker(config) ? config.workerConcurrency + 3 : 0);
   const database = openDatabase(databaseUrl, { maxConnections });
   closers.unshift(() => database.close());

@@ -172,4 +172,3 @@ export function unstorableJson(text: string): string | undefined {
   }
   return undefined;
 }
-

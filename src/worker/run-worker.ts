@@ -30,6 +30,7 @@ export const SWEEP_TASK = 'sweep_stale_events';
 export const PRUNE_TASK = 'prune_events';
 // Daily, off the hour: many crontabs fire at :00.
 const PRUNE_CRON = '17 3 * * *';
+
 export async function startWorker({ pool, db, logger, concurrency, maxAttempts, staleAfterMs, sweepCron, eventRetentionDays, metrics, ...dispatch }: WorkerDeps): Promise<Runner> {
   // A job carries the events claimed together (src/events/enqueue.ts); they are fulfilled in one
   // transaction, so a backlog costs one job fetch, one completion and one commit per batch.
