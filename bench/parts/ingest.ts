@@ -130,7 +130,7 @@ async function commitLatencyMs(db: BenchDatabase, commits: number): Promise<numb
 
 async function storedCounts(db: BenchDatabase): Promise<{ events: number; jobs: number }> {
   const { rows } = await db.pool.query<{ events: number; jobs: number }>(
-    'select (select count(*) from stripe_events)::int as events, (select count(*) from graphile_worker._private_jobs)::int as jobs',
+    'select (select count(*) from stripe_events)::int as events, (select count(*) from graphile_worker.jobs)::int as jobs',
   );
   return rows[0]!;
 }

@@ -24,6 +24,8 @@ export interface StripeEventsTable {
   received_at: Defaulted<Date>;
   enqueued_at: Defaulted<Date>;
   finished_at: Date | null;
+  /** The key of the graphile-worker job of the last enqueue (src/events/enqueue.ts); null before 0007. */
+  job_key: string | null;
 }
 
 export interface PackagesTable {

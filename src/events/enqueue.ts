@@ -1,15 +1,22 @@
-// The one place that turns event ids into graphile-worker jobs. A job carries the events claimed
-// (or reclaimed, or replayed) together, up to EVENTS_PER_JOB, as a graphile-worker batch job:
-// payload [{ eventId }, ...]; the task loads the rows. One job per batch rather than per event is
-// what lets a backlog drain at several times graphile-worker's per-job rate (docs/benchmarks.md):
-// the fetch, the completion and the transaction are paid once for the batch.
+// The one place that knows graphile-worker's schema beyond running it: how event ids become
+// `process_stripe_event` jobs, which of those jobs are still waiting, and which can be deleted.
+// Only graphile-worker's public interface is used (the `graphile_worker.jobs` view and its SQL
+// functions); the tables behind them are private to it and may change in any release
+// (docs/operations.md).
 //
-// Jobs have no key. Nothing depends on there being one job per event: fulfilment locks the row
-// and skips an event that is no longer 'processing', so a second job for an event (a replay, a
-// reclaim racing a late commit) finds nothing to do. Which events a job carries is read from its
-// payload (job_event_ids, sql/0006) by the sweep and by status. The sweep finds an event's job by
-// its created_at, so events are enqueued in the transaction that sets their enqueued_at (both
-// now(); a test in test/sweep/sweep-stale-events.test.ts holds claim, replay and reclaim to it).
+// A job carries the events claimed (or reclaimed, or replayed) together, up to EVENTS_PER_JOB, as
+// a graphile-worker batch job: payload [{ eventId }, ...]; the task loads the rows. One job per
+// batch rather than per event is what lets a backlog drain at several times graphile-worker's
+// per-job rate (docs/benchmarks.md): the fetch, the completion and the transaction are paid once
+// for the batch.
+//
+// Every job gets a fresh key, and each event it carries stores that key (stripe_events.job_key)
+// in the same statement. The public view shows keys but not payloads, so the key is how the sweep
+// tells whether an event's job is still waiting. Keys are never reused, so graphile-worker's
+// replace-on-same-key rule never applies. Nothing depends on one job per event: fulfilment locks
+// the row and skips an event that is no longer 'processing', so a second job for an event (a
+// replay, a reclaim racing a late commit) finds nothing to do.
+import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
 
@@ -23,49 +30,82 @@ export const PROCESS_EVENT_TASK = 'process_stripe_event';
  */
 export const EVENTS_PER_JOB = 25;
 
+/** Our job keys start with this; a job without it was added by a release before job keys. */
+const JOB_KEY_PREFIX = 'stripe_events:';
+
 export interface EnqueueOptions {
   /** graphile-worker's attempts for this job; our own count lives on the event row. */
   maxAttempts: number;
 }
 
-export async function enqueueEvents(db: Kysely<Database>, eventIds: readonly string[], options: EnqueueOptions): Promise<void> {
-  if (eventIds.length === 0) return;
-  await sql`select count(*) from ${addEventJobs(sql`select unnest(${eventIds}::text[])`, options)}`.execute(db);
+/** Job keys for `count` events enqueued together, in order: a fresh key for each EVENTS_PER_JOB. */
+export function jobKeys(count: number): string[] {
+  const prefix = `${JOB_KEY_PREFIX}${randomUUID()}:`;
+  return Array.from({ length: count }, (_, i) => prefix + Math.floor(i / EVENTS_PER_JOB));
+}
+
+/** The same keys as a SQL expression over the rows of one query (a window function: use it in a select list). */
+export function jobKeyPerRow(): RawBuilder<string> {
+  return sql<string>`${`${JOB_KEY_PREFIX}${randomUUID()}:`}::text || ((row_number() over () - 1) / ${EVENTS_PER_JOB})`;
 }
 
 /**
- * graphile_worker.add_jobs for the event ids the query `eventIds` yields (one column), in jobs of
- * up to EVENTS_PER_JOB, as a set returning expression to use in a FROM clause, so a statement can
- * claim and enqueue at once. One call for the whole set: each call ends in one pg_notify, and
- * notifying commits are serialised database-wide, so the count of calls, not of jobs, is what costs.
+ * graphile_worker.add_jobs for the rows the query `keyed` yields (event_id, job_key): one job per
+ * key, carrying its events. A set returning expression to use in a FROM clause, so one statement
+ * can write the rows and enqueue them. One call for the whole set: each call ends in one
+ * pg_notify, and notifying commits are serialised database-wide, so the count of calls, not of
+ * jobs, is what costs.
  */
-export function addEventJobs(eventIds: RawBuilder<unknown>, options: EnqueueOptions): RawBuilder<unknown> {
+export function addEventJobs(keyed: RawBuilder<unknown>, options: EnqueueOptions): RawBuilder<unknown> {
   return sql`graphile_worker.add_jobs(
     array(
-      select row(${PROCESS_EVENT_TASK}, json_agg(json_build_object('eventId', id)), null, null,
-                 ${options.maxAttempts}::int, null, null, null
+      select row(${PROCESS_EVENT_TASK}, json_agg(json_build_object('eventId', event_id)), null, null,
+                 ${options.maxAttempts}::int, job_key, null, null
              )::graphile_worker.job_spec
-      from (select id, (row_number() over () - 1) / ${EVENTS_PER_JOB} as job from (${eventIds}) as ids(id)) as numbered
-      group by job
+      from (${keyed}) as keyed(event_id, job_key)
+      group by job_key
     )
   )`;
 }
 
 /**
+ * Our jobs that will still run, as (key, created_at): queued or in their retry backoff, or
+ * fetched by a worker less than `staleBefore` ago (under a backlog a live worker may hold a job a
+ * while, waiting for a pooled connection, before it takes the row locks). The sweep leaves the
+ * events of these jobs alone (src/events/event-store.ts).
+ */
+export function waitingJobs(staleBefore: RawBuilder<Date>): RawBuilder<{ key: string | null; created_at: Date; ours: boolean }> {
+  return sql`
+    select j.key, j.created_at, coalesce(starts_with(j.key, ${JOB_KEY_PREFIX}), false) as ours
+    from graphile_worker.jobs j
+    where j.task_identifier = ${PROCESS_EVENT_TASK}
+      and ((j.locked_at is null and j.attempts < j.max_attempts) or j.locked_at > ${staleBefore})`;
+}
+
+/** Fulfilment jobs that will run again (not out of attempts), and the events they carry. */
+export async function countQueuedJobs(db: Kysely<Database>): Promise<{ jobs: number; events: number }> {
+  const { rows } = await sql<{ jobs: number; events: number }>`
+    with queued as (
+      select j.key from graphile_worker.jobs j
+      where j.task_identifier = ${PROCESS_EVENT_TASK} and j.attempts < j.max_attempts
+    )
+    select (select count(*) from queued)::int as jobs,
+           (select count(*) from stripe_events e
+            where e.status = 'processing' and e.job_key in (select key from queued))::int as events`.execute(db);
+  return rows[0] ?? { jobs: 0, events: 0 };
+}
+
+/**
  * Deletes fulfilment jobs that can never run again: out of graphile-worker's attempts and not
  * locked. Their events ended 'failed' on the row first (the row counts every attempt, and a job
- * never has more than the row allows), so the row is the dead letter and the job is litter. From
- * releases before batch jobs, it also takes the jobs the sweep replaced by key. graphile-worker
- * itself keeps such jobs forever. Returns how many went.
+ * never has more than the row allows), so the row is the dead letter and the job is litter.
+ * graphile-worker itself keeps such jobs forever. Returns how many went.
  */
 export async function deleteSpentJobs(db: Kysely<Database>): Promise<number> {
+  // complete_jobs deletes only jobs no live worker holds (unlocked, or locked over 4 hours ago).
   const { rows } = await sql<{ n: number }>`
-    with gone as (
-      delete from graphile_worker._private_jobs j
-      using graphile_worker._private_tasks t
-      where t.id = j.task_id and t.identifier = ${PROCESS_EVENT_TASK}
-        and j.attempts >= j.max_attempts and j.locked_at is null
-      returning 1)
-    select count(*)::int as n from gone`.execute(db);
+    select count(*)::int as n from graphile_worker.complete_jobs(array(
+      select j.id from graphile_worker.jobs j
+      where j.task_identifier = ${PROCESS_EVENT_TASK} and j.attempts >= j.max_attempts and j.locked_at is null))`.execute(db);
   return rows[0]?.n ?? 0;
 }

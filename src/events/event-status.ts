@@ -3,14 +3,14 @@ import { sql, type Kysely } from 'kysely';
 import { EVENT_STATUSES, type Database, type EventStatus } from '../db/schema.js';
 import { lastMaintenanceRun } from '../db/maintenance-runs.js';
 import { SWEEP_RUN_NAME } from '../sweep/sweep-stale-events.js';
-import { PROCESS_EVENT_TASK } from './enqueue.js';
+import { countQueuedJobs } from './enqueue.js';
 
 export interface InboxStatus {
   counts: Record<EventStatus, number>;
   oldest_processing_age_seconds: number | null;
   /** Fulfilment jobs waiting or running; each carries a batch of events. */
   jobs_queued: number;
-  /** The events those jobs carry. */
+  /** The 'processing' events those jobs carry (jobs of releases before job keys are not counted). */
   events_queued: number;
   last_sweep_at: string | null;
 }
@@ -26,17 +26,13 @@ export async function getInboxStatus(db: Kysely<Database>): Promise<InboxStatus>
     .select(sql<number>`extract(epoch from now() - min(enqueued_at))::int`.as('age'))
     .where('status', '=', 'processing')
     .executeTakeFirst();
-  const { rows: jobs } = await sql<{ jobs: number; events: number }>`
-    select count(*)::int as jobs, coalesce(sum((select count(*) from job_event_ids(j.payload))), 0)::int as events
-    from graphile_worker._private_jobs j
-    join graphile_worker._private_tasks t on t.id = j.task_id and t.identifier = ${PROCESS_EVENT_TASK}
-    where j.attempts < j.max_attempts`.execute(db);
+  const queued = await countQueuedJobs(db);
 
   return {
     counts,
     oldest_processing_age_seconds: oldest?.age ?? null,
-    jobs_queued: jobs[0]?.jobs ?? 0,
-    events_queued: jobs[0]?.events ?? 0,
+    jobs_queued: queued.jobs,
+    events_queued: queued.events,
     last_sweep_at: (await lastMaintenanceRun(db, SWEEP_RUN_NAME))?.toISOString() ?? null,
   };
 }

@@ -4,7 +4,7 @@
 // constraints in sql/0001 (a finished row has finished_at, a failed row has last_error, ...).
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventStatus, StripeEventRow, StripeEventsTable } from '../db/schema.js';
-import { addEventJobs, enqueueEvents, PROCESS_EVENT_TASK } from './enqueue.js';
+import { addEventJobs, jobKeyPerRow, jobKeys, waitingJobs } from './enqueue.js';
 
 /** A verified delivery, reduced to what the inbox stores. */
 export interface IncomingEvent {
@@ -24,7 +24,7 @@ export type ClaimOutcome = 'claimed' | 'duplicate';
 // row is returned.
 const EVENT_COLUMNS = [
   'event_id', 'type', 'object_id', 'livemode', 'stripe_created_at', 'payload', 'status',
-  'attempts', 'last_error', 'duplicate_of', 'received_at', 'enqueued_at', 'finished_at',
+  'attempts', 'last_error', 'duplicate_of', 'received_at', 'enqueued_at', 'finished_at', 'job_key',
 ] as const satisfies ReadonlyArray<keyof StripeEventsTable>;
 
 export interface EventQueueOptions {
@@ -51,18 +51,21 @@ export async function claimEvents(
   // The batch goes as one JSON array with each raw body spliced in as it came, parsed once, by
   // jsonb (arrays of 3 KB bodies full of quotes were escaped by the client and unescaped by
   // Postgres). `jobs` sits in the select list so it always runs.
-  const batch = `[${unique.map(batchEntry).join(',')}]`;
+  // Job keys are handed out before the insert knows which ids are new: a job then carries only
+  // the claimed events of its key, so it may carry fewer than EVENTS_PER_JOB.
+  const keys = jobKeys(unique.length);
+  const batch = `[${unique.map((e, i) => batchEntry(e, keys[i]!)).join(',')}]`;
   const { rows } = await sql<{ claimed: string[] }>`
     with claimed as (
-      insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload)
-      select event_id, type, object_id, livemode, stripe_created_at, payload
+      insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, job_key)
+      select event_id, type, object_id, livemode, stripe_created_at, payload, job_key
       from jsonb_to_recordset(${batch}::jsonb)
-        as incoming(event_id text, type text, object_id text, livemode boolean, stripe_created_at timestamptz, payload jsonb)
+        as incoming(event_id text, type text, object_id text, livemode boolean, stripe_created_at timestamptz, payload jsonb, job_key text)
       on conflict (event_id) do nothing
-      returning event_id
+      returning event_id, job_key
     ), jobs as (
       select count(*) as added
-      from ${addEventJobs(sql`select event_id from claimed`, options)}
+      from ${addEventJobs(sql`select event_id, job_key from claimed`, options)}
     )
     select array(select event_id from claimed) as claimed, (select added from jobs) as jobs`.execute(db);
   const claimed = new Set(rows[0]?.claimed);
@@ -76,8 +79,8 @@ export async function claimEvents(
 }
 
 /** One event of a claim batch as a JSON object, its raw body spliced in as sent (a JSON value). */
-function batchEntry(e: IncomingEvent): string {
-  const fields = JSON.stringify({ event_id: e.eventId, type: e.type, object_id: e.objectId, livemode: e.livemode, stripe_created_at: e.stripeCreatedAt });
+function batchEntry(e: IncomingEvent, jobKey: string): string {
+  const fields = JSON.stringify({ event_id: e.eventId, type: e.type, object_id: e.objectId, livemode: e.livemode, stripe_created_at: e.stripeCreatedAt, job_key: jobKey });
   return `${fields.slice(0, -1)},"payload":${e.rawBody}}`;
 }
 
@@ -139,17 +142,20 @@ export async function recordFailure(
  * Returns the ids that exist (and were replayed).
  */
 export async function replayEvents(db: Kysely<Database>, eventIds: readonly string[], options: EventQueueOptions): Promise<string[]> {
-  return db.transaction().execute(async (tx) => {
-    const rows = await tx
-      .updateTable('stripe_events')
-      .set({ status: 'processing', attempts: 0, last_error: null, duplicate_of: null, finished_at: null, enqueued_at: sql<Date>`now()` })
-      .where('event_id', 'in', eventIds.length > 0 ? [...eventIds] : [''])
-      .returning('event_id')
-      .execute();
-    const ids = rows.map((r) => r.event_id);
-    await enqueueEvents(tx, ids, options);
-    return ids;
-  });
+  const ids = [...new Set(eventIds)];
+  const { rows } = await sql<{ replayed: string[] }>`
+    with replayed as (
+      update stripe_events e set
+        status = 'processing', attempts = 0, last_error = null, duplicate_of = null, finished_at = null,
+        enqueued_at = now(), job_key = r.job_key
+      from unnest(${ids}::text[], ${jobKeys(ids.length)}::text[]) as r(event_id, job_key)
+      where e.event_id = r.event_id
+      returning e.event_id, e.job_key
+    ), jobs as (
+      select count(*) as added from ${addEventJobs(sql`select event_id, job_key from replayed`, options)}
+    )
+    select array(select event_id from replayed) as replayed, (select added from jobs) as jobs`.execute(db);
+  return rows[0]?.replayed ?? [];
 }
 
 export interface ReclaimOptions extends EventQueueOptions {
@@ -161,14 +167,13 @@ export interface ReclaimOptions extends EventQueueOptions {
 
 /**
  * The sweep's one statement (one transaction per batch). Takes 'processing' rows last enqueued
- * more than staleAfterMs ago, whose row lock no one holds, and which have no job waiting to run:
+ * more than staleAfterMs ago, whose row lock no one holds, and whose job is not waiting to run:
  * - The row lock is the liveness signal (DESIGN invariant 7): a worker holds its event's row lock
  *   for the whole fulfilment transaction, so a live worker is never reclaimed, however slow; a
  *   dead worker's connection ends and Postgres drops its lock (SKIP LOCKED does the rest).
- * - A waiting job carrying the event (queued, or in its retry backoff) means nothing is abandoned;
- *   a second job would also cut that backoff short. Those rows are left alone and not counted. So
- *   are rows whose job a worker fetched less than staleAfterMs ago: that worker may be alive and
- *   about to take the row lock.
+ * - A waiting job (queued, in its retry backoff, or fetched by a worker less than staleAfterMs
+ *   ago: src/events/enqueue.ts) means nothing is abandoned; a second job would also cut that
+ *   backoff short. Those rows are left alone and not counted.
  * - A job locked by a dead worker, a job out of graphile-worker attempts, or no job at all: the
  *   event goes into a fresh job. The dead worker's job stays locked until graphile-worker frees it
  *   (after 4 hours) and then runs once more, finding its events finished: nothing to do.
@@ -176,62 +181,61 @@ export interface ReclaimOptions extends EventQueueOptions {
  * instead, so a poison event that kills its worker every time ends visibly.
  */
 export async function reclaimStaleEvents(db: Kysely<Database>, options: ReclaimOptions): Promise<Array<{ event_id: string; status: EventStatus }>> {
+  const stale = sql<Date>`now() - make_interval(secs => ${options.staleAfterMs / 1000})`;
   // The candidates are locked first in a MATERIALIZED CTE and exactly those are updated: an
   // `IN (subquery ... FOR UPDATE SKIP LOCKED LIMIT n)` may be re-evaluated by the planner and
-  // lock and update more rows than its limit (PostgreSQL bug #15715).
-  const stale = sql`now() - make_interval(secs => ${options.staleAfterMs / 1000})`;
+  // lock and update more rows than its limit (PostgreSQL bug #15715). `waiting` is computed once
+  // per statement, and only if some row is old enough to be a candidate; both tests against it
+  // are hashed, so the index scan keeps its order and stops at the limit.
   const candidates = sql`
-    with waiting as materialized (
-      -- Our jobs that will run: queued or in their backoff, or fetched by a worker recently (under
-      -- a backlog a live worker may hold a job a while, waiting for a pooled connection, before it
-      -- takes the row locks). graphile-worker's own table: its public view has no payload.
-      -- Computed once per statement, and only if some row is old enough to be a candidate.
-      select j.created_at, j.payload
-      from graphile_worker._private_jobs j
-      where j.task_id = (select id from graphile_worker._private_tasks where identifier = ${PROCESS_EVENT_TASK})
-        and ((j.locked_at is null and j.attempts < j.max_attempts) or j.locked_at > ${stale})
-    )
+    with waiting as materialized (${waitingJobs(stale)})
     select e.event_id
     from stripe_events e
     where e.status = 'processing'
       and e.enqueued_at < ${stale}
-      -- No such job carries the event. The job of an event's last enqueue was added in the
-      -- transaction that set enqueued_at, so its created_at is that same now(): first that cheap
-      -- test, then, for the rows it cannot clear, the events those jobs carry. Both are hashed
-      -- once, so the index scan keeps its order and stops at the limit.
-      and (e.enqueued_at not in (select created_at from waiting)
-           or (e.enqueued_at, e.event_id) not in (
-             select w.created_at, carried.id from waiting w cross join lateral job_event_ids(w.payload) as carried(id)
-             where carried.id is not null))
+      and not coalesce(e.job_key in (select key from waiting where ours), false)
+      -- A row enqueued by a release before job keys has no job_key (or an outdated one, when such
+      -- a release reclaimed it). Its job was added in the transaction that set enqueued_at, so it
+      -- has that created_at; the public view shows no payload to be sure, so any such job of that
+      -- instant keeps the row, which errs towards waiting. Nothing matches once no job of those
+      -- releases is left.
+      and e.enqueued_at not in (select created_at from waiting where not ours)
     order by e.enqueued_at
     limit ${options.limit}
     for update of e skip locked`;
   const giveUp = sql`e.attempts + 1 >= ${options.maxAttempts}`;
 
-  return db.transaction().execute(async (tx) => {
-    if (options.dryRun) {
+  if (options.dryRun) {
+    return db.transaction().execute(async (tx) => {
       const { rows } = await sql<{ event_id: string; status: EventStatus }>`
         select event_id, 'processing' as status from (${candidates}) c`.execute(tx);
       return rows;
-    }
-    const { rows } = await sql<{ event_id: string; status: EventStatus }>`
-      with stale as materialized (${candidates})
+    });
+  }
+  // One statement: the update and the jobs of the rows it re-enqueued commit together, so a sweep
+  // that dies midway neither counts nor loses anything.
+  const { rows } = await sql<{ event_id: string; status: EventStatus }>`
+    with stale as materialized (${candidates}),
+    keyed as (select event_id, ${jobKeyPerRow()} as job_key from stale),
+    swept as (
       update stripe_events e set
         attempts = e.attempts + 1,
         enqueued_at = now(),
+        job_key = case when ${giveUp} then e.job_key else keyed.job_key end,
         status = case when ${giveUp} then 'failed' else e.status end,
         finished_at = case when ${giveUp} then now() else e.finished_at end,
         last_error = case when ${giveUp}
           then 'abandoned by its worker (crash, kill or timeout) on its last attempt; earlier error: ' || coalesce(e.last_error, 'none')
           else e.last_error end
-      from stale
-      where e.event_id = stale.event_id
-      returning e.event_id, e.status`.execute(tx);
-    // Same transaction as the update: a sweep that dies here neither counts nor loses anything.
-    const reclaimed = rows.filter((r) => r.status === 'processing').map((r) => r.event_id);
-    await enqueueEvents(tx, reclaimed, options);
-    return rows;
-  });
+      from keyed
+      where e.event_id = keyed.event_id
+      returning e.event_id, e.status, e.job_key
+    ), jobs as (
+      select count(*) as added
+      from ${addEventJobs(sql`select event_id, job_key from swept where status = 'processing'`, options)}
+    )
+    select event_id, status from swept cross join jobs`.execute(db);
+  return rows;
 }
 
 /**

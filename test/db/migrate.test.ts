@@ -49,8 +49,8 @@ test('two migrate() runs started at once on an empty database apply each migrati
   );
 
   const { rows } = await sql<{ jobs: string | null; events: string | null }>`
-    select to_regclass('graphile_worker._private_jobs')::text as jobs, to_regclass('public.stripe_events')::text as events`.execute(database.db);
-  assert.deepEqual(rows[0], { jobs: 'graphile_worker._private_jobs', events: 'stripe_events' });
+    select to_regclass('graphile_worker.jobs')::text as jobs, to_regclass('public.stripe_events')::text as events`.execute(database.db);
+  assert.deepEqual(rows[0], { jobs: 'graphile_worker.jobs', events: 'stripe_events' });
 });
 
 test('a third run applies nothing', async () => {

@@ -11,7 +11,7 @@ import { ClaimBatcher, ClaimTimeoutError } from '../../src/events/claim-batcher.
 import { claimEvents, type IncomingEvent } from '../../src/events/event-store.js';
 import { randomStripeId } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { fulfilmentJobs } from '../support/jobs.js';
+import { deleteJobs, fulfilmentJobs } from '../support/jobs.js';
 
 let database: TestDatabase;
 let observer: Db;
@@ -26,7 +26,8 @@ after(async () => {
   await database.close();
 });
 beforeEach(async () => {
-  await sql`truncate stripe_events; delete from graphile_worker._private_jobs`.execute(database.db);
+  await sql`truncate stripe_events`.execute(database.db);
+  await deleteJobs(database.db);
 });
 
 function incoming(eventId = randomStripeId('evt')): IncomingEvent {
@@ -36,7 +37,7 @@ function incoming(eventId = randomStripeId('evt')): IncomingEvent {
 async function committed(eventId: string): Promise<{ row: boolean; job: boolean }> {
   const { rows } = await sql<{ row: boolean; job: boolean }>`
     select exists (select 1 from stripe_events where event_id = ${eventId}) as row,
-           exists (select 1 from graphile_worker._private_jobs j where ${eventId} in (select job_event_ids(j.payload))) as job`.execute(observer.db);
+           exists (select 1 from graphile_worker.jobs j join stripe_events e on e.job_key = j.key where e.event_id = ${eventId}) as job`.execute(observer.db);
   return rows[0]!;
 }
 

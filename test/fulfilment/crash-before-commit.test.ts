@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 
 import { eventRow, finishedEvent, givenOrder, grantsOf, orderRow, paidEvent } from '../support/factories.js';
-import { jobsCarrying } from '../support/jobs.js';
+import { jobOf } from '../support/jobs.js';
 import { serviceForFile } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -58,7 +58,7 @@ async function crash(pid: number): Promise<void> {
 /** graphile-worker has recorded the crashed attempt and scheduled its retry. */
 async function crashedAttemptRecorded(eventId: string): Promise<void> {
   await waitFor('graphile-worker to fail the crashed job back to the queue', async () => {
-    const [job] = await jobsCarrying(file.database.db, eventId);
+    const job = await jobOf(file.database.db, eventId);
     return job && job.last_error !== null && job.locked_at === null;
   });
 }

@@ -7,12 +7,13 @@ import { sql } from 'kysely';
 import { exampleObject, sampleEvent } from '../../src/stripe/sample-events.js';
 
 import { givenOrder, paidEvent } from '../support/factories.js';
-import { fulfilmentJobs } from '../support/jobs.js';
+import { deleteJobs, fulfilmentJobs } from '../support/jobs.js';
 import { API_TOKEN, serviceForFile } from '../support/service.js';
 
 const file = serviceForFile({ env: { ROLE: 'web' } });
 beforeEach(async () => {
-  await sql`truncate stripe_events; delete from graphile_worker._private_jobs`.execute(file.database.db);
+  await sql`truncate stripe_events`.execute(file.database.db);
+  await deleteJobs(file.database.db);
 });
 
 /** Delivers an event and then fails it as the worker would after MAX_ATTEMPTS. */
@@ -21,7 +22,7 @@ async function givenFailedEvent(lastError = 'amount mismatch: order 4900 chf, se
   assert.equal((await file.service.deliver(event)).status, 200);
   await sql`update stripe_events set status = 'failed', attempts = 10, last_error = ${lastError}, finished_at = now()
             where event_id = ${event.id}`.execute(file.database.db);
-  await sql`delete from graphile_worker._private_jobs j where ${event.id} in (select job_event_ids(j.payload))`.execute(file.database.db);
+  await deleteJobs(file.database.db, [event.id]);
   return event.id;
 }
 

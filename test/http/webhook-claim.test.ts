@@ -7,11 +7,13 @@ import { sql } from 'kysely';
 import { exampleObject, sampleEvent, signDelivery } from '../../src/stripe/sample-events.js';
 
 import { givenOrder, paidEvent } from '../support/factories.js';
+import { deleteJobs, fulfilmentJobs, holdJobs } from '../support/jobs.js';
 import { PREVIOUS_WEBHOOK_SECRET, serviceForFile, WEBHOOK_SECRET } from '../support/service.js';
 
 const file = serviceForFile({ env: { ROLE: 'web' } });
 beforeEach(async () => {
-  await sql`truncate stripe_events; delete from graphile_worker._private_jobs`.execute(file.database.db);
+  await sql`truncate stripe_events`.execute(file.database.db);
+  await deleteJobs(file.database.db);
 });
 
 async function stored(): Promise<{ events: number; jobs: number }> {
@@ -41,9 +43,11 @@ describe('a valid delivery', () => {
     assert.equal(row.livemode, false);
     assert.equal(row.stripe_created_at.getTime(), event.created * 1000);
     assert.deepEqual(row.payload, event);
-    const { rows: jobs } = await sql<{ task: string; payload: unknown }>`
-      select t.identifier as task, j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id`.execute(file.database.db);
-    assert.deepEqual(jobs, [{ task: 'process_stripe_event', payload: [{ eventId: event.id }] }]);
+    // Its job is the one its row names, and a worker taking it gets the batch payload.
+    assert.deepEqual((await fulfilmentJobs(file.database.db)).map((j) => ({ key: j.key, event_ids: j.event_ids })), [{ key: row.job_key, event_ids: [event.id] }]);
+    const worker = await holdJobs(file.database, 1);
+    await worker.release();
+    assert.deepEqual(worker.jobs.map((j) => j.payload), [[{ eventId: event.id }]]);
   });
 
   test('signed with the previous secret during a rotation is accepted', async () => {

@@ -7,7 +7,7 @@ import { claimEvents } from '../../src/events/event-store.js';
 import { pruneEvents } from '../../src/prune/prune-events.js';
 import { databaseForFile } from '../support/database.js';
 import { finishedEvent, givenOrder, grantsOf, paidEvent, quotaOf } from '../support/factories.js';
-import { fulfilmentJobs } from '../support/jobs.js';
+import { deleteJobs, fulfilmentJobs, holdJobs, jobOf } from '../support/jobs.js';
 import { startTestService } from '../support/service.js';
 
 const database = databaseForFile();
@@ -43,17 +43,23 @@ test('finished events past the window go; young ones, processing and failed ones
 });
 
 test('fulfilment jobs out of attempts go once no worker holds them; the others stay', async () => {
-  for (const id of ['evt_a', 'evt_b', 'evt_c']) {
-    await claimEvents(database.db, [{ eventId: id, type: 'charge.succeeded', objectId: null, livemode: false, stripeCreatedAt: new Date(), rawBody: '{}' }], { maxAttempts: 10 });
+  const claim = (eventId: string, maxAttempts: number) =>
+    claimEvents(database.db, [{ eventId, type: 'charge.succeeded', objectId: null, livemode: false, stripeCreatedAt: new Date(), rawBody: '{}' }], { maxAttempts });
+  // evt_b: its last attempt running (a worker holds it); evt_a: out of attempts, unlocked
+  // (deletable); evt_c: waiting.
+  await claim('evt_b', 1);
+  const worker = await holdJobs(database, 1);
+  try {
+    await claim('evt_a', 10);
+    await claim('evt_c', 10);
+    await sql`select graphile_worker.permanently_fail_jobs(array[${(await jobOf(database.db, 'evt_a'))!.id}]::bigint[], 'test: out of attempts')`.execute(database.db);
+    const result = await pruneEvents(database.db, { retentionDays: 31 });
+    assert.equal(result.deleted_jobs, 1);
+    assert.deepEqual((await fulfilmentJobs(database.db)).flatMap((job) => job.event_ids), ['evt_b', 'evt_c']);
+  } finally {
+    await worker.release();
+    await deleteJobs(database.db);
   }
-  // evt_a: out of attempts, unlocked (deletable); evt_b: out of attempts, still locked; evt_c: waiting.
-  const carrying = (ids: string[]) => sql`exists (select 1 from job_event_ids(payload) id where id = any(${ids}))`;
-  await sql`update graphile_worker._private_jobs set attempts = max_attempts where ${carrying(['evt_a', 'evt_b'])}`.execute(database.db);
-  await sql`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'dead' where ${carrying(['evt_b'])}`.execute(database.db);
-  const result = await pruneEvents(database.db, { retentionDays: 31 });
-  assert.equal(result.deleted_jobs, 1);
-  assert.deepEqual((await fulfilmentJobs(database.db)).flatMap((job) => job.event_ids), ['evt_b', 'evt_c']);
-  await sql`delete from graphile_worker._private_jobs`.execute(database.db);
 });
 
 test('large backlogs go in batches', async () => {

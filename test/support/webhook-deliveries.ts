@@ -68,7 +68,7 @@ export function webhookJudge(database: TestDatabase, serviceUrl: string): Webhoo
       const eventId = sentId(body);
       assert.ok(eventId !== undefined, `200 for a body without an event id: ${text}`);
       const { rows } = await sql<{ jobs: number }>`
-        select count(*)::int as jobs from stripe_events e join graphile_worker._private_jobs j on e.event_id in (select job_event_ids(j.payload))
+        select count(*)::int as jobs from stripe_events e join graphile_worker.jobs j on j.key = e.job_key
         where e.event_id = ${eventId}`.execute(database.db);
       assert.equal(rows[0]!.jobs, 1, 'accepted, but the event or its job is not stored');
       const duplicate = answer.duplicate === true;
