@@ -35,8 +35,16 @@ export interface MigrateResult {
   applied: string[];
 }
 
-export async function migrate(pool: pg.Pool, logger: Logger): Promise<MigrateResult> {
-  const migrations = await readMigrations();
+export interface MigrateOptions {
+  /** This release's migrations; the files in sql/ unless given. */
+  migrations?: Migration[];
+  /** graphile-worker's own migrations, run after ours under the same lock. */
+  runWorkerMigrations?: (pool: pg.Pool, logger: Logger) => Promise<void>;
+}
+
+export async function migrate(pool: pg.Pool, logger: Logger, options: MigrateOptions = {}): Promise<MigrateResult> {
+  const migrations = options.migrations ?? (await readMigrations());
+  const runWorkerMigrations = options.runWorkerMigrations ?? ((p, l) => runMigrations({ pgPool: p, logger: graphileLogger(l) }));
   const client = await pool.connect();
   try {
     // Session-level lock on a dedicated client: held across the per-migration transactions and
@@ -81,7 +89,7 @@ export async function migrate(pool: pg.Pool, logger: Logger): Promise<MigrateRes
       const newer = rows.filter((r) => !known.has(r.version)).map((r) => r.name);
       if (newer.length > 0) logger.warn({ migrations: newer }, 'database has migrations newer than this release');
 
-      await runMigrations({ pgPool: pool, logger: graphileLogger(logger) });
+      await runWorkerMigrations(pool, logger);
       return { applied };
     } finally {
       await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
