@@ -42,7 +42,7 @@ async function previousWorker(database: TestDatabase, { concurrency, hold = fals
       process_stripe_event: async (payload, helpers) => {
         taken++;
         if (hold) return released;
-        return fulfil(payload, helpers as never);
+        return fulfil(payload, helpers);
       },
     },
   });
@@ -86,7 +86,7 @@ test('events, jobs and workers of the previous release are fulfilled once by the
     await sql`
       with job as (select created_at from graphile_worker.add_job('process_stripe_event', json_build_object('eventId', ${single!.id}::text), job_key => ${`stripe_event:${single!.id}`}::text, max_attempts => ${MAX_ATTEMPTS}::int))
       insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, enqueued_at)
-      select ${single!.id}, ${single!.type}, ${single!.data.object.id as string}, false, now(), ${JSON.stringify(single)}::jsonb, job.created_at from job`.execute(database.db);
+      select ${single!.id}, ${single!.type}, ${single!.data.object.id}, false, now(), ${JSON.stringify(single)}::jsonb, job.created_at from job`.execute(database.db);
 
     // The new release migrates and starts; the previous one keeps claiming and fulfilling.
     await migrate(database.pool, logger);
