@@ -2,9 +2,10 @@
 # How it is deployed (docker compose, Coolify): docs/deploy.md. test/deploy checks this file and
 # runs the build stage's steps and the runtime command against Postgres.
 
-# Node 22 LTS (supported until April 2027). The major is pinned; the patch follows the tag, so a
-# rebuild picks up security releases.
-FROM node:22-bookworm-slim AS base
+# Node 26 LTS (supported until April 2029), the major package.json's engines and its `node` dev
+# dependency name. The major is pinned; the patch follows the tag, so a rebuild picks up security
+# releases.
+FROM node:26-bookworm-slim AS base
 WORKDIR /app
 
 # Production dependencies only: no tsx, no embedded Postgres, no linters. (TypeScript itself

@@ -1,11 +1,12 @@
 // Lint for mistakes that compile: floating promises lose errors and, on the webhook path, events.
 import js from '@eslint/js';
+import { defineConfig, globalIgnores } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
-export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.data/'] },
+export default defineConfig(
+  globalIgnores(['dist/', 'node_modules/', '.data/']),
   js.configs.recommended,
-  ...tseslint.configs.recommendedTypeChecked,
+  tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {

@@ -28,7 +28,7 @@ export function createLogger(level: string, { fd = 1, sync = true }: LogDestinat
 }
 
 /**
- * Logs an unhandled rejection instead of letting Node end the process. graphile-worker 0.17 leaves
+ * Logs an unhandled rejection instead of letting Node end the process. graphile-worker 0.18 leaves
  * one unhandled when Postgres goes away while it fails jobs back (batchFailJobs): crashing on it
  * would turn a database outage into a restart loop. Every invariant is held by the database, so
  * carrying on is safe; the log line (error level) keeps it visible.

@@ -53,7 +53,7 @@ async function main(): Promise<void> {
   const service = await startService({ config, database, stripe: createStripeClient(stripeKey, stripeApiBase), logger });
   // Before the start line: a supervisor may signal as soon as it sees the process up.
   installShutdown({ ...service, closers, logger, timeoutMs: config.shutdownTimeoutMs });
-  logger.info({ url: service.url, role: config.role, pid: process.pid }, 'stripe-inbox started');
+  logger.info({ url: service.url, role: config.role, pid: process.pid, node: process.version }, 'stripe-inbox started');
   if (config.devSecretsFile) printDevelopmentHelp(config, logger);
 
   // A worker that stops on its own would leave a process that accepts events and never fulfils

@@ -33,6 +33,9 @@ export function preparingPool(pool: pg.Pool): PostgresPool {
       return wrapped;
     },
     end: () => pool.end(),
+    // Part of Kysely's pool interface, for cancelling a query whose abort signal fires; this
+    // service passes no abort signals, so Kysely never reads them.
+    options: pool.options,
   };
 }
 

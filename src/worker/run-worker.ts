@@ -48,7 +48,7 @@ export async function startWorker({ pool, db, logger, concurrency, maxAttempts, 
         // a kill: jobs held in the local queue stay locked; their events are still 'processing'
         // and the sweep reclaims them once the lock is older than STALE_AFTER_SECONDS, so jobs
         // must not sit in the local queue that long (ttl). Batched completion is off: with it, a
-        // database that goes away while a batch of failures is written ends graphile-worker 0.17's
+        // database that goes away while a batch of failures is written ends graphile-worker's
         // worker pool (seen in test/database-outage.test.ts).
         localQueue: { size: concurrency + 1, ttl: Math.min(60_000, staleAfterMs / 2) },
       },

@@ -21,7 +21,7 @@ import {
 
 // End of life of each Node.js LTS line (the Node.js release schedule). Odd majors are never LTS.
 // Add a line when moving to a newer LTS.
-const NODE_LTS_END_OF_LIFE: Record<number, string> = { 20: '2026-04-30', 22: '2027-04-30', 24: '2028-04-30' };
+const NODE_LTS_END_OF_LIFE: Record<number, string> = { 20: '2026-04-30', 22: '2027-04-30', 24: '2028-04-30', 26: '2029-04-30' };
 
 const stages = readDockerfile();
 const runtime = stages.at(-1)!;
@@ -55,6 +55,15 @@ test('the runtime image runs a supported Node LTS', () => {
   assert.ok(endOfLife, `${image}: Node ${major} is not an LTS line we know (${Object.keys(NODE_LTS_END_OF_LIFE).join(', ')})`);
   assert.ok(new Date() < new Date(`${endOfLife}T00:00:00Z`), `Node ${major} reached end of life on ${endOfLife}: move the Dockerfile to a supported LTS`);
   for (const stage of stages) assert.equal(baseImage(stages, stage), image, 'build and runtime on the same Node');
+});
+
+test('one Node major everywhere: the image, engines, the node dev dependency and this test run', () => {
+  const major = Number(/^node:(\d+)/.exec(baseImage(stages, runtime))?.[1]);
+  const pkg = JSON.parse(readFileSync(repoPath('package.json'), 'utf8')) as { engines?: { node?: string }; devDependencies?: Record<string, string> };
+  assert.equal(pkg.engines?.node, `^${major}`, 'package.json engines.node');
+  assert.match(pkg.devDependencies?.node ?? '', new RegExp(`^\\^${major}\\.`), 'the node dev dependency, which npm scripts run on');
+  // npm puts node_modules/.bin/node first on PATH: run outside npm, this would be the system's node.
+  assert.equal(process.versions.node.split('.')[0], String(major), `tests run on Node ${process.version}: run them with npm test`);
 });
 
 test('CMD and ENTRYPOINT are in exec form; CMD starts the compiled service with node itself', () => {

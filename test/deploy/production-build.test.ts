@@ -148,7 +148,7 @@ test('the image command starts in production, migrates an empty database and tur
   const exited = once(child, 'exit').then(([code, signal]) => (code ?? signal) as number | string | null);
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-8_192)));
-  const url = await new Promise<string>((resolve, reject) => {
+  const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
       const entry = (() => {
         try {
@@ -157,10 +157,12 @@ test('the image command starts in production, migrates an empty database and tur
           return undefined;
         }
       })();
-      if (entry?.msg === 'stripe-inbox started') resolve(String(entry.url));
+      if (entry?.msg === 'stripe-inbox started') resolve(entry);
     });
     void exited.then((code) => reject(new Error(`exited with ${code} before starting:\n${stderr}`)));
   });
+  assert.equal(started.node, process.version, 'the start line names the Node version');
+  const url = String(started.url);
   service = { process: child, url, exited, stderr: () => stderr };
   await waitFor('/readyz to answer 200', async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 30_000 });
 });
