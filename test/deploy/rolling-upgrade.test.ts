@@ -42,7 +42,8 @@ async function previousWorker(database: TestDatabase, { concurrency, hold = fals
       process_stripe_event: async (payload, helpers) => {
         taken++;
         if (hold) return released;
-        return fulfil(payload, helpers);
+        // 0.17's helpers, as 0.18's task type names them: the task reads only helpers.job.id.
+        return fulfil(payload, helpers as unknown as Parameters<typeof fulfil>[1]);
       },
     },
   });
