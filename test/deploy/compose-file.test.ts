@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { promisify } from 'node:util';
 import { ConfigError, ENV_VARIABLES, loadConfig } from '../../src/config.js';
+import { embeddedPostgresMajor } from '../support/embedded-major.js';
 import {
   composeService,
   containerEnvironment,
@@ -132,12 +133,22 @@ test('.env.example with its REQUIRED values filled in is a valid production conf
   assert.equal(config.trustProxyHops, 1, 'behind Coolify/Traefik');
 });
 
-test('Postgres: pinned major, named volume, pg_isready health check, not published', () => {
+// The embedded Postgres is the second server CI runs the suite on (test/run.ts, TEST_POSTGRES).
+const EMBEDDED_MAJOR = embeddedPostgresMajor();
+
+test('Postgres: the major the suite runs on, named volume, pg_isready health check, not published', () => {
   const postgres = composeService(compose, 'postgres');
-  assert.match(postgres.image ?? '', /^postgres:\d+(\.\d+)?(-[\w.]+)?$/, 'a pinned major, never latest');
+  const image = /^postgres:(\d+)(\.\d+)?(-[\w.]+)?$/.exec(postgres.image ?? '');
+  assert.ok(image, `${postgres.image} is not a pinned major (never latest)`);
+  assert.equal(Number(image[1]), EMBEDDED_MAJOR, 'the major of the embedded Postgres, which CI runs the suite on');
   assert.equal(postgres.ports, undefined, 'Postgres is not published to the host');
-  const volume = postgres.volumes?.find((v): v is string => typeof v === 'string' && v.endsWith(':/var/lib/postgresql/data'));
-  assert.ok(volume && compose.volumes && volume.split(':')[0]! in compose.volumes, 'data on a named volume');
+  // From 18 the image's PGDATA is /var/lib/postgresql/<major>/docker under a volume declared at
+  // /var/lib/postgresql, and it refuses to start with a mount at the old .../data.
+  const mounts = (postgres.volumes ?? []).filter((v): v is string => typeof v === 'string');
+  const volume = mounts.find((v) => v.endsWith(':/var/lib/postgresql'));
+  assert.ok(volume && compose.volumes && volume.split(':')[0]! in compose.volumes, 'data on a named volume at /var/lib/postgresql');
+  assert.deepEqual(mounts.filter((v) => v.includes(':/var/lib/postgresql/')), [], 'nothing mounted inside it');
+  assert.equal(environmentOf(postgres).PGDATA, undefined, "the image's own PGDATA");
   assert.match(JSON.stringify(postgres.healthcheck?.test), /pg_isready/);
   assert.equal(postgres.restart, 'unless-stopped');
 });
