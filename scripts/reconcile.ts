@@ -23,7 +23,7 @@ nothing. Needs STRIPE_SECRET_KEY (and honours STRIPE_API_BASE).`,
       throw new UsageError(`--since can be at most ${STRIPE_EVENTS_RETENTION_DAYS}d: Stripe's Events API keeps ${STRIPE_EVENTS_RETENTION_DAYS} days`);
     }
     if (!ctx.config.stripeSecretKey) throw new UsageError('STRIPE_SECRET_KEY is required: reconcile reads Stripe\'s Events API');
-    const stripe = createStripeClient(ctx.config.stripeSecretKey, ctx.config.stripeApiBase);
+    const stripe = createStripeClient(ctx.config.stripeSecretKey, ctx.config.stripeApiBase, { timeoutMs: ctx.config.stripeTimeoutMs });
     const { db } = await ctx.database();
     const result = await reconcileEvents(db, stripe, {
       since: new Date(Date.now() - sinceMs),

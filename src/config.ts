@@ -40,6 +40,14 @@ export interface Config {
   readonly rateLimitPerMinute: number;
   /** Where the development secrets came from, so start-up can print how to use them. */
   readonly devSecretsFile: string | undefined;
+  /** Per attempt of an outbound Stripe call (the SDK retries once). */
+  readonly stripeTimeoutMs: number;
+  /** Outbound Stripe calls in flight at once in this process; more are answered 503. */
+  readonly stripeMaxConcurrentCalls: number;
+  /** Longest an HTTP request may take to arrive, headers and body. */
+  readonly httpRequestTimeoutMs: number;
+  /** Bytes of not yet verified webhook bodies held at once; beyond it deliveries get 503. */
+  readonly webhookBodyBudgetBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -101,6 +109,10 @@ const variables = {
   },
   RATE_LIMIT_PER_MINUTE: { schema: int(0, 1_000_000), example: '1200' },
   LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), example: 'info' },
+  STRIPE_TIMEOUT_SECONDS: { schema: int(1, 60), example: '5' },
+  STRIPE_MAX_CONCURRENT_CALLS: { schema: int(1, 1_000), example: '8' },
+  HTTP_REQUEST_TIMEOUT_SECONDS: { schema: int(1, 300), example: '30' },
+  WEBHOOK_BODY_BUDGET_MB: { schema: int(1, 1_024), example: '16' },
 } as const;
 
 type Variables = typeof variables;
@@ -164,5 +176,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxyHops: v.TRUST_PROXY ?? 0,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE ?? 1200,
     devSecretsFile: dev?.file,
+    stripeTimeoutMs: (v.STRIPE_TIMEOUT_SECONDS ?? 5) * 1000,
+    stripeMaxConcurrentCalls: v.STRIPE_MAX_CONCURRENT_CALLS ?? 8,
+    httpRequestTimeoutMs: (v.HTTP_REQUEST_TIMEOUT_SECONDS ?? 30) * 1000,
+    webhookBodyBudgetBytes: (v.WEBHOOK_BODY_BUDGET_MB ?? 16) * 1024 * 1024,
   });
 }

@@ -1,11 +1,11 @@
 // The one long-running entry: config → database → migrate → HTTP and/or worker by ROLE →
 // graceful shutdown on SIGTERM/SIGINT.
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { openDatabase } from './db/database.js';
+import { openServicePools } from './db/pools.js';
 import { startEmbeddedPostgres } from './db/embedded-postgres.js';
 import { migrate } from './db/migrate.js';
 import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
-import { runsWeb, runsWorker, startService } from './service.js';
+import { startService } from './service.js';
 import { installShutdown } from './shutdown.js';
 import { createStripeClient } from './stripe/client.js';
 import { startOfflineStripe } from './stripe/offline-stripe.js';
@@ -43,14 +43,12 @@ async function main(): Promise<void> {
     logger.warn({ url: offline.url }, 'STRIPE_SECRET_KEY is unset: using the offline Stripe stand-in (development only)');
   }
 
-  // HTTP requests, plus each concurrent job (its fulfilment transaction, then graphile-worker's
-  // completion of it), plus graphile-worker's LISTEN and bookkeeping.
-  const maxConnections = (runsWeb(config) ? 10 : 2) + (runsWorker(config) ? config.workerConcurrency + 3 : 0);
-  const database = openDatabase(databaseUrl, { maxConnections });
-  closers.unshift(() => database.close());
+  const pools = openServicePools(databaseUrl, { workerConcurrency: config.workerConcurrency });
+  closers.unshift(() => pools.close());
 
-  await migrate(database.pool, logger);
-  const service = await startService({ config, database, stripe: createStripeClient(stripeKey, stripeApiBase), logger });
+  await migrate(pools.worker.pool, logger);
+  const stripe = createStripeClient(stripeKey, stripeApiBase, { timeoutMs: config.stripeTimeoutMs });
+  const service = await startService({ config, pools, stripe, logger });
   // Before the start line: a supervisor may signal as soon as it sees the process up.
   installShutdown({ ...service, closers, logger, timeoutMs: config.shutdownTimeoutMs });
   logger.info({ url: service.url, role: config.role, pid: process.pid, node: process.version }, 'stripe-inbox started');

@@ -4,18 +4,22 @@ import type { Server } from 'node:http';
 import type { Runner } from 'graphile-worker';
 import type Stripe from 'stripe';
 import type { Config } from './config.js';
-import type { Db } from './db/database.js';
+import type { ServicePools } from './db/pools.js';
 import { ClaimBatcher } from './events/claim-batcher.js';
 import { buildApp, buildOpsApp } from './http/app.js';
+import { createServer } from './http/server.js';
 import { Readiness } from './http/readiness.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { shutdown } from './shutdown.js';
+import { longestCallMs } from './stripe/client.js';
+import { StripeCalls } from './stripe/outbound.js';
 import { startWorker } from './worker/run-worker.js';
 
 export interface ServiceDeps {
   config: Config;
-  database: Db;
+  /** Open and migrated; the caller owns them and closes them after stop(). */
+  pools: ServicePools;
   stripe: Stripe;
   logger: Logger;
 }
@@ -31,19 +35,20 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-export const runsWeb = (config: Config) => config.role !== 'worker';
-export const runsWorker = (config: Config) => config.role !== 'web';
+const runsWeb = (config: Config) => config.role !== 'worker';
+const runsWorker = (config: Config) => config.role !== 'web';
 
-export async function startService({ config, database, stripe, logger }: ServiceDeps): Promise<Service> {
-  const readiness = new Readiness(database.pool);
+export async function startService({ config, pools, stripe, logger }: ServiceDeps): Promise<Service> {
+  const readiness = new Readiness(pools.intake.pool);
   readiness.markMigrated();
-  const claims = new ClaimBatcher(database.db, { maxAttempts: config.maxAttempts });
-  const metrics = new Metrics(database.db);
+  const metrics = new Metrics(pools.api.db);
+  pools.instrument(metrics);
+  const claims = new ClaimBatcher(pools.intake.db, { maxAttempts: config.maxAttempts });
 
   const worker = runsWorker(config)
     ? await startWorker({
-        pool: database.pool,
-        db: database.db,
+        pool: pools.worker.pool,
+        db: pools.worker.db,
         logger,
         concurrency: config.workerConcurrency,
         maxAttempts: config.maxAttempts,
@@ -59,12 +64,14 @@ export async function startService({ config, database, stripe, logger }: Service
   // The worker role still answers /healthz, /readyz and /metrics, nothing else.
   const app = runsWeb(config)
     ? buildApp({
-        db: database.db,
+        db: pools.api.db,
         logger,
         readiness,
         webhookSecrets: config.webhookSecrets,
+        webhookBodyBudgetBytes: config.webhookBodyBudgetBytes,
         claim: (event) => claims.claim(event),
-        stripe,
+        stripeCalls: new StripeCalls(stripe, { maxConcurrent: config.stripeMaxConcurrentCalls, metrics, logger }),
+        idempotencyLeaseMs: longestCallMs({ timeoutMs: config.stripeTimeoutMs }),
         successUrl: config.checkoutSuccessUrl,
         cancelUrl: config.checkoutCancelUrl,
         apiToken: config.apiToken,
@@ -78,8 +85,13 @@ export async function startService({ config, database, stripe, logger }: Service
       })
     : buildOpsApp({ readiness, metrics, metricsToken: config.metricsToken, logger });
 
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, (error?: Error) => (error ? reject(error) : resolve(s)));
+  const server = createServer(app, { requestTimeoutMs: config.httpRequestTimeoutMs });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

@@ -1,5 +1,6 @@
 // Postgres errors classified by SQLSTATE in one place, so callers decide "retry later" or
 // "answer 503" without string matching.
+import { PoolBusy } from './pools.js';
 
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN',
@@ -11,8 +12,15 @@ function codeOf(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/** True when every connection of one of our pools was busy: a load problem, not the database's. */
+export function isPoolBusy(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) if (e instanceof PoolBusy) return true;
+  return false;
+}
+
 /** True when the database cannot be reached or is going away: the caller should answer 503. */
 export function isDatabaseUnavailable(error: unknown): boolean {
+  if (isPoolBusy(error)) return false;
   for (let e: unknown = error; e instanceof Error; e = e.cause) {
     const code = codeOf(e);
     if (code !== undefined) {

@@ -85,6 +85,8 @@ export interface ApiIdempotencyKeysTable {
   response_status: number | null;
   response_body: ColumnType<unknown, string | null, string | null>;
   created_at: Defaulted<Date>;
+  /** While in the future, a request holding this key is running (src/http/idempotent-request.ts). */
+  leased_until: Date | null;
 }
 
 export interface MaintenanceRunsTable {

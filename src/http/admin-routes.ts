@@ -2,7 +2,6 @@
 // token, or the dashboard's session cookie that signing in with it sets.
 import express, { Router } from 'express';
 import type { Kysely } from 'kysely';
-import type Stripe from 'stripe';
 import { z } from 'zod';
 import type { Database } from '../db/schema.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
@@ -11,7 +10,9 @@ import type { Metrics } from '../metrics/metrics.js';
 import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
 import type { Logger } from '../logger.js';
 import { requestRefund } from '../refunds/request-refund.js';
+import type { StripeCalls } from '../stripe/outbound.js';
 import { adminGuard } from './admin-dashboard.js';
+import { sendResult } from './idempotent-request.js';
 import { badRequest, idempotencyKeyHeader } from './validation.js';
 
 export interface AdminDeps {
@@ -20,7 +21,9 @@ export interface AdminDeps {
   maxAttempts: number;
   staleAfterMs: number;
   logger: Logger;
-  stripe: Stripe;
+  stripeCalls: StripeCalls;
+  /** How long an inbound Idempotency-Key is leased to the request using it. */
+  idempotencyLeaseMs: number;
   metrics: Metrics;
 }
 
@@ -30,7 +33,7 @@ const eventList = z.strictObject({ status: z.enum(['failed', 'stuck']), limit: z
 const timelineQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(48).default(3) });
 const searchQuery = z.strictObject({ q: z.string().trim().min(1, 'give an event id, object id or order id').max(255) });
 
-export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger, stripe, metrics }: AdminDeps): Router {
+export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger, stripeCalls, idempotencyLeaseMs, metrics }: AdminDeps): Router {
   const router = Router();
   router.use('/admin', adminGuard(adminToken), express.json({ limit: '16kb' }));
 
@@ -93,8 +96,7 @@ export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger,
     }
     const body = refundBody.safeParse(req.body ?? {});
     if (!body.success) return badRequest(res, body.error);
-    const result = await requestRefund({ db, stripe }, req.params.id, body.data, key.data);
-    res.status(result.status).json(result.body);
+    sendResult(res, await requestRefund({ db, stripeCalls, idempotencyLeaseMs }, req.params.id, body.data, key.data));
   });
 
   return router;

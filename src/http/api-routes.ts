@@ -8,6 +8,7 @@ import type { Database } from '../db/schema.js';
 import { consumeCredit, getQuota } from '../fulfilment/credit-ledger.js';
 import { findOrder, listPackages } from '../fulfilment/orders.js';
 import { requireBearer } from './auth.js';
+import { sendResult } from './idempotent-request.js';
 import { badRequest, idempotencyKeyHeader } from './validation.js';
 
 export interface ApiDeps extends CheckoutDeps {
@@ -43,8 +44,7 @@ export function apiRoutes(deps: ApiDeps): Router {
       if (!parsed.success) return badRequest(res, parsed.error);
       key = parsed.data;
     }
-    const result = await startCheckout(deps, body.data, key);
-    res.status(result.status).json(result.body);
+    sendResult(res, await startCheckout(deps, body.data, key));
   });
 
   router.get('/api/orders/:id', async (req, res) => {

@@ -3,10 +3,13 @@
 // router marks 4xx (e.g. a path parameter that is not valid percent-encoding); an unreachable
 // database is a 503 so Stripe and clients retry.
 import type { ErrorRequestHandler } from 'express';
-import { isDatabaseUnavailable } from '../db/pg-errors.js';
+import { isDatabaseUnavailable, isPoolBusy } from '../db/pg-errors.js';
 import type { Logger } from '../logger.js';
 
 export const DATABASE_UNAVAILABLE = { error: 'database unavailable, retry later' } as const;
+export const POOL_BUSY = { error: 'too busy right now, retry shortly' } as const;
+/** Seconds a client should wait before retrying a 503 that load caused. */
+export const BUSY_RETRY_AFTER_SECONDS = 1;
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
@@ -21,6 +24,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (typeof status === 'number' && status >= 400 && status < 500) {
       logger.info({ status, path: req.path }, 'malformed request');
       return void res.status(status).json({ error: 'malformed request' });
+    }
+    if (isPoolBusy(error)) {
+      logger.warn({ err: error, path: req.path }, 'no free database connection in time: the pool is busy, not the database down');
+      return void res.status(503).set('Retry-After', String(BUSY_RETRY_AFTER_SECONDS)).json(POOL_BUSY);
     }
     if (isDatabaseUnavailable(error)) {
       logger.warn({ err: error, path: req.path }, 'database unavailable');

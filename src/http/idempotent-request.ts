@@ -4,14 +4,26 @@
 // is a 409. What the key names (a new order, the next refund of an order) is created once, in the
 // transaction that registers the key, so every retry works on the same thing and sends Stripe
 // the same outbound key.
+//
+// "Still running" is a lease: a committed `leased_until` on the key's row, taken in one short
+// transaction before the request calls Stripe and cleared in another after. No connection or
+// transaction is held across the call, so a slow Stripe cannot take the pool with it; a request
+// that dies leaves a lease that expires, after which a retry proceeds. If a lease runs out while
+// its request is still waiting on Stripe, a retry may call Stripe at the same time: harmless,
+// because both send the same outbound Idempotency-Key.
+//
+// Keys are scoped by operation (stored as `<operation>:<key>`): a key used for a checkout and the
+// same key used for a refund are two keys, so one caller cannot squat another's.
 import { createHash } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
-import { isLockNotAvailable } from '../db/pg-errors.js';
+import type { Response } from 'express';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 
 export interface HttpResult {
   status: number;
   body: Record<string, unknown>;
+  /** Sent as Retry-After with a 503. */
+  retryAfterSeconds?: number;
 }
 
 export type Operation = 'checkout' | 'refund';
@@ -26,84 +38,104 @@ export interface IdempotentRequest {
   operation: Operation;
   /** Everything that identifies the request; hashed and compared on reuse. */
   request: unknown;
+  /** How long a request may hold the key before a retry with it may proceed. */
+  leaseMs: number;
   /** Creates what a new key names, or refuses with a result (nothing is registered then). */
   register: (tx: Transaction<Database>) => Promise<KeySubject | HttpResult>;
-  /** Runs while this request holds the key; a 2xx result is kept for replays. */
-  execute: (tx: Transaction<Database>, subject: KeySubject) => Promise<HttpResult>;
+  /** Runs while this request holds the lease, outside any transaction; a 2xx result is kept for replays. */
+  execute: (subject: KeySubject) => Promise<HttpResult>;
 }
 
 export const requestHash = (request: unknown) => createHash('sha256').update(JSON.stringify(request)).digest('hex');
 
+const IN_FLIGHT: HttpResult = { status: 409, body: { error: 'a request with this Idempotency-Key is still in progress; retry shortly' } };
+
 export async function runIdempotent(db: Kysely<Database>, request: IdempotentRequest): Promise<HttpResult> {
-  const hash = requestHash(request.request);
-  const refused = await registerKey(db, request, hash);
-  if (refused) return refused;
-  try {
-    return await db.transaction().execute(async (tx) => {
-      // NOWAIT: the row is locked only while another request with this key is running. The lock,
-      // not a flag, marks "in flight", so a process that dies mid-request frees the key.
-      const row = await tx
-        .selectFrom('api_idempotency_keys')
-        .selectAll()
-        .where('idempotency_key', '=', request.key)
-        .forUpdate()
-        .noWait()
-        .executeTakeFirstOrThrow();
-      if (row.operation !== request.operation || row.request_hash !== hash) {
-        return { status: 422, body: { error: 'Idempotency-Key was already used with a different request; use a new key' } };
-      }
-      if (row.response_status !== null) return { status: row.response_status, body: row.response_body as Record<string, unknown> };
-      const refund = row.refund_seq !== null && row.refund_amount !== null ? { seq: row.refund_seq, amount: row.refund_amount } : undefined;
-      const result = await request.execute(tx, { orderId: row.order_id, ...(refund && { refund }) });
+  const key = `${request.operation}:${request.key}`;
+  const lease = await takeLease(db, key, request);
+  if ('status' in lease) return lease;
+  const release = (result?: HttpResult) =>
+    db
+      .updateTable('api_idempotency_keys')
       // Only success is kept: after a 502 the same key must reach Stripe again.
-      if (result.status >= 200 && result.status < 300) {
-        await tx
-          .updateTable('api_idempotency_keys')
-          .set({ response_status: result.status, response_body: JSON.stringify(result.body) })
-          .where('idempotency_key', '=', request.key)
-          .execute();
-      }
-      return result;
-    });
+      .set(result && result.status >= 200 && result.status < 300
+        ? { leased_until: null, response_status: result.status, response_body: JSON.stringify(result.body) }
+        : { leased_until: null })
+      // Our lease only: if it ran out and a retry took the key, the retry finishes it.
+      .where('idempotency_key', '=', key)
+      .where('leased_until', '=', lease.leasedUntil)
+      .execute();
+  let result: HttpResult;
+  try {
+    result = await request.execute(lease.subject);
   } catch (error) {
-    if (isLockNotAvailable(error)) {
-      return { status: 409, body: { error: 'a request with this Idempotency-Key is still in progress; retry shortly' } };
-    }
+    await release().catch(() => {});
     throw error;
   }
+  await release(result);
+  return result;
 }
 
 class KeyTaken extends Error {}
 
-/** Binds a new key to a new subject; leaves an existing key alone. Returns a refusal, if any. */
-async function registerKey(db: Kysely<Database>, request: IdempotentRequest, hash: string): Promise<HttpResult | undefined> {
-  const existing = await db.selectFrom('api_idempotency_keys').select('idempotency_key').where('idempotency_key', '=', request.key).executeTakeFirst();
-  if (existing) return undefined;
-  try {
-    return await db.transaction().execute(async (tx) => {
-      const subject = await request.register(tx);
-      if ('status' in subject) return subject;
-      const inserted = await tx
-        .insertInto('api_idempotency_keys')
-        .values({
-          idempotency_key: request.key,
-          operation: request.operation,
-          request_hash: hash,
-          order_id: subject.orderId,
-          refund_seq: subject.refund?.seq ?? null,
-          refund_amount: subject.refund?.amount ?? null,
-          response_status: null,
-          response_body: null,
-        })
-        .onConflict((oc) => oc.column('idempotency_key').doNothing())
-        .returning('idempotency_key')
-        .executeTakeFirst();
-      // Another request registered the key between our check and insert: undo our subject.
-      if (!inserted) throw new KeyTaken();
-      return undefined;
-    });
-  } catch (error) {
-    if (error instanceof KeyTaken) return undefined;
-    throw error;
+/** Registers a new key, or leases an existing one that is not in flight; else the answer to give. */
+async function takeLease(db: Kysely<Database>, key: string, request: IdempotentRequest): Promise<{ subject: KeySubject; leasedUntil: Date } | HttpResult> {
+  const hash = requestHash(request.request);
+  // Whole milliseconds: the lease's end comes back as a JavaScript Date and names the lease when it is released.
+  const until = sql<Date>`date_trunc('milliseconds', now() + make_interval(secs => ${request.leaseMs / 1000}))`;
+  // Twice at most: a first attempt loses only to a request that registered the same key meanwhile.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      return await db.transaction().execute(async (tx) => {
+        // A short wait at most: other requests hold this lock only for their own short transaction.
+        const row = await tx.selectFrom('api_idempotency_keys').selectAll().where('idempotency_key', '=', key).forUpdate().executeTakeFirst();
+        if (!row) {
+          const subject = await request.register(tx);
+          if ('status' in subject) return subject;
+          const inserted = await tx
+            .insertInto('api_idempotency_keys')
+            .values({
+              idempotency_key: key,
+              operation: request.operation,
+              request_hash: hash,
+              order_id: subject.orderId,
+              refund_seq: subject.refund?.seq ?? null,
+              refund_amount: subject.refund?.amount ?? null,
+              response_status: null,
+              response_body: null,
+              leased_until: until,
+            })
+            .onConflict((oc) => oc.column('idempotency_key').doNothing())
+            .returning('leased_until')
+            .executeTakeFirst();
+          // Another request registered the key between our look and our insert: undo our subject.
+          if (!inserted?.leased_until) throw new KeyTaken();
+          return { subject, leasedUntil: inserted.leased_until };
+        }
+        if (row.operation !== request.operation || row.request_hash !== hash) {
+          return { status: 422, body: { error: 'Idempotency-Key was already used with a different request; use a new key' } };
+        }
+        if (row.response_status !== null) return { status: row.response_status, body: row.response_body as Record<string, unknown> };
+        const leased = await tx
+          .updateTable('api_idempotency_keys')
+          .set({ leased_until: until })
+          .where('idempotency_key', '=', key)
+          .where((eb) => eb.or([eb('leased_until', 'is', null), eb('leased_until', '<=', sql<Date>`now()`)]))
+          .returning('leased_until')
+          .executeTakeFirst();
+        if (!leased?.leased_until) return IN_FLIGHT;
+        const refund = row.refund_seq !== null && row.refund_amount !== null ? { seq: row.refund_seq, amount: row.refund_amount } : undefined;
+        return { subject: { orderId: row.order_id, ...(refund && { refund }) }, leasedUntil: leased.leased_until };
+      });
+    } catch (error) {
+      if (!(error instanceof KeyTaken)) throw error;
+    }
   }
+  return IN_FLIGHT;
+}
+
+/** Sends a result, with Retry-After when it has one. */
+export function sendResult(res: Response, result: HttpResult): void {
+  if (result.retryAfterSeconds !== undefined) res.set('Retry-After', String(result.retryAfterSeconds));
+  res.status(result.status).json(result.body);
 }

@@ -4,24 +4,30 @@
 // body would hold the connection until Node's request timeout. Here the answer goes out at
 // once and the connection is closed behind it.
 import type { Request, Response } from 'express';
+import type { BodyBudget } from './body-budget.js';
 
 export type BodyRead =
+  /** `body.length` bytes are taken from the budget: give them back once the body is verified. */
   | { readonly kind: 'body'; readonly body: Buffer }
-  | { readonly kind: 'rejected'; readonly status: 413 | 415; readonly error: string }
+  | { readonly kind: 'rejected'; readonly status: 413 | 415 | 503; readonly error: string }
   /** The client went away before the body was complete: nobody is left to answer. */
   | { readonly kind: 'aborted' };
 
 export const BODY_TOO_LARGE = 'request body too large: the limit is 1 MiB';
 export const BODY_COMPRESSED = 'compressed request bodies are not accepted';
+export const BODIES_BUSY = 'too many request bodies in flight; retry shortly';
 
-export function readRawBody(req: Request, res: Response, limitBytes: number): Promise<BodyRead> {
+export function readRawBody(req: Request, res: Response, { limitBytes, budget }: { limitBytes: number; budget: BodyBudget }): Promise<BodyRead> {
   // Stripe does not compress, and a compressed body would dodge the limit until inflated.
   const encoding = req.headers['content-encoding']?.trim().toLowerCase();
   if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
     return Promise.resolve(reject(res, 415, BODY_COMPRESSED));
   }
   // Node has already refused a malformed Content-Length (400) before we get here.
-  if (Number(req.headers['content-length'] ?? 0) > limitBytes) return Promise.resolve(reject(res, 413, BODY_TOO_LARGE));
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limitBytes) return Promise.resolve(reject(res, 413, BODY_TOO_LARGE));
+  // A declared length that cannot fit is refused before a byte is read.
+  if (declared > budget.limitBytes - budget.heldBytes) return Promise.resolve(reject(res, 503, BODIES_BUSY));
 
   if (req.readableEnded) return Promise.resolve({ kind: 'body', body: Buffer.alloc(0) });
   return new Promise((resolve) => {
@@ -29,14 +35,19 @@ export function readRawBody(req: Request, res: Response, limitBytes: number): Pr
     let received = 0;
     const finish = (result: BodyRead) => {
       req.off('data', onData).off('end', onEnd).off('error', onAbort).off('close', onAbort);
+      if (result.kind !== 'body') budget.give(received);
       resolve(result);
     };
-    const onData = (chunk: Buffer) => {
-      received += chunk.length;
-      if (received <= limitBytes) return void chunks.push(chunk);
+    const stop = (status: 413 | 503, error: string) => {
       // Stop pulling bytes off the socket; the rest of the body is never read.
       req.pause();
-      finish(reject(res, 413, BODY_TOO_LARGE));
+      finish(reject(res, status, error));
+    };
+    const onData = (chunk: Buffer) => {
+      if (received + chunk.length > limitBytes) return stop(413, BODY_TOO_LARGE);
+      if (!budget.take(chunk.length)) return stop(503, BODIES_BUSY);
+      received += chunk.length;
+      chunks.push(chunk);
     };
     const onEnd = () => finish({ kind: 'body', body: Buffer.concat(chunks, received) });
     const onAbort = () => finish({ kind: 'aborted' });
@@ -44,9 +55,10 @@ export function readRawBody(req: Request, res: Response, limitBytes: number): Pr
   });
 }
 
-function reject(res: Response, status: 413 | 415, error: string): BodyRead {
+function reject(res: Response, status: 413 | 415 | 503, error: string): BodyRead {
   // The unread rest of the body would otherwise be parsed as the next request on this
   // connection: Node closes it once the answer is out.
   res.set('Connection', 'close');
+  if (status === 503) res.set('Retry-After', '1');
   return { kind: 'rejected', status, error };
 }

@@ -3,11 +3,12 @@
 // rest. Every answer is one of a fixed set; Stripe retries anything that is not 2xx.
 import type { RequestHandler } from 'express';
 import type { ClaimOutcome, IncomingEvent } from '../events/event-store.js';
-import { isDatabaseUnavailable } from '../db/pg-errors.js';
+import { isDatabaseUnavailable, isPoolBusy } from '../db/pg-errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics, WebhookOutcome } from '../metrics/metrics.js';
 import { parseWebhook, WebhookRejection } from '../stripe/webhook-event.js';
-import { DATABASE_UNAVAILABLE } from './error-handler.js';
+import { BUSY_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE, POOL_BUSY } from './error-handler.js';
+import { BodyBudget } from './body-budget.js';
 import { readRawBody } from './read-raw-body.js';
 
 /** 1 MiB. Stripe's events are a few KB; the limit bounds the memory one request can take. */
@@ -15,6 +16,8 @@ export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface WebhookDeps {
   webhookSecrets: readonly string[];
+  /** WEBHOOK_BODY_BUDGET_MB: bytes of unverified bodies held at once, across all requests. */
+  webhookBodyBudgetBytes: number;
   /** Durably claims the event and enqueues its job; resolves only after commit. */
   claim: (event: IncomingEvent) => Promise<ClaimOutcome>;
   logger: Logger;
@@ -23,6 +26,7 @@ export interface WebhookDeps {
 
 function rejectionOutcome(status: number, error: string): WebhookOutcome {
   if (status === 413) return 'too_large';
+  if (status === 503) return 'busy';
   return error.includes('Stripe-Signature') ? 'bad_signature' : 'malformed';
 }
 
@@ -34,7 +38,8 @@ const DUPLICATE = JSON.stringify({ received: true, duplicate: true });
  * The handler for POST /webhooks/stripe. `limitRejections` sees rejected deliveries only (see
  * rate-limits.ts): it calls next, or answers 429.
  */
-export function webhookHandler({ webhookSecrets, claim, logger, metrics }: WebhookDeps, limitRejections: RequestHandler): RequestHandler {
+export function webhookHandler({ webhookSecrets, webhookBodyBudgetBytes, claim, logger, metrics }: WebhookDeps, limitRejections: RequestHandler): RequestHandler {
+  const budget = new BodyBudget(webhookBodyBudgetBytes);
   return async (req, res, next) => {
     const started = performance.now();
     // A client over its limit gets a quiet 429 instead, so a flood cannot flood the log either.
@@ -47,7 +52,7 @@ export function webhookHandler({ webhookSecrets, claim, logger, metrics }: Webho
       });
     };
     // Raw body on this route only: the signature covers the exact bytes.
-    const read = await readRawBody(req, res, WEBHOOK_BODY_LIMIT_BYTES);
+    const read = await readRawBody(req, res, { limitBytes: WEBHOOK_BODY_LIMIT_BYTES, budget });
     if (read.kind === 'aborted') return;
     if (read.kind === 'rejected') return reject(read.status, read.error);
 
@@ -57,15 +62,23 @@ export function webhookHandler({ webhookSecrets, claim, logger, metrics }: Webho
     } catch (error) {
       if (!(error instanceof WebhookRejection)) throw error;
       return reject(400, error.message);
+    } finally {
+      // Verified or refused: either way no longer an unverified body. A verified one is a few KB.
+      budget.give(read.body.length);
     }
     const log = { eventId: event.eventId, type: event.type };
     let outcome: ClaimOutcome;
     try {
       outcome = await claim(event);
     } catch (error) {
+      // Whatever went wrong, nothing was committed: 503 makes Stripe deliver again.
+      if (isPoolBusy(error)) {
+        logger.warn({ ...log, outcome: 'busy', err: error }, 'no free intake connection in time, Stripe will retry');
+        metrics.webhookRequests.inc({ outcome: 'busy' });
+        return void res.status(503).set('Retry-After', String(BUSY_RETRY_AFTER_SECONDS)).json(POOL_BUSY);
+      }
       if (!isDatabaseUnavailable(error)) logger.error({ ...log, err: error }, 'claiming webhook event failed');
       else logger.warn({ ...log, outcome: 'unavailable' }, 'database unavailable, Stripe will retry');
-      // Whatever went wrong, nothing was committed: 503 makes Stripe deliver again.
       metrics.webhookRequests.inc({ outcome: 'unavailable' });
       return void res.status(503).json(DATABASE_UNAVAILABLE);
     }

@@ -10,7 +10,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Database } from '../db/schema.js';
 import { getInboxStatus, type InboxStatus } from '../events/event-status.js';
 
-export const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'unavailable'] as const;
+export const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'busy', 'unavailable'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 
 export class Metrics {
@@ -49,6 +49,36 @@ export class Metrics {
     name: 'stripe_inbox_sweep_reclaims_total',
     help: 'Abandoned events the sweep re-enqueued (reclaimed) or gave up on (failed)',
     labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly stripeRequestSeconds = new Histogram({
+    name: 'stripe_inbox_stripe_request_seconds',
+    help: "Outbound Stripe API calls by operation and outcome (ok, error, timeout), retries included",
+    labelNames: ['operation', 'outcome'] as const,
+    buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30],
+    registers: [this.registry],
+  });
+
+  readonly stripeCallsRefused = new Counter({
+    name: 'stripe_inbox_stripe_calls_refused_total',
+    help: 'Outbound Stripe calls refused because STRIPE_MAX_CONCURRENT_CALLS were in flight (answered 503)',
+    labelNames: ['operation'] as const,
+    registers: [this.registry],
+  });
+
+  readonly poolWaitSeconds = new Histogram({
+    name: 'stripe_inbox_db_pool_wait_seconds',
+    help: 'Time a query waited for a connection from its pool (intake, api, worker)',
+    labelNames: ['pool'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+
+  readonly poolBusy = new Counter({
+    name: 'stripe_inbox_db_pool_busy_total',
+    help: 'Connection requests that timed out because every connection of the pool was in use',
+    labelNames: ['pool'] as const,
     registers: [this.registry],
   });
 

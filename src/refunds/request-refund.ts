@@ -7,16 +7,17 @@
 // (same key) sends Stripe the same request with the same key, so it never refunds twice; a second
 // partial refund (a new key) gets n + 1 and is not mistaken for a replay of the first.
 import { sql, type Kysely } from 'kysely';
-import type Stripe from 'stripe';
 import type { Database } from '../db/schema.js';
 import { findOrder } from '../fulfilment/orders.js';
 import { runIdempotent, type HttpResult } from '../http/idempotent-request.js';
-import { describeStripeFailure } from '../stripe/client.js';
 import { refundKey } from '../stripe/idempotency-keys.js';
+import { describeStripeFailure, STRIPE_BUSY, StripeBusy, type StripeCalls } from '../stripe/outbound.js';
 
 export interface RefundDeps {
   db: Kysely<Database>;
-  stripe: Stripe;
+  stripeCalls: StripeCalls;
+  /** How long an inbound Idempotency-Key is leased to the request using it. */
+  idempotencyLeaseMs: number;
 }
 
 export function requestRefund(deps: RefundDeps, orderId: string, input: { amount?: number | undefined }, idempotencyKey: string): Promise<HttpResult> {
@@ -24,6 +25,7 @@ export function requestRefund(deps: RefundDeps, orderId: string, input: { amount
     key: idempotencyKey,
     operation: 'refund',
     request: [orderId, input.amount ?? null],
+    leaseMs: deps.idempotencyLeaseMs,
     async register(tx) {
       // Locked: concurrent refund requests for one order take sequence numbers in turn.
       const order = await findOrder(tx, orderId, { forUpdate: true });
@@ -40,16 +42,20 @@ export function requestRefund(deps: RefundDeps, orderId: string, input: { amount
         select count(*)::int as n from api_idempotency_keys where order_id = ${orderId} and operation = 'refund'`.execute(tx);
       return { orderId, refund: { seq: rows[0]!.n + 1, amount } };
     },
-    async execute(tx, { orderId: id, refund }) {
-      const order = await findOrder(tx, id);
-      if (!order?.payment_intent_id || !refund) throw new Error(`refund key for order ${id} lost its order or sequence`);
+    async execute({ orderId: id, refund }) {
+      const order = await findOrder(deps.db, id);
+      const paymentIntent = order?.payment_intent_id;
+      if (!paymentIntent || !refund) throw new Error(`refund key for order ${id} lost its order or sequence`);
       try {
-        const created = await deps.stripe.refunds.create(
-          { payment_intent: order.payment_intent_id, amount: refund.amount, metadata: { order_id: id } },
-          { idempotencyKey: refundKey(id, refund.seq) },
+        const created = await deps.stripeCalls.run('refund_create', (stripe) =>
+          stripe.refunds.create(
+            { payment_intent: paymentIntent, amount: refund.amount, metadata: { order_id: id } },
+            { idempotencyKey: refundKey(id, refund.seq) },
+          ),
         );
         return { status: 201, body: { order_id: id, refund_id: created.id, amount: created.amount, status: created.status } };
       } catch (error) {
+        if (error instanceof StripeBusy) return { ...STRIPE_BUSY, body: { ...STRIPE_BUSY.body, order_id: id } };
         return { status: 502, body: { error: `Stripe could not create the refund (${describeStripeFailure(error)}); retry with the same Idempotency-Key`, order_id: id } };
       }
     },

@@ -2,13 +2,23 @@
 // stand-in, the tests' fake); its own retries reuse the Idempotency-Key we pass.
 import Stripe from 'stripe';
 
-export function createStripeClient(secretKey: string, apiBase: string | undefined): Stripe {
+/**
+ * One retry: the SDK retries network errors, 409 (a concurrent request with our key) and 5xx,
+ * after about half a second. More would keep a buyer waiting on a checkout that a page reload
+ * (same Idempotency-Key) retries anyway.
+ */
+export const STRIPE_NETWORK_RETRIES = 1;
+
+export interface StripeClientOptions {
+  /** Per attempt (STRIPE_TIMEOUT_SECONDS): the longest a call can take is about twice this. */
+  timeoutMs: number;
+}
+
+export function createStripeClient(secretKey: string, apiBase: string | undefined, { timeoutMs }: StripeClientOptions): Stripe {
   const base = apiBase ? new URL(apiBase) : undefined;
   return new Stripe(secretKey, {
-    maxNetworkRetries: 2,
-    // Checkout waits on this call while holding its idempotency row: keep it well under the
-    // database's idle-in-transaction timeout (60 s) including retries.
-    timeout: 10_000,
+    maxNetworkRetries: STRIPE_NETWORK_RETRIES,
+    timeout: timeoutMs,
     appInfo: { name: 'stripe-inbox' },
     ...(base && {
       host: base.hostname,
@@ -18,7 +28,10 @@ export function createStripeClient(secretKey: string, apiBase: string | undefine
   });
 }
 
-/** A short, safe reason for a failed Stripe call: its error type, never its raw message. */
-export function describeStripeFailure(error: unknown): string {
-  return error instanceof Stripe.errors.StripeError ? error.type : 'network error';
+/**
+ * The longest one outbound call can take, retries included, plus a margin: how long an inbound
+ * Idempotency-Key stays leased to the request making it (src/http/idempotent-request.ts).
+ */
+export function longestCallMs({ timeoutMs }: StripeClientOptions): number {
+  return timeoutMs * (STRIPE_NETWORK_RETRIES + 1) + 5_000;
 }

@@ -12,6 +12,7 @@ import { exampleObject, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { givenOrder, paidEvent } from '../support/factories.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 
 interface PostgresLink {
   readonly url: string;
@@ -100,7 +101,12 @@ test('with Postgres unreachable the webhook answers 503 and stores nothing; /rea
     assert.equal(reply.status, 503);
     assert.deepEqual(reply.body, { error: 'database unavailable, retry later' });
 
-    assert.deepEqual(await readyz(), { status: 503, body: { ready: false, reason: 'database unreachable' } });
+    // /readyz keeps its database answer for a second.
+    const down = await waitFor('/readyz to notice', async () => {
+      const reply = await readyz();
+      return reply.status === 503 && reply;
+    });
+    assert.deepEqual(down, { status: 503, body: { ready: false, reason: 'database unreachable' } });
     // Not a 500: an outage is a retry-later for API clients too.
     assert.equal((await service.call('GET', `/api/orders/${order.order_id}`)).status, 503);
   } finally {
@@ -111,5 +117,5 @@ test('with Postgres unreachable the webhook answers 503 and stores nothing; /rea
   // Stripe's retry of the same event, once Postgres is back, is the first to be stored.
   assert.deepEqual(await service.deliver(event), { status: 200, body: { received: true } });
   assert.deepEqual(await storedEvent(event.id), { events: 1, jobs: 1 });
-  assert.equal((await readyz()).status, 200);
+  await waitFor('/readyz to recover', async () => (await readyz()).status === 200);
 });

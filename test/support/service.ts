@@ -3,6 +3,7 @@
 import { after, before } from 'node:test';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
+import { openServicePools, type ServicePools } from '../../src/db/pools.js';
 import { startService, type Service } from '../../src/service.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 import { startOfflineStripe, type OfflineStripe } from '../../src/stripe/offline-stripe.js';
@@ -16,6 +17,8 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
 export interface TestService extends Service {
   readonly config: Config;
+  /** The service's own connection pools (intake, api, worker). */
+  readonly pools: ServicePools;
   readonly stripe: OfflineStripe;
   /** Signs and POSTs an event as one Stripe delivery attempt. */
   deliver(event: unknown, options?: { secret?: string; timestamp?: number }): Promise<HttpReply>;
@@ -48,7 +51,9 @@ export async function startTestService(
     ...options.env,
   });
   const logger = createLogger(config.logLevel);
-  const service = await startService({ config, database, stripe: createStripeClient('sk_test_offline', stripe.url), logger });
+  // The service's own pools on the test's database, as main.ts opens them.
+  const pools = openServicePools(database.url, { workerConcurrency: config.workerConcurrency });
+  const service = await startService({ config, pools, stripe: createStripeClient('sk_test_offline', stripe.url, { timeoutMs: config.stripeTimeoutMs }), logger });
 
   const request = async (path: string, init: RequestInit): Promise<HttpReply> => {
     const response = await fetch(service.url + path, init);
@@ -59,6 +64,7 @@ export async function startTestService(
   return {
     ...service,
     config,
+    pools,
     stripe,
     deliver(event, { secret = WEBHOOK_SECRET, timestamp } = {}) {
       const { body, headers } = signDelivery(event, secret, timestamp === undefined ? {} : { timestamp });
@@ -74,6 +80,7 @@ export async function startTestService(
     },
     async close() {
       await service.stop();
+      await pools.close();
       if (!options.stripe) await stripe.close();
     },
   };

@@ -1,0 +1,96 @@
+// The service's three connection pools, one per kind of work, so that one kind cannot starve the
+// others: `intake` for the webhook's claims and /readyz, `api` for /api and /admin, `worker` for
+// graphile-worker and fulfilment. However long API requests hold connections, a webhook delivery
+// still gets one, and the worker keeps fulfilling. Connections open on first use, so a role that
+// never uses a pool (ROLE=worker has no API) costs nothing for it.
+//
+// Each pool reports how long a query waited for a connection, and a wait that timed out because
+// every connection was checked out is a PoolBusy error, told apart from a database that cannot be
+// reached: "all our connections are busy" and "Postgres is down" call for different fixes.
+import type pg from 'pg';
+import type { Metrics } from '../metrics/metrics.js';
+import { openDatabase, type Db } from './database.js';
+
+export const POOL_NAMES = ['intake', 'api', 'worker'] as const;
+export type PoolName = (typeof POOL_NAMES)[number];
+
+/** Every connection of the pool was checked out for the whole connection timeout. */
+export class PoolBusy extends Error {
+  constructor(readonly pool: string, options: { cause: unknown }) {
+    super(`all connections of the ${pool} pool were in use`, options);
+  }
+}
+
+export interface ServicePools extends Record<PoolName, Db> {
+  /** Reports waits and busy timeouts of every pool to these metrics. */
+  instrument(metrics: Pick<Metrics, 'poolWaitSeconds' | 'poolBusy'>): void;
+  close(): Promise<void>;
+}
+
+export function openServicePools(url: string, { workerConcurrency }: { workerConcurrency: number }): ServicePools {
+  const sizes: Record<PoolName, number> = {
+    // The claim batcher keeps one claim transaction in flight (src/events/claim-batcher.ts); the
+    // rest is /readyz and a connection being replaced.
+    intake: 3,
+    api: 8,
+    // Each concurrent job (its fulfilment transaction, then graphile-worker's completion of it),
+    // plus graphile-worker's LISTEN client and its bookkeeping.
+    worker: workerConcurrency + 3,
+  };
+  let metrics: Pick<Metrics, 'poolWaitSeconds' | 'poolBusy'> | undefined;
+  const open = (name: PoolName): Db => {
+    const db = openDatabase(url, { maxConnections: sizes[name], applicationName: `stripe-inbox-${name}` });
+    watchWaits(db.pool, name, {
+      waited: (seconds) => metrics?.poolWaitSeconds.observe({ pool: name }, seconds),
+      busy: () => metrics?.poolBusy.inc({ pool: name }),
+    });
+    return db;
+  };
+  const pools = { intake: open('intake'), api: open('api'), worker: open('worker') };
+  return {
+    ...pools,
+    instrument(target) {
+      metrics = target;
+    },
+    async close() {
+      await Promise.all(POOL_NAMES.map((name) => pools[name].close()));
+    },
+  };
+}
+
+type ConnectCallback = (error: Error | undefined, client: pg.PoolClient | undefined, release: (error?: Error | boolean) => void) => void;
+
+/**
+ * Times every checkout of `pool` and turns a connection timeout into PoolBusy when every
+ * connection was checked out at that moment. pg's Pool reports its own wait timeout and a
+ * connect timeout to an unresponsive server with the same message, so the count of checked-out
+ * connections, kept here, is what tells them apart.
+ */
+function watchWaits(pool: pg.Pool, name: string, report: { waited(seconds: number): void; busy(): void }): void {
+  let checkedOut = 0;
+  const connect = pool.connect.bind(pool) as (callback: ConnectCallback) => void;
+  const checkout = (callback: ConnectCallback) => {
+    const started = performance.now();
+    connect((error, client, pgRelease) => {
+      if (error || !client) {
+        const full = checkedOut >= (pool.options.max ?? 10);
+        if (full) report.busy();
+        return callback(full ? new PoolBusy(name, { cause: error }) : error, client, pgRelease);
+      }
+      report.waited((performance.now() - started) / 1000);
+      checkedOut++;
+      // pg hands out a fresh release (also set as client.release) on every checkout.
+      const release = (err?: Error | boolean) => {
+        checkedOut--;
+        pgRelease(err);
+      };
+      client.release = release;
+      callback(undefined, client, release);
+    });
+  };
+  // Both forms of pg's connect: Pool.query itself uses the callback one.
+  pool.connect = ((callback?: ConnectCallback) => {
+    if (callback) return checkout(callback);
+    return new Promise<pg.PoolClient>((resolve, reject) => checkout((error, client) => (error || !client ? reject(error ?? new Error('no client')) : resolve(client))));
+  }) as typeof pool.connect;
+}

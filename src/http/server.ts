@@ -1,0 +1,33 @@
+// The HTTP server around the app, with every time limit chosen rather than inherited. Node's
+// defaults let a client hold a connection for 300 s by sending a body one byte a second, and check
+// their timers only every 30 s.
+import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
+
+/** A client has this long to send its request line and headers. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/**
+ * An idle keep-alive connection stays open this long: above the idle timeout of the proxies in
+ * front (Traefik keeps idle upstream connections 90 s), so the proxy, not Node, closes an idle
+ * connection, and never reuses one Node has just closed (a 502 for that request).
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 95_000;
+/** Open connections at most; idle keep-alive ones count. Past it Node refuses new ones. */
+export const MAX_CONNECTIONS = 2_048;
+
+export function createServer(app: RequestListener, { requestTimeoutMs }: { requestTimeoutMs: number }): Server {
+  const server = createHttpServer(
+    {
+      // The whole request, headers and body (HTTP_REQUEST_TIMEOUT_SECONDS); Node answers 408 and
+      // closes the connection. Stripe sends a webhook in well under a second.
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs),
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      // How often Node checks the two timeouts above; its default, 30 s, would let a slow client
+      // keep its connection up to 30 s past them.
+      connectionsCheckingInterval: 1_000,
+    },
+    app,
+  );
+  server.maxConnections = MAX_CONNECTIONS;
+  return server;
+}

@@ -1,0 +1,75 @@
+// Every outbound Stripe API call of a request goes through here: at most `maxConcurrent` at once,
+// each timed. When Stripe is slow, calls pile up; past the bound a request is refused at once
+// (503 with Retry-After) instead of waiting behind the others, so a Stripe incident costs
+// checkouts, never memory, sockets or the webhook path.
+import Stripe from 'stripe';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { HttpResult } from '../http/idempotent-request.js';
+
+export type StripeOperation = 'checkout_session_create' | 'refund_create';
+
+/** Too many Stripe calls in flight in this process. */
+export class StripeBusy extends Error {
+  constructor(readonly maxConcurrent: number) {
+    super(`${maxConcurrent} Stripe calls are already in flight`);
+  }
+}
+
+export interface StripeCallsOptions {
+  maxConcurrent: number;
+  metrics: Pick<Metrics, 'stripeRequestSeconds' | 'stripeCallsRefused'>;
+  logger: Logger;
+}
+
+export class StripeCalls {
+  #inFlight = 0;
+
+  constructor(
+    readonly stripe: Stripe,
+    private readonly options: StripeCallsOptions,
+  ) {}
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  async run<T>(operation: StripeOperation, call: (stripe: Stripe) => Promise<T>): Promise<T> {
+    if (this.#inFlight >= this.options.maxConcurrent) {
+      this.options.metrics.stripeCallsRefused.inc({ operation });
+      this.options.logger.warn({ operation, inFlight: this.#inFlight }, 'Stripe calls at their bound (STRIPE_MAX_CONCURRENT_CALLS): refused, the caller may retry');
+      throw new StripeBusy(this.options.maxConcurrent);
+    }
+    this.#inFlight++;
+    const started = performance.now();
+    let outcome = 'ok';
+    try {
+      return await call(this.stripe);
+    } catch (error) {
+      outcome = isStripeTimeout(error) ? 'timeout' : 'error';
+      this.options.logger.warn({ operation, outcome, reason: describeStripeFailure(error), durationMs: Math.round(performance.now() - started) }, 'Stripe call failed');
+      throw error;
+    } finally {
+      this.#inFlight--;
+      this.options.metrics.stripeRequestSeconds.observe({ operation, outcome }, (performance.now() - started) / 1000);
+    }
+  }
+}
+
+/** The SDK reports its own timeout as a connection error naming the timeout. */
+export function isStripeTimeout(error: unknown): boolean {
+  return error instanceof Stripe.errors.StripeConnectionError && /timeout/i.test(error.message);
+}
+
+/** A short, safe reason for a failed Stripe call: its error type, never its raw message. */
+export function describeStripeFailure(error: unknown): string {
+  if (isStripeTimeout(error)) return 'timeout';
+  return error instanceof Stripe.errors.StripeError ? error.type : 'network error';
+}
+
+/** The answer for a request that could not get a Stripe call slot. */
+export const STRIPE_BUSY: HttpResult = {
+  status: 503,
+  body: { error: 'too many calls to Stripe in flight; retry shortly' },
+  retryAfterSeconds: 2,
+};
