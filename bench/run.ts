@@ -1,8 +1,9 @@
-// `npm run bench -- [ingest|drain|latency|sweep|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]…`
+// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]…`
 // Runs the parts of issue 4's benchmarks, each on its own throwaway database, baselines and the
 // service in the same run, and prints figures, ratios and the issue's targets beside them.
 // Method and the figures measured so far: docs/benchmarks.md.
 import { parseArgs } from 'node:util';
+import { benchAbuse } from './parts/abuse.js';
 import { benchDrain } from './parts/drain.js';
 import { benchIngest } from './parts/ingest.js';
 import { benchLatency } from './parts/latency.js';
@@ -14,16 +15,17 @@ import { machineFacts } from './support/machine.js';
 import type { BenchOptions } from './support/options.js';
 import { formatTable, type Figure } from './support/report.js';
 
-const PARTS = { ingest: benchIngest, drain: benchDrain, latency: benchLatency, sweep: benchSweep } as const;
+const PARTS = { ingest: benchIngest, drain: benchDrain, latency: benchLatency, sweep: benchSweep, abuse: benchAbuse } as const;
 type PartName = keyof typeof PARTS;
 
-const USAGE = `usage: npm run bench -- [ingest|drain|latency|sweep|all] [options]
+const USAGE = `usage: npm run bench -- [ingest|drain|latency|sweep|abuse|all] [options]
 
   ingest    webhook POSTs/s at 50 connections: Express ceiling, naive INSERT, bare group-commit INSERT,
             the service (ROLE=web)
   drain     20k checkout.session.completed events fulfilled by ROLE=worker vs bare graphile-worker
   latency   webhook 2xx → order paid at 50 events/s (ROLE=all)
   sweep     sweep with nothing to do, and 10k stale rows reclaimed, at 100k and 1M finished events
+  abuse     a Stripe that never answers, 200 big unsigned bodies, slow clients: with the default limits
   all       every part, then one summary table (the default)
 
 options:

@@ -1,7 +1,7 @@
 // The environment the bench gives the service: test mode, bench-only secrets, Stripe unreachable
 // (nothing measured here calls Stripe), and whatever the user adds with --env KEY=VALUE.
 export const BENCH_WEBHOOK_SECRET = 'whsec_bench_0123456789abcdef0123';
-const BENCH_TOKEN = 'bench-token-0123456789abcdef';
+export const BENCH_TOKEN = 'bench-token-0123456789abcdef';
 
 export function serviceEnv(databaseUrl: string, role: 'all' | 'web' | 'worker', extra: Record<string, string>): Record<string, string> {
   return {

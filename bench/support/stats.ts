@@ -12,7 +12,7 @@ export function percentile(values: readonly number[], p: number): number {
 export const mean = (values: readonly number[]) => (values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length);
 
 /** Kilobytes of a /proc/<pid>/status field (VmRSS: now, VmHWM: the peak so far), or undefined once the process is gone. */
-function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
+export function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
   try {
     const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return match ? Number(match[1]) : undefined;
