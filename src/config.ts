@@ -58,8 +58,18 @@ const int = (min: number, max: number) =>
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
+// Stripe's signing secrets are `whsec_` and 32 or more base64 characters (the CLI's: 64 hex), its
+// API keys `sk_`/`rk_`, the mode and 24 or more. A shorter value is a placeholder or a truncated
+// paste, and `whsec_` alone is worse: the webhook then verifies anything signed with the empty key.
+// Quotes or spaces are not in any of them: they are a paste from a .env file gone wrong.
+const STRIPE_SECRET_MIN_CHARS = 24;
+const webhookSecret = z
+  .string()
+  .regex(new RegExp(`^whsec_[\\w+/=-]{${STRIPE_SECRET_MIN_CHARS},}$`), `each secret must be whsec_ followed by at least ${STRIPE_SECRET_MIN_CHARS} letters or digits, as Stripe shows it`);
+
 // Tokens guard money-adjacent routes: short ones are guessable.
 const token = z.string().min(16, 'must be at least 16 characters');
+const TOKEN_EXAMPLE = 'a long random string (openssl rand -hex 32)';
 
 // Each variable: its schema and an example shown when it is wrong.
 const variables = {
@@ -69,15 +79,20 @@ const variables = {
     schema: z
       .string()
       .transform((s) => s.split(',').map((p) => p.trim()).filter((p) => p !== ''))
-      .pipe(z.array(z.string().startsWith('whsec_', 'each secret must start with whsec_')).min(1, 'must list at least one secret')),
-    example: 'whsec_new...,whsec_old...',
+      .pipe(z.array(webhookSecret).min(1, 'must list at least one secret')),
+    example: 'whsec_<32+ characters from the endpoint’s page>,whsec_<the previous one, during a rotation>',
   },
-  STRIPE_SECRET_KEY: { schema: z.string().regex(/^(sk|rk)_(test|live)_\w+$/, 'must look like sk_live_… or rk_live_…'), example: 'sk_live_...' },
+  STRIPE_SECRET_KEY: {
+    schema: z
+      .string()
+      .regex(new RegExp(`^(sk|rk)_(test|live)_\\w{${STRIPE_SECRET_MIN_CHARS},}$`), `must be sk_ or rk_, test_ or live_, then at least ${STRIPE_SECRET_MIN_CHARS} letters or digits`),
+    example: 'sk_live_<the key from the dashboard’s API keys page>',
+  },
   STRIPE_API_BASE: { schema: httpUrl, example: 'http://localhost:12111' },
   PORT: { schema: int(0, 65535), example: '3000' },
   ROLE: { schema: z.enum(ROLES), example: 'web' },
-  API_TOKEN: { schema: token, example: 'a long random string (openssl rand -hex 32)' },
-  ADMIN_TOKEN: { schema: token, example: 'a long random string (openssl rand -hex 32)' },
+  API_TOKEN: { schema: token, example: TOKEN_EXAMPLE },
+  ADMIN_TOKEN: { schema: token, example: TOKEN_EXAMPLE },
   METRICS_TOKEN: { schema: token, example: 'a long random string for Prometheus (openssl rand -hex 32)' },
   WORKER_CONCURRENCY: { schema: int(1, 100), example: '5' },
   STALE_AFTER_SECONDS: { schema: int(1, 86_400), example: '300' },

@@ -130,7 +130,7 @@ describe('/api and /admin', () => {
 });
 
 describe('configuration', () => {
-  const SECRETS = { NODE_ENV: 'test', STRIPE_WEBHOOK_SECRET: 'whsec_test_rate_0123456789', API_TOKEN, ADMIN_TOKEN };
+  const SECRETS = { NODE_ENV: 'test', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, API_TOKEN, ADMIN_TOKEN };
   const problems = (env: Record<string, string>) => {
     try {
       loadConfig({ ...SECRETS, ...env });

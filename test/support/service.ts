@@ -11,6 +11,8 @@ import { createTestDatabase, type TestDatabase } from './database.js';
 
 export const WEBHOOK_SECRET = 'whsec_test_current_0123456789abcdef';
 export const PREVIOUS_WEBHOOK_SECRET = 'whsec_test_previous_0123456789abcdef';
+/** Never called: STRIPE_API_BASE points at the offline stand-in. */
+export const STRIPE_SECRET_KEY = 'sk_test_offline_0123456789abcdef';
 export const API_TOKEN = 'test-api-token-0123456789';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -38,7 +40,7 @@ export async function startTestService(
     NODE_ENV: 'test',
     DATABASE_URL: database.url,
     STRIPE_WEBHOOK_SECRET: `${WEBHOOK_SECRET},${PREVIOUS_WEBHOOK_SECRET}`,
-    STRIPE_SECRET_KEY: 'sk_test_offline',
+    STRIPE_SECRET_KEY,
     STRIPE_API_BASE: stripe.url,
     API_TOKEN,
     ADMIN_TOKEN,
@@ -48,7 +50,7 @@ export async function startTestService(
     ...options.env,
   });
   const logger = createLogger(config.logLevel);
-  const service = await startService({ config, database, stripe: createStripeClient('sk_test_offline', stripe.url), logger });
+  const service = await startService({ config, database, stripe: createStripeClient(STRIPE_SECRET_KEY, stripe.url), logger });
 
   const request = async (path: string, init: RequestInit): Promise<HttpReply> => {
     const response = await fetch(service.url + path, init);
