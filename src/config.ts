@@ -40,6 +40,8 @@ export interface Config {
   readonly rateLimitPerMinute: number;
   /** Where the development secrets came from, so start-up can print how to use them. */
   readonly devSecretsFile: string | undefined;
+  /** What is allowed but unwise (e.g. no METRICS_TOKEN in production): main.ts logs each at start-up. */
+  readonly warnings: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -69,6 +71,10 @@ const webhookSecret = z
 
 // Tokens guard money-adjacent routes: short ones are guessable.
 const token = z.string().min(16, 'must be at least 16 characters');
+// In production a token also needs this many different characters: that refuses what a person
+// types (`aaaa…`, `passwordpassword`, `changeme-changeme`), never `openssl rand -hex 32` (64 hex
+// characters show fewer than 10 of the 16 digits about once in 10^11) nor the development tokens.
+const TOKEN_MIN_DISTINCT_CHARS = 10;
 const TOKEN_EXAMPLE = 'a long random string (openssl rand -hex 32)';
 
 // Each variable: its schema and an example shown when it is wrong.
@@ -139,11 +145,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeEnv = v.NODE_ENV ?? 'development';
   const production = nodeEnv === 'production';
 
+  const warnings: string[] = [];
   if (production) {
     for (const name of ['DATABASE_URL', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_SECRET_KEY', 'API_TOKEN', 'ADMIN_TOKEN', 'CHECKOUT_SUCCESS_URL', 'CHECKOUT_CANCEL_URL'] as const) {
       if (env[name] === undefined || env[name] === '') {
         problems.push(`${name} is required when NODE_ENV=production (example: ${name}=${variables[name].example})`);
       }
+    }
+    problems.push(...productionTokenProblems(v));
+    if (v.METRICS_TOKEN === undefined) {
+      warnings.push(
+        `METRICS_TOKEN is unset, so GET /metrics accepts ADMIN_TOKEN and every Prometheus configuration holds the operator's token: give Prometheus its own (example: METRICS_TOKEN=${variables.METRICS_TOKEN.example})`,
+      );
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
@@ -179,5 +192,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxyHops: v.TRUST_PROXY ?? 0,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE ?? 1200,
     devSecretsFile: dev?.file,
+    warnings: Object.freeze(warnings),
   });
+}
+
+/**
+ * Production refuses tokens a person made up, and one token doing two jobs: the API token lives in
+ * the selling application, the metrics token in Prometheus, and neither may open /admin (nor
+ * Prometheus the API). METRICS_TOKEN may equal ADMIN_TOKEN: unset, it is the admin token.
+ */
+function productionTokenProblems(v: Parsed): string[] {
+  const problems: string[] = [];
+  for (const name of ['API_TOKEN', 'ADMIN_TOKEN', 'METRICS_TOKEN'] as const) {
+    const value = v[name];
+    if (value === undefined) continue;
+    const distinct = new Set(value).size;
+    if (distinct < TOKEN_MIN_DISTINCT_CHARS) {
+      problems.push(`${name} has only ${distinct} different characters; production needs at least ${TOKEN_MIN_DISTINCT_CHARS} (example: ${name}=${variables[name].example})`);
+    }
+  }
+  for (const [name, other] of [['ADMIN_TOKEN', 'API_TOKEN'], ['METRICS_TOKEN', 'API_TOKEN']] as const) {
+    if (v[name] !== undefined && v[name] === v[other]) {
+      problems.push(`${name} must differ from ${other}: whoever holds one would hold both (example: ${name}=${variables[name].example})`);
+    }
+  }
+  return problems;
 }

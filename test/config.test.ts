@@ -124,6 +124,31 @@ describe('production', () => {
   test('a short token is refused', () => {
     assert.match(problemsOf({ ...PRODUCTION, API_TOKEN: 'short' }).join('\n'), /^API_TOKEN must be at least 16 characters/);
   });
+
+  test('a token with fewer than 10 different characters is refused, 10 are enough', () => {
+    for (const [name, token] of [['API_TOKEN', 'a'.repeat(32)], ['ADMIN_TOKEN', 'passwordpassword'], ['METRICS_TOKEN', '123456789123456789']] as const) {
+      assert.deepEqual(problemsOf({ ...PRODUCTION, [name]: token }), [
+        `${name} has only ${new Set(token).size} different characters; production needs at least 10 (example: ${name}=a long random string${name === 'METRICS_TOKEN' ? ' for Prometheus' : ''} (openssl rand -hex 32))`,
+      ]);
+    }
+    assert.equal(loadConfig({ ...PRODUCTION, METRICS_TOKEN: '1234567890123456' }).metricsToken, '1234567890123456');
+  });
+
+  test('the API token may not double as the admin or the metrics token; the metrics token may be the admin token', () => {
+    assert.deepEqual(problemsOf({ ...PRODUCTION, ADMIN_TOKEN: SECRETS.API_TOKEN, METRICS_TOKEN: SECRETS.API_TOKEN }).map((p) => p.split(':')[0]), [
+      'ADMIN_TOKEN must differ from API_TOKEN',
+      'METRICS_TOKEN must differ from API_TOKEN',
+    ]);
+    assert.equal(loadConfig({ ...PRODUCTION, METRICS_TOKEN: SECRETS.ADMIN_TOKEN }).metricsToken, SECRETS.ADMIN_TOKEN);
+  });
+
+  test('without METRICS_TOKEN, starts with a warning that /metrics takes the admin token', () => {
+    const [warning, ...more] = loadConfig(PRODUCTION).warnings;
+    assert.equal(more.length, 0);
+    assert.match(warning!, /^METRICS_TOKEN is unset, so GET \/metrics accepts ADMIN_TOKEN.*\(example: METRICS_TOKEN=/);
+    assert.deepEqual(loadConfig({ ...PRODUCTION, METRICS_TOKEN: 'test-metrics-token-0123456789' }).warnings, []);
+    assert.deepEqual(loadConfig({ NODE_ENV: 'test', ...SECRETS }).warnings, [], 'outside production the default is fine');
+  });
 });
 
 describe('valid values', () => {
