@@ -1,14 +1,14 @@
 // /admin: the dashboard page, signing in and out, and its two static files. Everything else under
 // /admin (the JSON API) sits behind adminGuard, which takes the bearer token or a session.
 import express, { Router, type RequestHandler } from 'express';
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { ADMIN_CSP, dashboardCss, dashboardJs, dashboardPage, loginPage } from './admin-page.js';
 import { endSession, hasSession, startSession } from './admin-session.js';
-import { requireBearer } from './auth.js';
+import { hasBearer, refuseUnauthenticated, secretsEqual } from './auth.js';
 
-export const adminGuard = (adminToken: string): RequestHandler => requireBearer(adminToken, 'admin', (req) => hasSession(req, adminToken));
-
-const digest = (value: string) => createHash('sha256').update(value).digest();
+export const adminGuard =
+  (adminToken: string): RequestHandler =>
+  (req, res, next) =>
+    hasBearer(req, adminToken) || hasSession(req, adminToken) ? next() : refuseUnauthenticated(res, 'admin');
 
 export function adminDashboard(adminToken: string): Router {
   const router = Router();
@@ -29,7 +29,7 @@ export function adminDashboard(adminToken: string): Router {
 
   router.post('/admin/login', express.urlencoded({ extended: false, limit: '4kb' }), (req, res, next) => {
     const token: unknown = (req.body as Record<string, unknown> | undefined)?.token;
-    if (typeof token !== 'string' || !timingSafeEqual(digest(token), digest(adminToken))) {
+    if (typeof token !== 'string' || !secretsEqual(token, adminToken)) {
       return html(401, loginPage('That is not the admin token.'))(req, res, next);
     }
     startSession(res, req, adminToken);
