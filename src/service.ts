@@ -76,7 +76,7 @@ export async function startService({ config, database, stripe, logger }: Service
         metrics,
         metricsToken: config.metricsToken,
       })
-    : buildOpsApp({ readiness, metrics, metricsToken: config.metricsToken, logger });
+    : buildOpsApp({ readiness, metrics, metricsToken: config.metricsToken, logger, trustProxyHops: config.trustProxyHops, rateLimitPerMinute: config.rateLimitPerMinute });
 
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, (error?: Error) => (error ? reject(error) : resolve(s)));
