@@ -12,7 +12,7 @@ import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
 import type { Logger } from '../logger.js';
 import { requestRefund } from '../refunds/request-refund.js';
 import { adminGuard } from './admin-dashboard.js';
-import { badRequest, idempotencyKeyHeader } from './validation.js';
+import { badRequest, checkIdParam, idempotencyKeyHeader, lookupId } from './validation.js';
 
 export interface AdminDeps {
   db: Kysely<Database>;
@@ -28,11 +28,12 @@ const refundBody = z.strictObject({ amount: z.number().int().positive('must be a
 
 const eventList = z.strictObject({ status: z.enum(['failed', 'stuck']), limit: z.coerce.number().int().min(1).max(500).default(50) });
 const timelineQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(48).default(3) });
-const searchQuery = z.strictObject({ q: z.string().trim().min(1, 'give an event id, object id or order id').max(255) });
+const searchQuery = z.strictObject({ q: z.string().trim().pipe(lookupId) });
 
 export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger, stripe, metrics }: AdminDeps): Router {
   const router = Router();
   router.use('/admin', adminGuard(adminToken), express.json({ limit: '16kb' }));
+  router.param('id', checkIdParam);
 
   router.get('/admin/api/status', async (_req, res) => {
     res.json(await getInboxStatus(db));
