@@ -87,6 +87,14 @@ export interface ApiIdempotencyKeysTable {
   created_at: Defaulted<Date>;
 }
 
+/** Written by src/http/admin-session.ts only. */
+export interface AdminSessionsTable {
+  session_digest: string;
+  created_at: Defaulted<Date>;
+  expires_at: Date;
+  revoked_at: Date | null;
+}
+
 export interface MaintenanceRunsTable {
   name: string;
   last_run_at: Date;
@@ -102,6 +110,7 @@ export interface Database {
   credit_revocations: CreditRevocationsTable;
   api_idempotency_keys: ApiIdempotencyKeysTable;
   maintenance_runs: MaintenanceRunsTable;
+  admin_sessions: AdminSessionsTable;
 }
 
 export type StripeEventRow = Selectable<StripeEventsTable>;

@@ -32,7 +32,7 @@ const searchQuery = z.strictObject({ q: z.string().trim().pipe(lookupId) });
 
 export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger, stripe, metrics }: AdminDeps): Router {
   const router = Router();
-  router.use('/admin', adminGuard(adminToken), express.json({ limit: '16kb' }));
+  router.use('/admin', adminGuard({ db, adminToken }), express.json({ limit: '16kb' }));
   router.param('id', checkIdParam);
 
   router.get('/admin/api/status', async (_req, res) => {

@@ -99,3 +99,11 @@ export function serviceForFile(options: { env?: Record<string, string> } = {}): 
   });
   return file;
 }
+
+/** Signs in to the dashboard as a browser does; the session cookie, as a Cookie header sends it. */
+export async function signIn(service: { url: string }, token = ADMIN_TOKEN): Promise<string> {
+  const response = await fetch(`${service.url}/admin/login`, { method: 'POST', body: new URLSearchParams({ token }), redirect: 'manual' });
+  const cookie = response.headers.get('set-cookie')?.split(';')[0];
+  if (response.status !== 303 || !cookie) throw new Error(`signing in answered ${response.status}`);
+  return cookie;
+}
