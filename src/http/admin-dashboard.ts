@@ -1,14 +1,17 @@
 // /admin: the dashboard page, signing in and out, and its two static files. Everything else under
-// /admin (the JSON API) sits behind adminGuard, which takes the bearer token or a session.
+// /admin (the JSON API) sits behind adminGuard, which takes the bearer token or a session; with a
+// session, a request that changes something must also come from the dashboard's own origin.
 import express, { Router, type RequestHandler } from 'express';
 import { ADMIN_CSP, dashboardCss, dashboardJs, dashboardPage, loginPage } from './admin-page.js';
 import { endSession, hasSession, startSession, type SessionDeps } from './admin-session.js';
 import { hasBearer, refuseUnauthenticated, secretsEqual } from './auth.js';
+import { isCrossOrigin, refuseCrossOrigin } from './same-origin.js';
 
 export function adminGuard(deps: SessionDeps): RequestHandler {
   return async (req, res, next) => {
     if (hasBearer(req, deps.adminToken)) return next();
     if (!(await hasSession(deps, req))) return refuseUnauthenticated(res, 'admin');
+    if (isCrossOrigin(req)) return refuseCrossOrigin(res);
     next();
   };
 }
@@ -40,8 +43,9 @@ export function adminDashboard(deps: SessionDeps): Router {
     res.redirect(303, '/admin');
   });
   // Not behind the guard: signing out with an expired session still clears the cookie and shows
-  // the sign-in page.
+  // the sign-in page. Another origin may not sign the operator out.
   router.post('/admin/logout', async (req, res) => {
+    if (isCrossOrigin(req)) return refuseCrossOrigin(res);
     await endSession(deps, req, res);
     res.redirect(303, '/admin');
   });
