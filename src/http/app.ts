@@ -35,7 +35,7 @@ export function buildApp(deps: AppDeps): express.Express {
   app.use('/api', limits.api);
   app.use('/admin', limits.admin);
   app.use(apiRoutes(deps));
-  app.use(adminDashboard(deps.adminToken));
+  app.use(adminDashboard(deps));
   app.use(adminRoutes(deps));
   return finish(app, deps.logger);
 }
