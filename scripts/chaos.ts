@@ -195,7 +195,7 @@ that did not exit 0, a process that died unasked, or an inbox that did not drain
         // spawnService reads the URL from the start line, logged at info.
         LOG_LEVEL: 'info',
         // Nothing here calls Stripe; a closed port makes any call fail fast.
-        STRIPE_SECRET_KEY: 'sk_test_offline',
+        STRIPE_SECRET_KEY: 'sk_test_offline_0123456789abcdef',
         STRIPE_API_BASE: 'http://127.0.0.1:9',
         API_TOKEN: randomBytes(24).toString('hex'),
         ADMIN_TOKEN: randomBytes(24).toString('hex'),

@@ -48,6 +48,8 @@ export interface Config {
   readonly httpRequestTimeoutMs: number;
   /** Bytes of not yet verified webhook bodies held at once; beyond it deliveries get 503. */
   readonly webhookBodyBudgetBytes: number;
+  /** What is allowed but unwise (e.g. no METRICS_TOKEN in production): main.ts logs each at start-up. */
+  readonly warnings: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -66,8 +68,22 @@ const int = (min: number, max: number) =>
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
+// Stripe's signing secrets are `whsec_` and 32 or more base64 characters (the CLI's: 64 hex), its
+// API keys `sk_`/`rk_`, the mode and 24 or more. A shorter value is a placeholder or a truncated
+// paste, and `whsec_` alone is worse: the webhook then verifies anything signed with the empty key.
+// Quotes or spaces are not in any of them: they are a paste from a .env file gone wrong.
+const STRIPE_SECRET_MIN_CHARS = 24;
+const webhookSecret = z
+  .string()
+  .regex(new RegExp(`^whsec_[\\w+/=-]{${STRIPE_SECRET_MIN_CHARS},}$`), `each secret must be whsec_ followed by at least ${STRIPE_SECRET_MIN_CHARS} letters or digits, as Stripe shows it`);
+
 // Tokens guard money-adjacent routes: short ones are guessable.
 const token = z.string().min(16, 'must be at least 16 characters');
+// In production a token also needs this many different characters: that refuses what a person
+// types (`aaaa…`, `passwordpassword`, `changeme-changeme`), never `openssl rand -hex 32` (64 hex
+// characters show fewer than 10 of the 16 digits about once in 10^11) nor the development tokens.
+const TOKEN_MIN_DISTINCT_CHARS = 10;
+const TOKEN_EXAMPLE = 'a long random string (openssl rand -hex 32)';
 
 // Each variable: its schema and an example shown when it is wrong.
 const variables = {
@@ -77,15 +93,20 @@ const variables = {
     schema: z
       .string()
       .transform((s) => s.split(',').map((p) => p.trim()).filter((p) => p !== ''))
-      .pipe(z.array(z.string().startsWith('whsec_', 'each secret must start with whsec_')).min(1, 'must list at least one secret')),
-    example: 'whsec_new...,whsec_old...',
+      .pipe(z.array(webhookSecret).min(1, 'must list at least one secret')),
+    example: 'whsec_<32+ characters from the endpoint’s page>,whsec_<the previous one, during a rotation>',
   },
-  STRIPE_SECRET_KEY: { schema: z.string().regex(/^(sk|rk)_(test|live)_\w+$/, 'must look like sk_live_… or rk_live_…'), example: 'sk_live_...' },
+  STRIPE_SECRET_KEY: {
+    schema: z
+      .string()
+      .regex(new RegExp(`^(sk|rk)_(test|live)_\\w{${STRIPE_SECRET_MIN_CHARS},}$`), `must be sk_ or rk_, test_ or live_, then at least ${STRIPE_SECRET_MIN_CHARS} letters or digits`),
+    example: 'sk_live_<the key from the dashboard’s API keys page>',
+  },
   STRIPE_API_BASE: { schema: httpUrl, example: 'http://localhost:12111' },
   PORT: { schema: int(0, 65535), example: '3000' },
   ROLE: { schema: z.enum(ROLES), example: 'web' },
-  API_TOKEN: { schema: token, example: 'a long random string (openssl rand -hex 32)' },
-  ADMIN_TOKEN: { schema: token, example: 'a long random string (openssl rand -hex 32)' },
+  API_TOKEN: { schema: token, example: TOKEN_EXAMPLE },
+  ADMIN_TOKEN: { schema: token, example: TOKEN_EXAMPLE },
   METRICS_TOKEN: { schema: token, example: 'a long random string for Prometheus (openssl rand -hex 32)' },
   WORKER_CONCURRENCY: { schema: int(1, 100), example: '5' },
   STALE_AFTER_SECONDS: { schema: int(1, 86_400), example: '300' },
@@ -136,11 +157,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeEnv = v.NODE_ENV ?? 'development';
   const production = nodeEnv === 'production';
 
+  const warnings: string[] = [];
   if (production) {
     for (const name of ['DATABASE_URL', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_SECRET_KEY', 'API_TOKEN', 'ADMIN_TOKEN', 'CHECKOUT_SUCCESS_URL', 'CHECKOUT_CANCEL_URL'] as const) {
       if (env[name] === undefined || env[name] === '') {
         problems.push(`${name} is required when NODE_ENV=production (example: ${name}=${variables[name].example})`);
       }
+    }
+    problems.push(...productionTokenProblems(v));
+    if (v.METRICS_TOKEN === undefined) {
+      warnings.push(
+        `METRICS_TOKEN is unset, so GET /metrics accepts ADMIN_TOKEN and every Prometheus configuration holds the operator's token: give Prometheus its own (example: METRICS_TOKEN=${variables.METRICS_TOKEN.example})`,
+      );
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
@@ -180,5 +208,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeMaxConcurrentCalls: v.STRIPE_MAX_CONCURRENT_CALLS ?? 8,
     httpRequestTimeoutMs: (v.HTTP_REQUEST_TIMEOUT_SECONDS ?? 30) * 1000,
     webhookBodyBudgetBytes: (v.WEBHOOK_BODY_BUDGET_MB ?? 16) * 1024 * 1024,
+    warnings: Object.freeze(warnings),
   });
+}
+
+/**
+ * Production refuses tokens a person made up, and one token doing two jobs: the API token lives in
+ * the selling application, the metrics token in Prometheus, and neither may open /admin (nor
+ * Prometheus the API). METRICS_TOKEN may equal ADMIN_TOKEN: unset, it is the admin token.
+ */
+function productionTokenProblems(v: Parsed): string[] {
+  const problems: string[] = [];
+  for (const name of ['API_TOKEN', 'ADMIN_TOKEN', 'METRICS_TOKEN'] as const) {
+    const value = v[name];
+    if (value === undefined) continue;
+    const distinct = new Set(value).size;
+    if (distinct < TOKEN_MIN_DISTINCT_CHARS) {
+      problems.push(`${name} has only ${distinct} different characters; production needs at least ${TOKEN_MIN_DISTINCT_CHARS} (example: ${name}=${variables[name].example})`);
+    }
+  }
+  for (const [name, other] of [['ADMIN_TOKEN', 'API_TOKEN'], ['METRICS_TOKEN', 'API_TOKEN']] as const) {
+    if (v[name] !== undefined && v[name] === v[other]) {
+      problems.push(`${name} must differ from ${other}: whoever holds one would hold both (example: ${name}=${variables[name].example})`);
+    }
+  }
+  return problems;
 }

@@ -21,6 +21,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel, { sync: false });
   logUnhandledRejections(logger);
+  for (const warning of config.warnings) logger.warn(warning);
   // Closed in this order at shutdown: database pool first, then the development stand-ins.
   const closers: Array<() => Promise<void>> = [];
 

@@ -83,7 +83,7 @@ export async function startService({ config, pools, stripe, logger }: ServiceDep
         metrics,
         metricsToken: config.metricsToken,
       })
-    : buildOpsApp({ readiness, metrics, metricsToken: config.metricsToken, logger });
+    : buildOpsApp({ readiness, metrics, metricsToken: config.metricsToken, logger, trustProxyHops: config.trustProxyHops, rateLimitPerMinute: config.rateLimitPerMinute });
 
   const server = createServer(app, { requestTimeoutMs: config.httpRequestTimeoutMs });
   await new Promise<void>((resolve, reject) => {

@@ -2,18 +2,22 @@
 // without its secrets, and the result's fields carry units. Outside production every secret is
 // passed in, so loadConfig never generates ./.data/dev-secrets.json from a test.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { loadDevSecrets } from '../src/dev/dev-secrets.js';
 
 const SECRETS = {
-  STRIPE_WEBHOOK_SECRET: 'whsec_test_config_0123456789',
+  STRIPE_WEBHOOK_SECRET: 'whsec_test_config_0123456789abcdef',
   API_TOKEN: 'test-api-token-0123456789',
   ADMIN_TOKEN: 'test-admin-token-0123456789',
 };
 const PRODUCTION = {
   NODE_ENV: 'production',
   DATABASE_URL: 'postgres://app:secret@db:5432/stripe_inbox',
-  STRIPE_SECRET_KEY: 'sk_live_0123456789',
+  STRIPE_SECRET_KEY: 'sk_live_0123456789abcdefghijklmn',
   CHECKOUT_SUCCESS_URL: 'https://shop.example.test/thanks',
   CHECKOUT_CANCEL_URL: 'https://shop.example.test/pricing',
   ...SECRETS,
@@ -54,7 +58,37 @@ describe('invalid values', () => {
   });
 
   test('a webhook secret that is not a whsec_ secret is refused', () => {
-    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: 'whsec_ok,sk_live_oops' }).join('\n'), /^STRIPE_WEBHOOK_SECRET .*whsec_/);
+    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: `${SECRETS.STRIPE_WEBHOOK_SECRET},sk_live_oops` }).join('\n'), /^STRIPE_WEBHOOK_SECRET .*whsec_/);
+  });
+
+  // `whsec_` alone verified any body signed with the empty key: anyone could forge a delivery.
+  test('a webhook secret needs 24 characters after whsec_, in every configured secret', () => {
+    for (const secret of ['whsec_', `whsec_${'a1'.repeat(11)}b`, `"whsec_${'a1'.repeat(16)}"`, `${SECRETS.STRIPE_WEBHOOK_SECRET},whsec_old`]) {
+      const [problem, ...more] = problemsOf({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: secret });
+      assert.equal(more.length, 0, secret);
+      assert.match(problem!, /^STRIPE_WEBHOOK_SECRET each secret must be whsec_ followed by at least 24 .*\(example: STRIPE_WEBHOOK_SECRET=whsec_/, secret);
+    }
+    assert.deepEqual(loadConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: `whsec_${'a1'.repeat(12)}` }).webhookSecrets, [`whsec_${'a1'.repeat(12)}`]);
+  });
+
+  test('a Stripe API key needs its prefix and 24 characters after it', () => {
+    for (const key of ['sk_live_', 'sk_test_offline', `pk_live_${'x'.repeat(24)}`, `sk_live_${'x'.repeat(23)}`]) {
+      assert.match(problemsOf({ ...PRODUCTION, STRIPE_SECRET_KEY: key }).join('\n'), /^STRIPE_SECRET_KEY must be sk_ or rk_.* at least 24 .*\(example: STRIPE_SECRET_KEY=sk_live_/, key);
+    }
+    for (const key of [`sk_live_${'x'.repeat(24)}`, `rk_test_${'x'.repeat(99)}`]) {
+      assert.equal(loadConfig({ ...PRODUCTION, STRIPE_SECRET_KEY: key }).stripeSecretKey, key);
+    }
+  });
+
+  test('the secrets development generates pass production’s rules', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'stripe-inbox-config-'));
+    try {
+      const dev = loadDevSecrets(dataDir);
+      const config = loadConfig({ ...PRODUCTION, STRIPE_WEBHOOK_SECRET: dev.webhookSecret, API_TOKEN: dev.apiToken, ADMIN_TOKEN: dev.adminToken });
+      assert.equal(config.adminToken, dev.adminToken);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -90,12 +124,38 @@ describe('production', () => {
   test('a short token is refused', () => {
     assert.match(problemsOf({ ...PRODUCTION, API_TOKEN: 'short' }).join('\n'), /^API_TOKEN must be at least 16 characters/);
   });
+
+  test('a token with fewer than 10 different characters is refused, 10 are enough', () => {
+    for (const [name, token] of [['API_TOKEN', 'a'.repeat(32)], ['ADMIN_TOKEN', 'passwordpassword'], ['METRICS_TOKEN', '123456789123456789']] as const) {
+      assert.deepEqual(problemsOf({ ...PRODUCTION, [name]: token }), [
+        `${name} has only ${new Set(token).size} different characters; production needs at least 10 (example: ${name}=a long random string${name === 'METRICS_TOKEN' ? ' for Prometheus' : ''} (openssl rand -hex 32))`,
+      ]);
+    }
+    assert.equal(loadConfig({ ...PRODUCTION, METRICS_TOKEN: '1234567890123456' }).metricsToken, '1234567890123456');
+  });
+
+  test('the API token may not double as the admin or the metrics token; the metrics token may be the admin token', () => {
+    assert.deepEqual(problemsOf({ ...PRODUCTION, ADMIN_TOKEN: SECRETS.API_TOKEN, METRICS_TOKEN: SECRETS.API_TOKEN }).map((p) => p.split(':')[0]), [
+      'ADMIN_TOKEN must differ from API_TOKEN',
+      'METRICS_TOKEN must differ from API_TOKEN',
+    ]);
+    assert.equal(loadConfig({ ...PRODUCTION, METRICS_TOKEN: SECRETS.ADMIN_TOKEN }).metricsToken, SECRETS.ADMIN_TOKEN);
+  });
+
+  test('without METRICS_TOKEN, starts with a warning that /metrics takes the admin token', () => {
+    const [warning, ...more] = loadConfig(PRODUCTION).warnings;
+    assert.equal(more.length, 0);
+    assert.match(warning!, /^METRICS_TOKEN is unset, so GET \/metrics accepts ADMIN_TOKEN.*\(example: METRICS_TOKEN=/);
+    assert.deepEqual(loadConfig({ ...PRODUCTION, METRICS_TOKEN: 'test-metrics-token-0123456789' }).warnings, []);
+    assert.deepEqual(loadConfig({ NODE_ENV: 'test', ...SECRETS }).warnings, [], 'outside production the default is fine');
+  });
 });
 
 describe('valid values', () => {
   test('comma-separated webhook secrets (a rotation) parse to each secret, trimmed', () => {
-    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: 'whsec_new_1, whsec_old_2,' });
-    assert.deepEqual(config.webhookSecrets, ['whsec_new_1', 'whsec_old_2']);
+    const [next, previous] = [`whsec_new_${'1'.repeat(24)}`, `whsec_old_${'2'.repeat(24)}`];
+    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: `${next}, ${previous},` });
+    assert.deepEqual(config.webhookSecrets, [next, previous]);
   });
 
   test('defaults are DESIGN’s, in fields that carry their unit', () => {

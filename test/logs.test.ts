@@ -7,7 +7,7 @@ import { signDelivery } from '../src/stripe/sample-events.js';
 import { spawnService, type ChildService } from './support/child-service.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
 import { finishedEvent, givenOrder, paidEvent } from './support/factories.js';
-import { ADMIN_TOKEN, API_TOKEN, PREVIOUS_WEBHOOK_SECRET, WEBHOOK_SECRET } from './support/service.js';
+import { ADMIN_TOKEN, API_TOKEN, PREVIOUS_WEBHOOK_SECRET, STRIPE_SECRET_KEY, WEBHOOK_SECRET } from './support/service.js';
 
 let database: TestDatabase;
 let child: ChildService;
@@ -46,7 +46,7 @@ test('no secret, token, signature or payload reaches the logs', async () => {
 
   const text = JSON.stringify(child.logs);
   const signature = signed.headers['stripe-signature']!;
-  for (const secret of [WEBHOOK_SECRET, PREVIOUS_WEBHOOK_SECRET, API_TOKEN, ADMIN_TOKEN, 'wrong-token-0123456789', 'sk_test_offline', signature, signature.split('v1=')[1]!, 'buyer-secret@example.com', 'Payload Only', 'checkout-secret@example.com']) {
+  for (const secret of [WEBHOOK_SECRET, PREVIOUS_WEBHOOK_SECRET, API_TOKEN, ADMIN_TOKEN, 'wrong-token-0123456789', STRIPE_SECRET_KEY, signature, signature.split('v1=')[1]!, 'buyer-secret@example.com', 'Payload Only', 'checkout-secret@example.com']) {
     assert.ok(!text.includes(secret), `the logs contain ${secret.slice(0, 12)}…`);
   }
 

@@ -89,6 +89,14 @@ export interface ApiIdempotencyKeysTable {
   leased_until: Date | null;
 }
 
+/** Written by src/http/admin-session.ts only. */
+export interface AdminSessionsTable {
+  session_digest: string;
+  created_at: Defaulted<Date>;
+  expires_at: Date;
+  revoked_at: Date | null;
+}
+
 export interface MaintenanceRunsTable {
   name: string;
   last_run_at: Date;
@@ -104,6 +112,7 @@ export interface Database {
   credit_revocations: CreditRevocationsTable;
   api_idempotency_keys: ApiIdempotencyKeysTable;
   maintenance_runs: MaintenanceRunsTable;
+  admin_sessions: AdminSessionsTable;
 }
 
 export type StripeEventRow = Selectable<StripeEventsTable>;

@@ -13,7 +13,7 @@ import { requestRefund } from '../refunds/request-refund.js';
 import type { StripeCalls } from '../stripe/outbound.js';
 import { adminGuard } from './admin-dashboard.js';
 import { sendResult } from './idempotent-request.js';
-import { badRequest, idempotencyKeyHeader } from './validation.js';
+import { badRequest, checkIdParam, idempotencyKeyHeader, lookupId } from './validation.js';
 
 export interface AdminDeps {
   db: Kysely<Database>;
@@ -31,11 +31,12 @@ const refundBody = z.strictObject({ amount: z.number().int().positive('must be a
 
 const eventList = z.strictObject({ status: z.enum(['failed', 'stuck']), limit: z.coerce.number().int().min(1).max(500).default(50) });
 const timelineQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(48).default(3) });
-const searchQuery = z.strictObject({ q: z.string().trim().min(1, 'give an event id, object id or order id').max(255) });
+const searchQuery = z.strictObject({ q: z.string().trim().pipe(lookupId) });
 
 export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger, stripeCalls, idempotencyLeaseMs, metrics }: AdminDeps): Router {
   const router = Router();
-  router.use('/admin', adminGuard(adminToken), express.json({ limit: '16kb' }));
+  router.use('/admin', adminGuard({ db, adminToken }), express.json({ limit: '16kb' }));
+  router.param('id', checkIdParam);
 
   router.get('/admin/api/status', async (_req, res) => {
     res.json(await getInboxStatus(db));

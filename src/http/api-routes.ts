@@ -9,7 +9,7 @@ import { consumeCredit, getQuota } from '../fulfilment/credit-ledger.js';
 import { findOrder, listPackages } from '../fulfilment/orders.js';
 import { requireBearer } from './auth.js';
 import { sendResult } from './idempotent-request.js';
-import { badRequest, idempotencyKeyHeader } from './validation.js';
+import { badRequest, checkIdParam, idempotencyKeyHeader } from './validation.js';
 
 export interface ApiDeps extends CheckoutDeps {
   db: Kysely<Database>;
@@ -28,6 +28,7 @@ export function apiRoutes(deps: ApiDeps): Router {
   const { db } = deps;
   const router = Router();
   router.use('/api', requireBearer(deps.apiToken, 'api'), express.json({ limit: '16kb' }));
+  router.param('id', checkIdParam);
 
   router.get('/api/packages', async (_req, res) => {
     const packages = await listPackages(db);

@@ -1,8 +1,11 @@
 // Per-client-IP rate limits (express-rate-limit, in-memory: per process, so N web containers
-// allow N times as much). One number, RATE_LIMIT_PER_MINUTE (default 1200), sets all three:
+// allow N times as much). One number, RATE_LIMIT_PER_MINUTE (default 1200), sets all four:
 //   - /api/*: that many requests a minute per IP (1200/min = 20/s sustained, above what one
 //     selling application's backend needs, well below what it takes to hurt Postgres);
 //   - /admin*: a quarter of it (300/min), an operator with a dashboard or a script;
+//   - GET /metrics: a quarter of it too, counting refused requests only: it takes the admin token
+//     when METRICS_TOKEN is unset, so it must not be a cheaper place to guess that token, and
+//     Prometheus scraping with the right token never counts;
 //   - POST /webhooks/stripe: half of it (600/min), counting rejected deliveries only.
 // Stripe's bursts are never limited: after an outage Stripe retries every failed delivery at
 // once, from its few published IPs, and a limit on them would turn a backlog into a longer one.
@@ -28,13 +31,15 @@ export interface RateLimits {
    * or answers 429 itself once this IP is over its limit.
    */
   readonly webhookRejections: RequestHandler;
+  /** For a /metrics request without the right token, as webhookRejections. */
+  readonly metricsRejections: RequestHandler;
 }
 
 const passThrough: RequestHandler = (_req, _res, next) => next();
 
 /** `perMinute` 0 turns rate limiting off (e.g. when the proxy in front already limits). */
 export function rateLimits(perMinute: number, logger: Logger): RateLimits {
-  if (perMinute === 0) return { api: passThrough, admin: passThrough, webhookRejections: passThrough };
+  if (perMinute === 0) return { api: passThrough, admin: passThrough, webhookRejections: passThrough, metricsRejections: passThrough };
   const limiter = (name: string, limit: number) =>
     rateLimit({
       windowMs: 60_000,
@@ -49,9 +54,11 @@ export function rateLimits(perMinute: number, logger: Logger): RateLimits {
         error: (err: unknown) => logger.error({ err, limiter: name }, 'rate limiter configuration'),
       },
     });
+  const quarter = Math.max(1, Math.round(perMinute / 4));
   return {
     api: limiter('api', perMinute),
-    admin: limiter('admin', Math.max(1, Math.round(perMinute / 4))),
+    admin: limiter('admin', quarter),
     webhookRejections: limiter('webhook rejections', Math.max(1, Math.round(perMinute / 2))),
+    metricsRejections: limiter('metrics rejections', quarter),
   };
 }

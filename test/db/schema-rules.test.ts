@@ -78,3 +78,13 @@ describe('orders', () => {
     await sql`update orders set status = 'paid', paid_at = now() where order_id = ${order.order_id}`.execute(database.db);
   });
 });
+
+describe('admin sessions', () => {
+  test('a session expires after it starts, and is revoked no earlier than it starts', async () => {
+    const insert = (digest: string, expires: RawBuilder<unknown>, revoked: RawBuilder<unknown> | null = null) =>
+      sql`insert into admin_sessions (session_digest, expires_at, revoked_at) values (${digest}, ${expires}, ${revoked})`;
+    await insert('digest-legal', sql`now() + interval '12 hours'`, sql`now()`).execute(database.db);
+    await assertRefused(insert('digest-expired-at-birth', sql`now()`), CHECK_VIOLATION, 'admin_sessions_expire_after_start');
+    await assertRefused(insert('digest-revoked-before', sql`now() + interval '12 hours'`, sql`now() - interval '1 second'`), CHECK_VIOLATION, 'admin_sessions_revoked_after_start');
+  });
+});

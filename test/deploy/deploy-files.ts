@@ -198,8 +198,8 @@ export function durationMs(value: string): number {
 /** Values a real .env holds for the variables .env.example leaves empty (test-mode Stripe). */
 export const EXAMPLE_SECRETS = {
   POSTGRES_PASSWORD: 'b3f1c0ffee0123456789abcdef',
-  STRIPE_WEBHOOK_SECRET: 'whsec_test_deploy_0123456789',
-  STRIPE_SECRET_KEY: 'sk_test_deploy_0123456789',
+  STRIPE_WEBHOOK_SECRET: 'whsec_test_deploy_0123456789abcdef',
+  STRIPE_SECRET_KEY: 'sk_test_deploy_0123456789abcdefghij',
   API_TOKEN: 'deploy-api-token-0123456789',
   ADMIN_TOKEN: 'deploy-admin-token-0123456789',
   CHECKOUT_SUCCESS_URL: 'https://shop.example/thanks?session_id={CHECKOUT_SESSION_ID}',

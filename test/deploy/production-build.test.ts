@@ -148,6 +148,7 @@ test('the image command starts in production, migrates an empty database and tur
   const exited = once(child, 'exit').then(([code, signal]) => (code ?? signal) as number | string | null);
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-8_192)));
+  const warnings: unknown[] = [];
   const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
       const entry = (() => {
@@ -157,6 +158,7 @@ test('the image command starts in production, migrates an empty database and tur
           return undefined;
         }
       })();
+      if (entry?.level === 40) warnings.push(entry.msg);
       if (entry?.msg === 'stripe-inbox started') resolve(entry);
     });
     void exited.then((code) => reject(new Error(`exited with ${code} before starting:\n${stderr}`)));
@@ -164,6 +166,8 @@ test('the image command starts in production, migrates an empty database and tur
   assert.equal(started.node, process.version, 'the start line names the Node version');
   const url = String(started.url);
   service = { process: child, url, exited, stderr: () => stderr };
+  // .env.example leaves METRICS_TOKEN empty: /metrics then takes the admin token, which is worth a warning.
+  assert.ok(warnings.some((msg) => String(msg).startsWith('METRICS_TOKEN is unset')), `warnings: ${JSON.stringify(warnings)}`);
   await waitFor('/readyz to answer 200', async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 30_000 });
 });
 

@@ -2,7 +2,8 @@
 // counting rejected deliveries only, so that Stripe's bursts (a backlog retried at once, from a
 // few IPs) are never limited, even from an address that is over its limit. The services here run
 // with RATE_LIMIT_PER_MINUTE=20 (api 20, admin 5, webhook rejections 10 a minute), behind one
-// trusted proxy, so that each test is its own client through X-Forwarded-For.
+// trusted proxy, so that each test is its own client through X-Forwarded-For. /metrics counts
+// refused requests only (a quarter, 5), as the webhook counts rejected deliveries.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -41,7 +42,8 @@ async function send(service: TestService, path: string, init: RequestInit & { ip
   if (init.ip) headers.set('x-forwarded-for', init.ip);
   const response = await fetch(service.url + path, { ...init, headers });
   const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+  const json = response.headers.get('content-type')?.startsWith('application/json');
+  return { status: response.status, body: json ? JSON.parse(text) : text || undefined, headers: response.headers };
 }
 
 const validDelivery = (ip?: string) => {
@@ -123,6 +125,24 @@ describe('/api and /admin', () => {
     assertLimited(await send(proxied, '/api/packages', { headers: { 'x-forwarded-for': `198.51.100.99, ${ip}` } }));
   });
 
+  // /metrics takes the admin token when METRICS_TOKEN is unset: no cheaper place to guess it.
+  test('/metrics answers 429 to refused requests past a quarter (5); the right token is never limited', async () => {
+    const worker = await startTestService(database, { env: { ROLE: 'worker', RATE_LIMIT_PER_MINUTE: '20', TRUST_PROXY: '1' } });
+    try {
+      for (const service of [proxied, worker]) {
+        const ip = newClient();
+        const wrong = { ip, headers: { authorization: 'Bearer wrong-token-0123456789' } };
+        for (let i = 0; i < 5; i++) assert.equal((await send(service, '/metrics', wrong)).status, 401, `refusal ${i + 1}`);
+        assertLimited(await send(service, '/metrics', wrong));
+        assertLimited(await send(service, '/metrics', { ip }));
+        for (let i = 0; i < 10; i++) assert.equal((await send(service, '/metrics', { ip, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status, 200);
+        assert.equal((await send(service, '/metrics', { ip: newClient() })).status, 401, 'another client is not affected');
+      }
+    } finally {
+      await worker.close();
+    }
+  });
+
   test('health checks are never limited', async () => {
     const ip = newClient();
     for (let i = 0; i < 50; i++) assert.equal((await send(proxied, i % 2 ? '/healthz' : '/readyz', { ip })).status, 200);
@@ -130,7 +150,7 @@ describe('/api and /admin', () => {
 });
 
 describe('configuration', () => {
-  const SECRETS = { NODE_ENV: 'test', STRIPE_WEBHOOK_SECRET: 'whsec_test_rate_0123456789', API_TOKEN, ADMIN_TOKEN };
+  const SECRETS = { NODE_ENV: 'test', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, API_TOKEN, ADMIN_TOKEN };
   const problems = (env: Record<string, string>) => {
     try {
       loadConfig({ ...SECRETS, ...env });

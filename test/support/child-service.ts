@@ -3,7 +3,7 @@
 import { after, before } from 'node:test';
 import { spawnService as spawnServiceProcess, type ChildService } from '../../src/cli/spawn-service.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
-import { ADMIN_TOKEN, API_TOKEN, PREVIOUS_WEBHOOK_SECRET, WEBHOOK_SECRET } from './service.js';
+import { ADMIN_TOKEN, API_TOKEN, PREVIOUS_WEBHOOK_SECRET, STRIPE_SECRET_KEY, WEBHOOK_SECRET } from './service.js';
 
 export type { ChildService };
 
@@ -13,7 +13,7 @@ export async function spawnService(databaseUrl: string, env: Record<string, stri
     DATABASE_URL: databaseUrl,
     STRIPE_WEBHOOK_SECRET: `${WEBHOOK_SECRET},${PREVIOUS_WEBHOOK_SECRET}`,
     // Nothing in these tests calls Stripe; a closed port makes any call fail fast.
-    STRIPE_SECRET_KEY: 'sk_test_offline',
+    STRIPE_SECRET_KEY,
     STRIPE_API_BASE: 'http://127.0.0.1:9',
     API_TOKEN,
     ADMIN_TOKEN,

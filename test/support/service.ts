@@ -12,6 +12,8 @@ import { createTestDatabase, type TestDatabase } from './database.js';
 
 export const WEBHOOK_SECRET = 'whsec_test_current_0123456789abcdef';
 export const PREVIOUS_WEBHOOK_SECRET = 'whsec_test_previous_0123456789abcdef';
+/** Never called: STRIPE_API_BASE points at the offline stand-in. */
+export const STRIPE_SECRET_KEY = 'sk_test_offline_0123456789abcdef';
 export const API_TOKEN = 'test-api-token-0123456789';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -41,7 +43,7 @@ export async function startTestService(
     NODE_ENV: 'test',
     DATABASE_URL: database.url,
     STRIPE_WEBHOOK_SECRET: `${WEBHOOK_SECRET},${PREVIOUS_WEBHOOK_SECRET}`,
-    STRIPE_SECRET_KEY: 'sk_test_offline',
+    STRIPE_SECRET_KEY,
     STRIPE_API_BASE: stripe.url,
     API_TOKEN,
     ADMIN_TOKEN,
@@ -53,7 +55,7 @@ export async function startTestService(
   const logger = createLogger(config.logLevel);
   // The service's own pools on the test's database, as main.ts opens them.
   const pools = openServicePools(database.url, { workerConcurrency: config.workerConcurrency });
-  const service = await startService({ config, pools, stripe: createStripeClient('sk_test_offline', stripe.url, { timeoutMs: config.stripeTimeoutMs }), logger });
+  const service = await startService({ config, pools, stripe: createStripeClient(STRIPE_SECRET_KEY, stripe.url, { timeoutMs: config.stripeTimeoutMs }), logger });
 
   const request = async (path: string, init: RequestInit): Promise<HttpReply> => {
     const response = await fetch(service.url + path, init);
@@ -103,4 +105,12 @@ export function serviceForFile(options: { env?: Record<string, string> } = {}): 
     await file.database?.close();
   });
   return file;
+}
+
+/** Signs in to the dashboard as a browser does; the session cookie, as a Cookie header sends it. */
+export async function signIn(service: { url: string }, token = ADMIN_TOKEN): Promise<string> {
+  const response = await fetch(`${service.url}/admin/login`, { method: 'POST', body: new URLSearchParams({ token }), redirect: 'manual' });
+  const cookie = response.headers.get('set-cookie')?.split(';')[0];
+  if (response.status !== 303 || !cookie) throw new Error(`signing in answered ${response.status}`);
+  return cookie;
 }

@@ -1,0 +1,36 @@
+// A state-changing request authenticated by the dashboard's cookie must come from the dashboard
+// itself. SameSite=Strict stops other sites, but not sibling subdomains (a.example.com and
+// admin.example.com are the same site), so the browser's own word on where the request comes
+// from is checked too: Sec-Fetch-Site must be same-origin, and Origin, when sent, must be this
+// service's origin as the browser sees it (protocol and Host, through TRUST_PROXY's
+// X-Forwarded-Proto and X-Forwarded-Host, as Express computes them). Browsers send at least one
+// of the two on every POST; a request with neither is not from a browser's page, and a script
+// uses the bearer token, which this check does not concern.
+import type { Request, Response } from 'express';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+const originOf = (url: string): string | undefined => {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+};
+
+export function isCrossOrigin(req: Request): boolean {
+  if (SAFE_METHODS.has(req.method)) return false;
+  const site = req.headers['sec-fetch-site'];
+  const origin = req.headers.origin;
+  if (site === undefined && origin === undefined) return true;
+  if (site !== undefined && site !== 'same-origin') return true;
+  if (origin === undefined) return false;
+  const own = req.host === undefined ? undefined : originOf(`${req.protocol}://${req.host}`);
+  return own === undefined || originOf(origin) !== own;
+}
+
+export function refuseCrossOrigin(res: Response): void {
+  res.status(403).json({
+    error: 'cross-origin request refused: a signed-in dashboard action must come from the dashboard’s own page (Origin, Sec-Fetch-Site); scripts use the bearer token',
+  });
+}
