@@ -7,7 +7,7 @@ import { reconcileEvents } from '../../src/reconcile/reconcile-events.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 
 import { finishedEvent, givenOrder, paidEvent, quotaOf } from '../support/factories.js';
-import { serviceForFile } from '../support/service.js';
+import { serviceForFile, STRIPE_SECRET_KEY } from '../support/service.js';
 
 const file = serviceForFile();
 
@@ -20,7 +20,7 @@ test('events missed by the webhook are claimed and fulfilled; a second run claim
   // An event older than the window is not asked for.
   file.service.stripe.addEvent({ ...paidEvent(await givenOrder(file.database)), created: Math.floor(Date.now() / 1000) - 5 * 86_400 });
 
-  const stripe = createStripeClient('sk_test_offline', file.service.stripe.url, { timeoutMs: 5_000 });
+  const stripe = createStripeClient(STRIPE_SECRET_KEY, file.service.stripe.url, { timeoutMs: 5_000 });
   const options = { since: new Date(Date.now() - 86_400_000), maxAttempts: 10 };
   const dry = await reconcileEvents(file.database.db, stripe, { ...options, dryRun: true });
   assert.deepEqual({ listed: dry.listed, missing: dry.missing, claimed: dry.claimed }, { listed: 5, missing: 3, claimed: 0 });
@@ -38,7 +38,7 @@ test('events missed by the webhook are claimed and fulfilled; a second run claim
 });
 
 test('--undelivered-only asks Stripe for failed deliveries only', async () => {
-  const stripe = createStripeClient('sk_test_offline', file.service.stripe.url, { timeoutMs: 5_000 });
+  const stripe = createStripeClient(STRIPE_SECRET_KEY, file.service.stripe.url, { timeoutMs: 5_000 });
   const before = file.service.stripe.requests.length;
   await reconcileEvents(file.database.db, stripe, { since: new Date(Date.now() - 3_600_000), undeliveredOnly: true, maxAttempts: 10 });
   const listed = file.service.stripe.requests.slice(before).filter((r) => r.path === '/v1/events');
