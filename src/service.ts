@@ -70,7 +70,7 @@ export async function startService({ config, pools, stripe, logger }: ServiceDep
         webhookSecrets: config.webhookSecrets,
         webhookBodyBudgetBytes: config.webhookBodyBudgetBytes,
         claim: (event) => claims.claim(event),
-        stripeCalls: new StripeCalls(stripe, { maxConcurrent: config.stripeMaxConcurrentCalls, metrics, logger }),
+        stripeCalls: new StripeCalls(stripe, { maxConcurrent: config.stripeMaxConcurrentCalls, timeoutMs: config.stripeTimeoutMs, metrics, logger }),
         idempotencyLeaseMs: longestCallMs({ timeoutMs: config.stripeTimeoutMs }),
         successUrl: config.checkoutSuccessUrl,
         cancelUrl: config.checkoutCancelUrl,

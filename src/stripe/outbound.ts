@@ -16,8 +16,21 @@ export class StripeBusy extends Error {
   }
 }
 
+/**
+ * A call that ran out of time. Also when the SDK's retry of a timed-out attempt was refused with
+ * 409 (Stripe was still working on the first attempt, under the same Idempotency-Key): the cause
+ * is then Stripe's 409, the reason is still a slow Stripe.
+ */
+export class StripeTimeout extends Error {
+  constructor(operation: StripeOperation, options: { cause: unknown }) {
+    super(`Stripe did not answer ${operation} in time`, options);
+  }
+}
+
 export interface StripeCallsOptions {
   maxConcurrent: number;
+  /** Per attempt (STRIPE_TIMEOUT_SECONDS): a failed call that took at least this long was slow, whatever its last error. */
+  timeoutMs: number;
   metrics: Pick<Metrics, 'stripeRequestSeconds' | 'stripeCallsRefused'>;
   logger: Logger;
 }
@@ -46,9 +59,11 @@ export class StripeCalls {
     try {
       return await call(this.stripe);
     } catch (error) {
-      outcome = isStripeTimeout(error) ? 'timeout' : 'error';
-      this.options.logger.warn({ operation, outcome, reason: describeStripeFailure(error), durationMs: Math.round(performance.now() - started) }, 'Stripe call failed');
-      throw error;
+      const durationMs = performance.now() - started;
+      const timedOut = isStripeTimeout(error) || durationMs >= this.options.timeoutMs;
+      outcome = timedOut ? 'timeout' : 'error';
+      this.options.logger.warn({ operation, outcome, lastError: describeStripeFailure(error), durationMs: Math.round(durationMs) }, 'Stripe call failed');
+      throw timedOut ? new StripeTimeout(operation, { cause: error }) : error;
     } finally {
       this.#inFlight--;
       this.options.metrics.stripeRequestSeconds.observe({ operation, outcome }, (performance.now() - started) / 1000);
@@ -63,7 +78,7 @@ export function isStripeTimeout(error: unknown): boolean {
 
 /** A short, safe reason for a failed Stripe call: its error type, never its raw message. */
 export function describeStripeFailure(error: unknown): string {
-  if (isStripeTimeout(error)) return 'timeout';
+  if (error instanceof StripeTimeout || isStripeTimeout(error)) return 'timeout';
   return error instanceof Stripe.errors.StripeError ? error.type : 'network error';
 }
 
