@@ -2,7 +2,6 @@
 import { sql, type Kysely } from 'kysely';
 import { EVENT_STATUSES, type Database, type EventStatus } from '../db/schema.js';
 import { lastMaintenanceRun } from '../db/maintenance-runs.js';
-import { SWEEP_RUN_NAME } from '../sweep/sweep-stale-events.js';
 import { countQueuedJobs } from './enqueue.js';
 
 export interface InboxStatus {
@@ -33,7 +32,7 @@ export async function getInboxStatus(db: Kysely<Database>): Promise<InboxStatus>
     oldest_processing_age_seconds: oldest?.age ?? null,
     jobs_queued: queued.jobs,
     events_queued: queued.events,
-    last_sweep_at: (await lastMaintenanceRun(db, SWEEP_RUN_NAME))?.toISOString() ?? null,
+    last_sweep_at: (await lastMaintenanceRun(db, 'sweep'))?.toISOString() ?? null,
   };
 }
 

@@ -15,7 +15,6 @@ import { pruneFinishedEvents } from '../events/event-store.js';
 import type { Logger } from '../logger.js';
 
 export const MIN_RETENTION_DAYS = 31;
-export const PRUNE_RUN_NAME = 'prune';
 const DAY_MS = 86_400_000;
 
 export interface PruneOptions {
@@ -46,7 +45,7 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
     if (deleted < batchSize) break;
   }
   result.deleted_jobs = await deleteSpentJobs(db);
-  await recordMaintenanceRun(db, PRUNE_RUN_NAME, { deleted: result.deleted, batches: result.batches, deleted_jobs: result.deleted_jobs });
+  await recordMaintenanceRun(db, 'prune', { deleted: result.deleted, batches: result.batches, deleted_jobs: result.deleted_jobs });
   if (result.deleted > 0) options.logger?.info({ deleted: result.deleted, batches: result.batches, finishedBefore }, 'pruned finished events');
   return result;
 }

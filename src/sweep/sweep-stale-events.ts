@@ -34,7 +34,6 @@ export interface SweepResult {
   event_ids: string[];
 }
 
-export const SWEEP_RUN_NAME = 'sweep';
 
 export async function sweepStaleEvents(db: Kysely<Database>, options: SweepOptions): Promise<SweepResult> {
   const batchSize = options.batchSize ?? 100;
@@ -55,7 +54,7 @@ export async function sweepStaleEvents(db: Kysely<Database>, options: SweepOptio
     if (options.dryRun || rows.length < room) break;
   }
   if (!result.dry_run) {
-    await recordMaintenanceRun(db, SWEEP_RUN_NAME, { reclaimed: result.reclaimed, failed: result.failed, batches: result.batches });
+    await recordMaintenanceRun(db, 'sweep', { reclaimed: result.reclaimed, failed: result.failed, batches: result.batches });
     options.metrics?.sweepReclaims.inc({ result: 'reclaimed' }, result.reclaimed);
     options.metrics?.sweepReclaims.inc({ result: 'failed' }, result.failed);
     if (result.reclaimed + result.failed > 0) {
