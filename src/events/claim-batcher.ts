@@ -23,11 +23,8 @@ export interface ClaimBatcherOptions extends EventQueueOptions {
   maxBatch?: number;
   /**
    * Claim transactions open at once. One: the next batch forms while a commit is in flight, and
-   * notifying commits serialise anyway. Measured in the ingest bench (docs/benchmarks.md): on a
-   * CPU-bound host 1 gave 1,419-1,470 req/s where 2 gave 1,255-1,271 and 3 or 4 less still (each
-   * extra transaction splits the batch and competes with the event loop for the two cores); on a
-   * host four times faster 2 and 3 gained nothing either (4,062-4,750 and 3,556 against
-   * 4,063-4,716 req/s): the batches split and each commit waited for the other's.
+   * notifying commits serialise anyway; more split the batches and each commit waits for the
+   * other's (measured on two hosts: docs/benchmarks.md, runs 5–7).
    */
   maxInFlight?: number;
   /** Longest a delivery waits for its commit; well under Stripe's own webhook timeout. */

@@ -1,7 +1,7 @@
 // Recording Checkout payments against their orders: check the price, grant each order's credits
 // once, add them to the accounts' balances, mark the orders paid. One statement for all the
 // payments of a job's batch, because each round trip to Postgres costs more than the work in it
-// (docs/benchmarks.md, drain): fulfilment used to spend four statements per payment.
+// (docs/benchmarks.md, drain).
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 

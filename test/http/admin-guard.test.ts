@@ -1,4 +1,4 @@
-// The admin API is never reachable without ADMIN_TOKEN (issue 5, point 1): every /admin path,
+// The admin API is never reachable without ADMIN_TOKEN: every /admin path,
 // known or not, any method, answers 401, never a 404 that would map the routes. Tokens are
 // compared as SHA-256 digests with timingSafeEqual (src/http/auth.ts), so a guess of any length
 // or content is a plain 401, never an exception. Timing itself is not measured here: on a shared

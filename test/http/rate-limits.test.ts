@@ -1,4 +1,4 @@
-// Rate limits (issue 5, point 1): per client IP, /api and /admin counted in full, the webhook
+// Rate limits: per client IP, /api and /admin counted in full, the webhook
 // counting rejected deliveries only, so that Stripe's bursts (a backlog retried at once, from a
 // few IPs) are never limited, even from an address that is over its limit. The services here run
 // with RATE_LIMIT_PER_MINUTE=20 (api 20, admin 5, webhook rejections 10 a minute), behind one

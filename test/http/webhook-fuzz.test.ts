@@ -1,4 +1,4 @@
-// POST /webhooks/stripe under hostile input (issue 5, point 1), property-based with fast-check,
+// POST /webhooks/stripe under hostile input, property-based with fast-check,
 // against the real service over HTTP. Every answer is either a 200 that stored exactly the event
 // sent, with its job, or a 4xx whose body is {"error"} with one of a fixed set of messages and
 // nothing stored; the process stays up and nothing goes unhandled. Where the outcome is known
