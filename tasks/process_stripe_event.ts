@@ -1,6 +1,8 @@
 // graphile-worker task `process_stripe_event`. Its payload is a batch of events, [{ eventId }, ...]
-// (src/events/enqueue.ts), or one { eventId } from a job a release before batch jobs enqueued;
-// the rows hold the rest. The batch is fulfilled together (src/fulfilment/fulfil-event.ts) and
+// (src/events/enqueue.ts), or one { eventId } from a job a release before batch jobs (sql/0006)
+// enqueued; the rows hold the rest. That single-event shape can go once no deployment can still
+// hold such a job: they carry the key `stripe_event:<id>`, so
+// `select count(*) from graphile_worker.jobs where key like 'stripe_event:%'` is 0 everywhere. The batch is fulfilled together (src/fulfilment/fulfil-event.ts) and
 // each event reported on its own: graphile-worker retries, with its backoff, only the events whose
 // entry in the returned list rejects.
 import type { Task } from 'graphile-worker';
