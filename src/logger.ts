@@ -14,17 +14,32 @@ export interface LogDestination {
    * exits, also on process.exit(); only a SIGKILL or a power cut can lose the last lines.
    */
   sync?: boolean;
+  /**
+   * Human-readable lines (pino-pretty, a development dependency) instead of JSON: for a person at
+   * a terminal in development. Ignored where pino-pretty is not installed (the production image).
+   */
+  pretty?: boolean;
 }
 
-export function createLogger(level: string, { fd = 1, sync = true }: LogDestination = {}): Logger {
-  return pino(
-    {
-      level,
-      base: { service: 'stripe-inbox' },
-      redact: { paths: ['*.authorization', '*["stripe-signature"]', '*.secret', '*.token'], censor: '[redacted]' },
-    },
-    pino.destination({ dest: fd, sync }),
-  );
+export function createLogger(level: string, { fd = 1, sync = true, pretty = false }: LogDestination = {}): Logger {
+  const options = {
+    level,
+    base: { service: 'stripe-inbox' },
+    redact: { paths: ['*.authorization', '*["stripe-signature"]', '*.secret', '*.token'], censor: '[redacted]' },
+  };
+  if (pretty && prettyAvailable()) {
+    return pino(options, pino.transport({ target: 'pino-pretty', options: { destination: fd, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' } }));
+  }
+  return pino(options, pino.destination({ dest: fd, sync }));
+}
+
+function prettyAvailable(): boolean {
+  try {
+    import.meta.resolve('pino-pretty');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -19,7 +19,8 @@ async function main(): Promise<void> {
     process.stderr.write(`stripe-inbox: ${error.message}\n`);
     process.exit(1);
   }
-  const logger = createLogger(config.logLevel, { sync: false });
+  // JSON everywhere but a development terminal, where a person reads it.
+  const logger = createLogger(config.logLevel, { sync: false, pretty: config.nodeEnv === 'development' && process.stdout.isTTY });
   logUnhandledRejections(logger);
   for (const warning of config.warnings) logger.warn(warning);
   // Closed in this order at shutdown: database pool first, then the development stand-ins.
