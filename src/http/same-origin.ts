@@ -24,7 +24,9 @@ export function isCrossOrigin(req: Request): boolean {
   const origin = req.headers.origin;
   if (site === undefined && origin === undefined) return true;
   if (site !== undefined && site !== 'same-origin') return true;
-  if (origin === undefined) return false;
+  // `Origin: null` on a form post is what our own Referrer-Policy (no-referrer) makes browsers
+  // send; with Sec-Fetch-Site, which a page cannot forge, saying same-origin, that is enough.
+  if (origin === undefined || (origin === 'null' && site !== undefined)) return false;
   const own = req.host === undefined ? undefined : originOf(`${req.protocol}://${req.host}`);
   return own === undefined || originOf(origin) !== own;
 }

@@ -44,6 +44,8 @@ describe('with the session cookie, a POST', () => {
       { origin: DASHBOARD, 'sec-fetch-site': 'same-origin' },
       { origin: DASHBOARD },
       { 'sec-fetch-site': 'same-origin' },
+      // A form post under Referrer-Policy: no-referrer: the browser sends Origin: null.
+      { origin: 'null', 'sec-fetch-site': 'same-origin' },
       { origin: 'HTTPS://Admin.Example.Test:443', 'sec-fetch-site': 'same-origin' },
     ];
     for (const headers of fromTheDashboard) {
