@@ -8,7 +8,7 @@ import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
 import { startService } from './service.js';
 import { installShutdown } from './shutdown.js';
 import { createStripeClient } from './stripe/client.js';
-import { startOfflineStripe } from './stripe/offline-stripe.js';
+import { startOfflineStripe } from './dev/offline-stripe.js';
 
 async function main(): Promise<void> {
   let config: Config;

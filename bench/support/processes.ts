@@ -1,12 +1,12 @@
 // Child processes of a bench run: the baselines (bench/baselines/*.ts), which announce themselves
 // with one JSON line `{"ready":true,"url"?:…}` on stdout, and the service itself, started by the
-// shared src/cli/spawn-service.ts. Each is registered for cleanup and stopped with SIGTERM, then
+// shared scripts/dev/spawn-service.ts. Each is registered for cleanup and stopped with SIGTERM, then
 // SIGKILL if it has not exited within STOP_GRACE_MS.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { spawnService } from '../../src/cli/spawn-service.js';
+import { spawnService } from '../../scripts/dev/spawn-service.js';
 import { onCleanup } from './cleanup.js';
 import { COMPILED_MAIN } from './compiled-service.js';
 

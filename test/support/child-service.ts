@@ -1,7 +1,7 @@
-// The service as a real child process, with the test secrets (see src/cli/spawn-service.ts, which
+// The service as a real child process, with the test secrets (see scripts/dev/spawn-service.ts, which
 // `npm run chaos` shares): SIGKILL mid-job, SIGTERM and its exit code, two processes migrating at once.
 import { after, before } from 'node:test';
-import { spawnService as spawnServiceProcess, type ChildService } from '../../src/cli/spawn-service.js';
+import { spawnService as spawnServiceProcess, type ChildService } from '../../scripts/dev/spawn-service.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { ADMIN_TOKEN, API_TOKEN, PREVIOUS_WEBHOOK_SECRET, STRIPE_SECRET_KEY, WEBHOOK_SECRET } from './service.js';
 

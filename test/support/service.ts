@@ -6,7 +6,7 @@ import { createLogger } from '../../src/logger.js';
 import { openServicePools, type ServicePools } from '../../src/db/pools.js';
 import { startService, type Service } from '../../src/service.js';
 import { createStripeClient } from '../../src/stripe/client.js';
-import { startOfflineStripe, type OfflineStripe } from '../../src/stripe/offline-stripe.js';
+import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe.js';
 import { signDelivery } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 

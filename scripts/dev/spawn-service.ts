@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 // Only the end of stderr is kept for the error message: a long-running child may write a lot.
 const STDERR_TAIL_CHARS = 8_192;
 

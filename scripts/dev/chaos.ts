@@ -8,14 +8,14 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
-import { runScript, UsageError } from '../src/cli/script.js';
-import { ServiceFleet } from '../src/cli/service-fleet.js';
-import { openDatabase, type Db } from '../src/db/database.js';
-import { migrate } from '../src/db/migrate.js';
-import type { Database, OrderRow } from '../src/db/schema.js';
-import { createOrder } from '../src/fulfilment/orders.js';
-import { checkoutSession, sampleEvent, signDelivery, type SampleEvent } from '../src/stripe/sample-events.js';
-import { sweepStaleEvents } from '../src/sweep/sweep-stale-events.js';
+import { runScript, UsageError } from '../../src/cli/script.js';
+import { ServiceFleet } from './service-fleet.js';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { migrate } from '../../src/db/migrate.js';
+import type { Database, OrderRow } from '../../src/db/schema.js';
+import { createOrder } from '../../src/fulfilment/orders.js';
+import { checkoutSession, sampleEvent, signDelivery, type SampleEvent } from '../../src/stripe/sample-events.js';
+import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
 
 const DEFAULT_SERVER = 'postgres://postgres@127.0.0.1:5432/postgres';
 const IN_FLIGHT = 32; // concurrent deliveries
