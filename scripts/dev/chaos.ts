@@ -151,6 +151,116 @@ async function onServer(serverUrl: string, statement: string): Promise<void> {
   }
 }
 
+/** The service processes of one run: test mode, no Stripe, a short stale threshold so the sweep acts within the run. */
+function chaosFleet(databaseUrl: string, secret: string, maxAttempts: number, progress: (line: string) => void): ServiceFleet {
+  return new ServiceFleet({
+    env: {
+      NODE_ENV: 'test',
+      ROLE: 'all',
+      DATABASE_URL: databaseUrl,
+      STRIPE_WEBHOOK_SECRET: secret,
+      PORT: '0',
+      // spawnService reads the URL from the start line, logged at info.
+      LOG_LEVEL: 'info',
+      // Nothing here calls Stripe; a closed port makes any call fail fast.
+      STRIPE_SECRET_KEY: 'sk_test_offline_0123456789abcdef',
+      STRIPE_API_BASE: 'http://127.0.0.1:9',
+      API_TOKEN: randomBytes(24).toString('hex'),
+      ADMIN_TOKEN: randomBytes(24).toString('hex'),
+      STALE_AFTER_SECONDS: String(STALE_AFTER_SECONDS),
+      SWEEP_CRON: '* * * * *',
+      SHUTDOWN_TIMEOUT_SECONDS: '5',
+      MAX_ATTEMPTS: String(maxAttempts),
+    },
+    log: progress,
+    // Warnings and errors only: at info the service logs a line per delivery and per job.
+    keepLog: (entry) => Number(entry.level) >= 40,
+  });
+}
+
+/**
+ * Ctrl-C (or SIGTERM): stop every loop, SIGKILL the children, drop the database. One Ctrl-C
+ * arrives two or three times (from the terminal, relayed by npm and tsx): only a second one a
+ * second later means "exit now". Returns the signal the loops watch and how to stop listening.
+ */
+function onInterrupt(fleet: ServiceFleet, progress: (line: string) => void): { signal: AbortSignal; release: () => void } {
+  const abort = new AbortController();
+  let interruptedAt = 0;
+  const onSignal = () => {
+    if (interruptedAt && Date.now() - interruptedAt > 1_000) process.exit(130);
+    if (interruptedAt) return;
+    interruptedAt = Date.now();
+    progress('interrupted: killing the processes and dropping the database');
+    abort.abort();
+    void fleet.killAll();
+  };
+  process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+  return { signal: abort.signal, release: () => process.off('SIGINT', onSignal).off('SIGTERM', onSignal) };
+}
+
+/** One order per event, ORDERS_PER_ACCOUNT to an account, four at a time (one per pool connection). */
+async function createOrders(db: Kysely<Database>, events: number, signal: AbortSignal): Promise<OrderRow[]> {
+  const orders: OrderRow[] = [];
+  for (let i = 0; i < events && !signal.aborted; i += 4) {
+    const batch = Array.from({ length: Math.min(4, events - i) }, (_, j) => `acct_chaos_${(i + j) % Math.ceil(events / ORDERS_PER_ACCOUNT)}`);
+    for (const order of await Promise.all(batch.map((accountId) => createOrder(db, { packageId: 'starter', accountId, email: null })))) {
+      if (!order) throw new Error("the 'starter' package is missing (sql/0001 seeds it)");
+      orders.push(order);
+    }
+  }
+  return orders;
+}
+
+/** Sends the plan while killing a process every few seconds, and sweeps until the last retry. */
+async function sendKillingAndSweeping(plan: Delivery[], fleet: ServiceFleet, secret: string, durationMs: number, signal: AbortSignal, sweep: () => Promise<void>) {
+  const sent = newSendStats();
+  // Kills while the first pass is sent, sweeps until the last retry: the sender's deadline bounds all three.
+  await Promise.all([
+    sendAll(plan, fleet, secret, durationMs, signal, sent),
+    (async () => {
+      while (!sent.firstPassDone) {
+        await sleep(between(KILL_EVERY_MS.min, KILL_EVERY_MS.max));
+        if (!sent.firstPassDone) fleet.killOne();
+      }
+    })(),
+    (async () => {
+      while (!sent.done) await sleep(SWEEP_EVERY_MS).then(sweep);
+    })(),
+  ]);
+  return sent;
+}
+
+/** Sweeps until no event is processing, or DRAIN_TIMEOUT_MS after sending ended; returns what is left. */
+async function drain(db: Kysely<Database>, sendingEnded: number, signal: AbortSignal, sweep: () => Promise<void>, progress: (line: string) => void): Promise<number> {
+  let stuck = await countProcessing(db);
+  for (let i = 1; stuck > 0 && Date.now() < sendingEnded + DRAIN_TIMEOUT_MS && !signal.aborted; i++) {
+    if (i % 20 === 0) progress(`${stuck} events processing`);
+    await sweep();
+    await sleep(250);
+    stuck = await countProcessing(db);
+  }
+  return stuck;
+}
+
+/** The service's warnings and errors, grouped by their first line with numbers blanked (job ids, timings). */
+function groupedWarnings(fleet: ServiceFleet): Record<string, number> {
+  const warnings: Record<string, number> = {};
+  for (const { msg } of fleet.members.flatMap((m) => m.child.logs)) {
+    const key = String(msg).split('\n')[0]!.replace(/\d+(\.\d+)?/g, 'N').slice(0, 200);
+    warnings[key] = (warnings[key] ?? 0) + 1;
+  }
+  return warnings;
+}
+
+/** Logs what went wrong with the processes that exited badly, with the errors they logged. */
+function reportBadExits(fleet: ServiceFleet, progress: (line: string) => void): void {
+  for (const m of [...fleet.sigtermNotZero, ...fleet.unexpectedExits]) {
+    const errors = m.child.logs.filter((l) => Number(l.level) >= 50).map((l) => `${String(l.msg)}: ${JSON.stringify(l.err ?? '')}`);
+    const signalled = m.signalledAt === undefined ? 'unsignalled' : `${m.signal} ${m.signalledAt - m.upAt} ms after its start line`;
+    progress(`pid ${m.child.process.pid} (${signalled}) exited ${m.exit}; errors logged: ${errors.join(' | ') || 'none'}`);
+  }
+}
+
 runScript({
   usage: `usage: npm run chaos -- [--events <n>] [--duration <seconds>] [--processes <n>] [--database-url <url>] [--keep] [--json]
 
@@ -185,43 +295,8 @@ that did not exit 0, a process that died unasked, or an inbox that did not drain
     url.pathname = `/${name}`;
     const secret = `whsec_chaos_${randomBytes(24).toString('hex')}`;
     const maxAttempts = ctx.config.maxAttempts;
-    const fleet = new ServiceFleet({
-      env: {
-        NODE_ENV: 'test',
-        ROLE: 'all',
-        DATABASE_URL: url.toString(),
-        STRIPE_WEBHOOK_SECRET: secret,
-        PORT: '0',
-        // spawnService reads the URL from the start line, logged at info.
-        LOG_LEVEL: 'info',
-        // Nothing here calls Stripe; a closed port makes any call fail fast.
-        STRIPE_SECRET_KEY: 'sk_test_offline_0123456789abcdef',
-        STRIPE_API_BASE: 'http://127.0.0.1:9',
-        API_TOKEN: randomBytes(24).toString('hex'),
-        ADMIN_TOKEN: randomBytes(24).toString('hex'),
-        STALE_AFTER_SECONDS: String(STALE_AFTER_SECONDS),
-        SWEEP_CRON: '* * * * *',
-        SHUTDOWN_TIMEOUT_SECONDS: '5',
-        MAX_ATTEMPTS: String(maxAttempts),
-      },
-      log: progress,
-      // Warnings and errors only: at info the service logs a line per delivery and per job.
-      keepLog: (entry) => Number(entry.level) >= 40,
-    });
-    // Ctrl-C (or SIGTERM): stop every loop, SIGKILL the children, drop the database. One Ctrl-C
-    // arrives two or three times (from the terminal, relayed by npm and tsx): only a second one a
-    // second later means "exit now".
-    const abort = new AbortController();
-    let interruptedAt = 0;
-    const onSignal = () => {
-      if (interruptedAt && Date.now() - interruptedAt > 1_000) process.exit(130);
-      if (interruptedAt) return;
-      interruptedAt = Date.now();
-      progress('interrupted: killing the processes and dropping the database');
-      abort.abort();
-      void fleet.killAll();
-    };
-    process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+    const fleet = chaosFleet(url.toString(), secret, maxAttempts, progress);
+    const { signal, release } = onInterrupt(fleet, progress);
     const interrupted = { json: { interrupted: true }, text: 'chaos: interrupted', exitCode: 130 };
 
     await onServer(serverUrl, `create database "${name}"`);
@@ -230,20 +305,12 @@ that did not exit 0, a process that died unasked, or an inbox that did not drain
       database = openDatabase(url.toString(), { maxConnections: 4, applicationName: 'stripe-inbox-chaos' });
       const { db } = database;
       await migrate(database.pool, ctx.logger);
-      const orders: OrderRow[] = [];
-      for (let i = 0; i < events && !abort.signal.aborted; i += 4) {
-        // Four at a time, one per pool connection.
-        const batch = Array.from({ length: Math.min(4, events - i) }, (_, j) => `acct_chaos_${(i + j) % Math.ceil(events / ORDERS_PER_ACCOUNT)}`);
-        for (const order of await Promise.all(batch.map((accountId) => createOrder(db, { packageId: 'starter', accountId, email: null })))) {
-          if (!order) throw new Error("the 'starter' package is missing (sql/0001 seeds it)");
-          orders.push(order);
-        }
-      }
+      const orders = await createOrders(db, events, signal);
       const plan = planDeliveries(orders);
       progress(`database ${name}: ${orders.length} orders; starting ${processes} processes`);
-      for (let i = 0; i < processes && !abort.signal.aborted; i++) fleet.start();
+      for (let i = 0; i < processes && !signal.aborted; i++) fleet.start();
       await fleet.started();
-      if (abort.signal.aborted) return interrupted;
+      if (signal.aborted) return interrupted;
       if (fleet.live().length === 0) throw new Error(`no service process started: ${fleet.lastStartError}`);
 
       progress(`sending ${plan.length} deliveries over ${durationMs / 1000} s; killing and sweeping`);
@@ -252,42 +319,18 @@ that did not exit 0, a process that died unasked, or an inbox that did not drain
         const result = await sweepStaleEvents(db, { staleAfterMs: STALE_AFTER_SECONDS * 1000, maxAttempts }).catch(() => undefined);
         swept += result?.reclaimed ?? 0;
       };
-      const sent = newSendStats();
-      // Kills while the first pass is sent, sweeps until the last retry: the sender's deadline bounds all three.
-      await Promise.all([
-        sendAll(plan, fleet, secret, durationMs, abort.signal, sent),
-        (async () => {
-          while (!sent.firstPassDone) {
-            await sleep(between(KILL_EVERY_MS.min, KILL_EVERY_MS.max));
-            if (!sent.firstPassDone) fleet.killOne();
-          }
-        })(),
-        (async () => {
-          while (!sent.done) await sleep(SWEEP_EVERY_MS).then(sweep);
-        })(),
-      ]);
+      const sent = await sendKillingAndSweeping(plan, fleet, secret, durationMs, signal, sweep);
       const sendingEnded = Date.now();
-      if (abort.signal.aborted) return interrupted;
+      if (signal.aborted) return interrupted;
 
       progress('sending done; waiting until no event is processing');
-      let stuck = await countProcessing(db);
-      for (let i = 1; stuck > 0 && Date.now() < sendingEnded + DRAIN_TIMEOUT_MS && !abort.signal.aborted; i++) {
-        if (i % 20 === 0) progress(`${stuck} events processing`);
-        await sweep();
-        await sleep(250);
-        stuck = await countProcessing(db);
-      }
+      const stuck = await drain(db, sendingEnded, signal, sweep, progress);
       const drainedAt = Date.now();
       await fleet.stopAll();
-      if (abort.signal.aborted) return interrupted;
+      if (signal.aborted) return interrupted;
 
       const result = await outcome(db, [...sent.acknowledged]);
-      const warnings: Record<string, number> = {};
-      for (const { msg } of fleet.members.flatMap((m) => m.child.logs)) {
-        // Grouped by their first line with numbers blanked: graphile-worker names job ids and timings.
-        const key = String(msg).split('\n')[0]!.replace(/\d+(\.\d+)?/g, 'N').slice(0, 200);
-        warnings[key] = (warnings[key] ?? 0) + 1;
-      }
+      const warnings = groupedWarnings(fleet);
       const f = {
         events_sent: orders.length,
         deliveries: sent.deliveries,
@@ -312,11 +355,7 @@ that did not exit 0, a process that died unasked, or an inbox that did not drain
       };
       const passed = [f.double_grants, f.balance_mismatches, f.lost, f.sigterm_exits_not_0, f.unexpected_exits, stuck].every((n) => n === 0);
       for (const [msg, n] of Object.entries(warnings)) progress(`the service logged ${n} × ${msg}`);
-      for (const m of [...fleet.sigtermNotZero, ...fleet.unexpectedExits]) {
-        const errors = m.child.logs.filter((l) => Number(l.level) >= 50).map((l) => `${String(l.msg)}: ${JSON.stringify(l.err ?? '')}`);
-        const signalled = m.signalledAt === undefined ? 'unsignalled' : `${m.signal} ${m.signalledAt - m.upAt} ms after its start line`;
-        progress(`pid ${m.child.process.pid} (${signalled}) exited ${m.exit}; errors logged: ${errors.join(' | ') || 'none'}`);
-      }
+      reportBadExits(fleet, progress);
       const text =
         `chaos ${passed ? 'PASS' : 'FAIL'}: ${f.events_sent} events sent, ${f.deliveries} deliveries (${f.retried} retried, ${f.never_acknowledged} never acknowledged), ` +
         `${f.orders_granted} orders granted, ${f.double_grants} double grants (${f.balance_mismatches} balance mismatches), ${f.lost} lost, ` +
@@ -328,7 +367,7 @@ that did not exit 0, a process that died unasked, or an inbox that did not drain
       await database?.close();
       if (values.keep) progress(`kept database ${url.toString()}`);
       else await onServer(serverUrl, `drop database if exists "${name}" with (force)`);
-      process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+      release();
     }
   },
 });
