@@ -1,10 +1,13 @@
 // Every status change of stripe_events is a named function here: claim, lock for fulfilment,
-// finish, record a failure, replay. The route, the task, the sweep and the scripts call these;
-// none of them carries its own UPDATE. The state machine itself is enforced by CHECK
-// constraints in sql/0001 (a finished row has finished_at, a failed row has last_error, ...).
+// finish, record a failure, replay. The route, the task and the scripts call these; none of them
+// carries its own UPDATE. The other writers are the two maintenance services, each statement
+// beside its loop, defaults and schedule: the sweep's reclaim (src/sweep/) and prune's delete
+// (src/prune/). The state machine
+// itself is enforced by CHECK constraints in sql/0001 (a finished row has finished_at, a failed
+// row has last_error, ...).
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventStatus, StripeEventRow, StripeEventsTable } from '../db/schema.js';
-import { addEventJobs, jobKeyPerRow, jobKeys, waitingJobs } from './enqueue.js';
+import { addEventJobs, jobKeys } from './enqueue.js';
 
 /** A verified delivery, reduced to what the inbox stores. */
 export interface IncomingEvent {
@@ -156,110 +159,6 @@ export async function replayEvents(db: Kysely<Database>, eventIds: readonly stri
     )
     select array(select event_id from replayed) as replayed, (select added from jobs) as jobs`.execute(db);
   return rows[0]?.replayed ?? [];
-}
-
-export interface ReclaimOptions extends EventQueueOptions {
-  staleAfterMs: number;
-  limit: number;
-  /** Find and lock the candidates, change nothing. */
-  dryRun?: boolean;
-}
-
-/**
- * The sweep's one statement (one transaction per batch). Takes 'processing' rows last enqueued
- * more than staleAfterMs ago, whose row lock no one holds, and whose job is not waiting to run:
- * - The row lock is the liveness signal (DESIGN invariant 7): a worker holds its event's row lock
- *   for the whole fulfilment transaction, so a live worker is never reclaimed, however slow; a
- *   dead worker's connection ends and Postgres drops its lock (SKIP LOCKED does the rest).
- * - A waiting job (queued, in its retry backoff, or fetched by a worker less than staleAfterMs
- *   ago: src/events/enqueue.ts) means nothing is abandoned; a second job would also cut that
- *   backoff short. Those rows are left alone and not counted.
- * - A job locked by a dead worker, a job out of graphile-worker attempts, or no job at all: the
- *   event goes into a fresh job. The dead worker's job stays locked until graphile-worker frees it
- *   (after 4 hours) and then runs once more, finding its events finished: nothing to do.
- * Each reclaim counts as an attempt; the one that reaches maxAttempts ends the event 'failed'
- * instead, so a poison event that kills its worker every time ends visibly.
- */
-export async function reclaimStaleEvents(db: Kysely<Database>, options: ReclaimOptions): Promise<Array<{ event_id: string; status: EventStatus }>> {
-  const stale = sql<Date>`now() - make_interval(secs => ${options.staleAfterMs / 1000})`;
-  // The candidates are locked first in a MATERIALIZED CTE and exactly those are updated: an
-  // `IN (subquery ... FOR UPDATE SKIP LOCKED LIMIT n)` may be re-evaluated by the planner and
-  // lock and update more rows than its limit (PostgreSQL bug #15715). `waiting` is computed once
-  // per statement, and only if some row is old enough to be a candidate; both tests against it
-  // are hashed, so the index scan keeps its order and stops at the limit.
-  const candidates = sql`
-    with waiting as materialized (${waitingJobs(stale)})
-    select e.event_id
-    from stripe_events e
-    where e.status = 'processing'
-      and e.enqueued_at < ${stale}
-      and not coalesce(e.job_key in (select key from waiting where ours), false)
-      -- A row enqueued by a release before job keys has no job_key (or an outdated one, when such
-      -- a release reclaimed it). Its job was added in the transaction that set enqueued_at, so it
-      -- has that created_at; the public view shows no payload to be sure, so any such job of that
-      -- instant keeps the row, which errs towards waiting. Nothing matches once no job of those
-      -- releases is left.
-      and e.enqueued_at not in (select created_at from waiting where not ours)
-    order by e.enqueued_at
-    limit ${options.limit}
-    for update of e skip locked`;
-  const giveUp = sql`e.attempts + 1 >= ${options.maxAttempts}`;
-
-  if (options.dryRun) {
-    return db.transaction().execute(async (tx) => {
-      const { rows } = await sql<{ event_id: string; status: EventStatus }>`
-        select event_id, 'processing' as status from (${candidates}) c`.execute(tx);
-      return rows;
-    });
-  }
-  // One statement: the update and the jobs of the rows it re-enqueued commit together, so a sweep
-  // that dies midway neither counts nor loses anything.
-  const { rows } = await sql<{ event_id: string; status: EventStatus }>`
-    with stale as materialized (${candidates}),
-    keyed as (select event_id, ${jobKeyPerRow()} as job_key from stale),
-    swept as (
-      update stripe_events e set
-        attempts = e.attempts + 1,
-        enqueued_at = now(),
-        job_key = case when ${giveUp} then e.job_key else keyed.job_key end,
-        status = case when ${giveUp} then 'failed' else e.status end,
-        finished_at = case when ${giveUp} then now() else e.finished_at end,
-        last_error = case when ${giveUp}
-          then 'abandoned by its worker (crash, kill or timeout) on its last attempt; earlier error: ' || coalesce(e.last_error, 'none')
-          else e.last_error end
-      from keyed
-      where e.event_id = keyed.event_id
-      returning e.event_id, e.status, e.job_key
-    ), jobs as (
-      select count(*) as added
-      from ${addEventJobs(sql`select event_id, job_key from swept where status = 'processing'`, options)}
-    )
-    select event_id, status from swept cross join jobs`.execute(db);
-  return rows;
-}
-
-/**
- * Deletes finished events that finished before `finishedBefore`, one batch. 'processing' and
- * 'failed' rows are never pruned: the first are work in flight, the second wait for ops. Safe
- * for business idempotency: grants are keyed by order, so a pruned event delivered again is
- * claimed anew and ends 'duplicate' (DESIGN invariant 5). Returns the rows deleted.
- */
-export async function pruneFinishedEvents(db: Kysely<Database>, options: { finishedBefore: Date; limit: number }): Promise<number> {
-  // SKIP LOCKED: a replay or a late job holding a row keeps it; the next run gets it.
-  const { numDeletedRows } = await db
-    .deleteFrom('stripe_events')
-    .where('event_id', 'in', (qb) =>
-      qb
-        .selectFrom('stripe_events')
-        .select('event_id')
-        .where('status', 'in', ['processed', 'ignored', 'duplicate'])
-        .where('finished_at', '<', options.finishedBefore)
-        .limit(options.limit)
-        .forUpdate()
-        .skipLocked(),
-    )
-    .executeTakeFirst();
-  return Number(numDeletedRows);
 }
 
 export async function findEventIds(

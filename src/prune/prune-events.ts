@@ -5,16 +5,19 @@
 // CLI for 30) and keeps them listable for 30, so a younger row may still be asked about. Even past
 // that, a pruned event delivered again grants nothing: grants are keyed by order.
 //
-// Defaults: batches of 1,000 rows, each its own short transaction (no long lock on the table),
-// until a batch comes back short.
+// Its defaults, schedule, statement and loop are all here.
 import type { Kysely } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database } from '../db/schema.js';
 import { deleteSpentJobs } from '../events/enqueue.js';
-import { pruneFinishedEvents } from '../events/event-store.js';
 import type { Logger } from '../logger.js';
 
 export const MIN_RETENTION_DAYS = 31;
+/** Rows per statement, each its own short transaction (no long lock on the table), until a batch comes back short. */
+export const PRUNE_BATCH_ROWS = 1_000;
+export const PRUNE_TASK = 'prune_events';
+/** Daily at 03:17, off the hour (many crontabs fire at :00); three attempts a day. */
+export const pruneSchedule = () => `17 3 * * * ${PRUNE_TASK} ?max=3`;
 const DAY_MS = 86_400_000;
 
 export interface PruneOptions {
@@ -35,7 +38,7 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
   if (!Number.isInteger(options.retentionDays) || options.retentionDays < MIN_RETENTION_DAYS) {
     throw new RangeError(`retention must be at least ${MIN_RETENTION_DAYS} days: Stripe resends events for up to 30 days`);
   }
-  const batchSize = options.batchSize ?? 1_000;
+  const batchSize = options.batchSize ?? PRUNE_BATCH_ROWS;
   const finishedBefore = new Date(Date.now() - options.retentionDays * DAY_MS);
   const result: PruneResult = { deleted: 0, batches: 0, deleted_jobs: 0, finished_before: finishedBefore.toISOString() };
   for (;;) {
@@ -48,4 +51,28 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
   await recordMaintenanceRun(db, 'prune', { deleted: result.deleted, batches: result.batches, deleted_jobs: result.deleted_jobs });
   if (result.deleted > 0) options.logger?.info({ deleted: result.deleted, batches: result.batches, finishedBefore }, 'pruned finished events');
   return result;
+}
+
+/**
+ * Deletes finished events that finished before `finishedBefore`, one batch. 'processing' and
+ * 'failed' rows are never pruned: the first are work in flight, the second wait for ops. Safe
+ * for business idempotency: grants are keyed by order, so a pruned event delivered again is
+ * claimed anew and ends 'duplicate' (DESIGN invariant 5). Returns the rows deleted.
+ */
+async function pruneFinishedEvents(db: Kysely<Database>, options: { finishedBefore: Date; limit: number }): Promise<number> {
+  // SKIP LOCKED: a replay or a late job holding a row keeps it; the next run gets it.
+  const { numDeletedRows } = await db
+    .deleteFrom('stripe_events')
+    .where('event_id', 'in', (qb) =>
+      qb
+        .selectFrom('stripe_events')
+        .select('event_id')
+        .where('status', 'in', ['processed', 'ignored', 'duplicate'])
+        .where('finished_at', '<', options.finishedBefore)
+        .limit(options.limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .executeTakeFirst();
+  return Number(numDeletedRows);
 }

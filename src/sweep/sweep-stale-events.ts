@@ -1,17 +1,24 @@
 // The backstop sweep: re-enqueues 'processing' events whose worker died (kill -9, OOM, a
 // container replaced mid-job), which graphile-worker itself would leave locked for 4 hours.
-// One function, three callers: the `sweep_stale_events` cron task (SWEEP_CRON), `npm run sweep`
-// and POST /admin/api/sweep. Any number of sweeps may run at once.
-// Which rows it takes, and why, is documented on reclaimStaleEvents (src/events/event-store.ts).
-//
-// Defaults: batchSize 100 rows per statement; batches run until one comes back short or `limit`
-// rows were taken.
-import type { Kysely } from 'kysely';
+// Everything of it is here: its defaults, its schedule, the statement that decides what is
+// stale, and the loop that runs it in batches. One function, three callers: the
+// `sweep_stale_events` cron task, `npm run sweep` and POST /admin/api/sweep. Any number of sweeps
+// may run at once.
+import { sql, type Kysely } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
-import type { Database } from '../db/schema.js';
+import type { Database, EventStatus } from '../db/schema.js';
+import { addEventJobs, jobKeyPerRow, waitingJobs } from '../events/enqueue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { reclaimStaleEvents } from '../events/event-store.js';
+
+/** Rows per statement (per transaction): short locks, small jobs (each batch's jobs carry ≤ 25 events). */
+export const SWEEP_BATCH_ROWS = 100;
+/** Rows a dry run looks at, at most: it changes nothing, so it cannot page. */
+const DRY_RUN_ROWS = 10_000;
+export const SWEEP_TASK = 'sweep_stale_events';
+
+/** The crontab line (SWEEP_CRON): one attempt per tick, since a failed sweep is simply the next tick's work. */
+export const sweepSchedule = (cron: string) => `${cron} ${SWEEP_TASK} ?max=1`;
 
 export interface SweepOptions {
   staleAfterMs: number;
@@ -34,16 +41,19 @@ export interface SweepResult {
   event_ids: string[];
 }
 
-
+/**
+ * Runs batches until one comes back short or `limit` rows were taken, then records the run
+ * (maintenance_runs, metrics) and logs a line only if it reclaimed or failed something.
+ */
 export async function sweepStaleEvents(db: Kysely<Database>, options: SweepOptions): Promise<SweepResult> {
-  const batchSize = options.batchSize ?? 100;
+  const batchSize = options.batchSize ?? SWEEP_BATCH_ROWS;
   const result: SweepResult = { reclaimed: 0, failed: 0, batches: 0, dry_run: options.dryRun ?? false, event_ids: [] };
   for (;;) {
     // A dry run changes nothing, so it cannot page: it looks at up to `limit` rows at once.
-    const size = options.dryRun ? (options.limit ?? 10_000) : batchSize;
+    const size = options.dryRun ? (options.limit ?? DRY_RUN_ROWS) : batchSize;
     const room = options.limit === undefined ? size : Math.min(size, options.limit - result.reclaimed - result.failed);
     if (room <= 0) break;
-    const rows = await reclaimStaleEvents(db, { ...options, limit: room });
+    const rows = await reclaimBatch(db, { ...options, limit: room });
     result.batches++;
     for (const row of rows) {
       result.event_ids.push(row.event_id);
@@ -62,4 +72,85 @@ export async function sweepStaleEvents(db: Kysely<Database>, options: SweepOptio
     }
   }
   return result;
+}
+
+interface ReclaimOptions {
+  maxAttempts: number;
+  staleAfterMs: number;
+  limit: number;
+  /** Find and lock the candidates, change nothing. */
+  dryRun?: boolean;
+}
+
+/**
+ * One batch: the sweep's one statement (its own transaction). Takes 'processing' rows last enqueued
+ * more than staleAfterMs ago, whose row lock no one holds, and whose job is not waiting to run:
+ * - The row lock is the liveness signal (DESIGN invariant 7): a worker holds its event's row lock
+ *   for the whole fulfilment transaction, so a live worker is never reclaimed, however slow; a
+ *   dead worker's connection ends and Postgres drops its lock (SKIP LOCKED does the rest).
+ * - A waiting job (queued, in its retry backoff, or fetched by a worker less than staleAfterMs
+ *   ago: src/events/enqueue.ts) means nothing is abandoned; a second job would also cut that
+ *   backoff short. Those rows are left alone and not counted.
+ * - A job locked by a dead worker, a job out of graphile-worker attempts, or no job at all: the
+ *   event goes into a fresh job. The dead worker's job stays locked until graphile-worker frees it
+ *   (after 4 hours) and then runs once more, finding its events finished: nothing to do.
+ * Each reclaim counts as an attempt; the one that reaches maxAttempts ends the event 'failed'
+ * instead, so a poison event that kills its worker every time ends visibly.
+ */
+async function reclaimBatch(db: Kysely<Database>, options: ReclaimOptions): Promise<Array<{ event_id: string; status: EventStatus }>> {
+  const stale = sql<Date>`now() - make_interval(secs => ${options.staleAfterMs / 1000})`;
+  // The candidates are locked first in a MATERIALIZED CTE and exactly those are updated: an
+  // `IN (subquery ... FOR UPDATE SKIP LOCKED LIMIT n)` may be re-evaluated by the planner and
+  // lock and update more rows than its limit (PostgreSQL bug #15715). `waiting` is computed once
+  // per statement, and only if some row is old enough to be a candidate; both tests against it
+  // are hashed, so the index scan keeps its order and stops at the limit.
+  const candidates = sql`
+    with waiting as materialized (${waitingJobs(stale)})
+    select e.event_id
+    from stripe_events e
+    where e.status = 'processing'
+      and e.enqueued_at < ${stale}
+      and not coalesce(e.job_key in (select key from waiting where ours), false)
+      -- A row enqueued by a release before job keys has no job_key (or an outdated one, when such
+      -- a release reclaimed it). Its job was added in the transaction that set enqueued_at, so it
+      -- has that created_at; the public view shows no payload to be sure, so any such job of that
+      -- instant keeps the row, which errs towards waiting. Nothing matches once no job of those
+      -- releases is left.
+      and e.enqueued_at not in (select created_at from waiting where not ours)
+    order by e.enqueued_at
+    limit ${options.limit}
+    for update of e skip locked`;
+  const giveUp = sql`e.attempts + 1 >= ${options.maxAttempts}`;
+
+  if (options.dryRun) {
+    return db.transaction().execute(async (tx) => {
+      const { rows } = await sql<{ event_id: string; status: EventStatus }>`
+        select event_id, 'processing' as status from (${candidates}) c`.execute(tx);
+      return rows;
+    });
+  }
+  // One statement: the update and the jobs of the rows it re-enqueued commit together, so a sweep
+  // that dies midway neither counts nor loses anything.
+  const { rows } = await sql<{ event_id: string; status: EventStatus }>`
+    with stale as materialized (${candidates}),
+    keyed as (select event_id, ${jobKeyPerRow()} as job_key from stale),
+    swept as (
+      update stripe_events e set
+        attempts = e.attempts + 1,
+        enqueued_at = now(),
+        job_key = case when ${giveUp} then e.job_key else keyed.job_key end,
+        status = case when ${giveUp} then 'failed' else e.status end,
+        finished_at = case when ${giveUp} then now() else e.finished_at end,
+        last_error = case when ${giveUp}
+          then 'abandoned by its worker (crash, kill or timeout) on its last attempt; earlier error: ' || coalesce(e.last_error, 'none')
+          else e.last_error end
+      from keyed
+      where e.event_id = keyed.event_id
+      returning e.event_id, e.status, e.job_key
+    ), jobs as (
+      select count(*) as added
+      from ${addEventJobs(sql`select event_id, job_key from swept where status = 'processing'`, options)}
+    )
+    select event_id, status from swept cross join jobs`.execute(db);
+  return rows;
 }

@@ -12,6 +12,8 @@ import { PROCESS_EVENT_TASK } from '../events/enqueue.js';
 import { createDispatch, type DispatchOptions } from '../fulfilment/handlers.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { PRUNE_TASK, pruneSchedule } from '../prune/prune-events.js';
+import { SWEEP_TASK, sweepSchedule } from '../sweep/sweep-stale-events.js';
 import { graphileLogger } from './graphile-logger.js';
 
 export interface WorkerDeps extends DispatchOptions {
@@ -26,10 +28,6 @@ export interface WorkerDeps extends DispatchOptions {
   metrics: Metrics;
 }
 
-export const SWEEP_TASK = 'sweep_stale_events';
-export const PRUNE_TASK = 'prune_events';
-// Daily, off the hour: many crontabs fire at :00.
-const PRUNE_CRON = '17 3 * * *';
 
 export async function startWorker({ pool, db, logger, concurrency, maxAttempts, staleAfterMs, sweepCron, eventRetentionDays, metrics, ...dispatch }: WorkerDeps): Promise<Runner> {
   // A job carries the events claimed together (src/events/enqueue.ts); they are fulfilled in one
@@ -53,8 +51,7 @@ export async function startWorker({ pool, db, logger, concurrency, maxAttempts, 
         localQueue: { size: concurrency + 1, ttl: Math.min(60_000, staleAfterMs / 2) },
       },
     },
-    // One attempt per tick: a failed sweep is simply the next tick's work.
-    crontab: `${sweepCron} ${SWEEP_TASK} ?max=1\n${PRUNE_CRON} ${PRUNE_TASK} ?max=3\n`,
+    crontab: `${sweepSchedule(sweepCron)}\n${pruneSchedule()}\n`,
     taskList: {
       [PROCESS_EVENT_TASK]: processStripeEvent({ fulfil: (eventIds) => fulfilEvents(db, eventIds, options), logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
       [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts, metrics }),
