@@ -72,7 +72,7 @@ export function addEventJobs(keyed: RawBuilder<unknown>, options: EnqueueOptions
  * Our jobs that will still run, as (key, created_at): queued or in their retry backoff, or
  * fetched by a worker less than `staleBefore` ago (under a backlog a live worker may hold a job a
  * while, waiting for a pooled connection, before it takes the row locks). The sweep leaves the
- * events of these jobs alone (src/events/event-store.ts).
+ * events of these jobs alone (src/sweep/sweep-stale-events.ts).
  */
 export function waitingJobs(staleBefore: RawBuilder<Date>): RawBuilder<{ key: string | null; created_at: Date; ours: boolean }> {
   return sql`
