@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
+import { describeError } from '../error-chain.js';
 import { openDatabase, type Db } from '../db/database.js';
 import { startEmbeddedPostgres } from '../db/embedded-postgres.js';
 import { createLogger, type Logger } from '../logger.js';
@@ -99,15 +100,10 @@ async function main<O extends NonNullable<ParseArgsConfig['options']>>(spec: Scr
       process.stderr.write(`error: ${error.message}\n\n${usage}\n`);
       return 2;
     }
-    process.stderr.write(`error: ${describe(error)}\n`);
+    process.stderr.write(`error: ${describeError(error)}\n`);
     return 1;
   } finally {
     for (const close of closers) await close().catch(() => {});
   }
 }
 
-function describe(error: unknown): string {
-  const parts: string[] = [];
-  for (let e: unknown = error; e instanceof Error; e = e.cause) parts.push(e.message);
-  return parts.join(': ') || String(error);
-}

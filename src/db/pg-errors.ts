@@ -1,5 +1,6 @@
 // Postgres errors classified by SQLSTATE in one place, so callers decide "retry later" or
 // "answer 503" without string matching.
+import { errorChain } from '../error-chain.js';
 import { PoolBusy } from './pools.js';
 
 const CONNECTION_CODES = new Set([
@@ -14,14 +15,14 @@ function codeOf(error: unknown): string | undefined {
 
 /** True when every connection of one of our pools was busy: a load problem, not the database's. */
 export function isPoolBusy(error: unknown): boolean {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) if (e instanceof PoolBusy) return true;
-  return false;
+  return errorChain(error).some((e) => e instanceof PoolBusy);
 }
 
 /** True when the database cannot be reached or is going away: the caller should answer 503. */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (isPoolBusy(error)) return false;
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+  for (const e of errorChain(error)) {
+    if (!(e instanceof Error)) continue;
     const code = codeOf(e);
     if (code !== undefined) {
       if (CONNECTION_CODES.has(code)) return true;

@@ -2,6 +2,7 @@
 // (unknown order, amount mismatch, a payload that will never parse): the event ends 'failed' at
 // once with this message. Any other error is transient and retried with backoff.
 import type { StripeEventRow } from '../db/schema.js';
+import { describeError } from '../error-chain.js';
 
 export class PermanentError extends Error {
   constructor(message: string, options?: ErrorOptions) {
@@ -35,11 +36,3 @@ export class HandlerFailed extends Error {
   }
 }
 
-/** The message stored as last_error: the chain of causes, so ops see the root. */
-export function describeError(error: unknown): string {
-  const parts: string[] = [];
-  for (let e: unknown = error; e !== undefined && parts.length < 5; e = e instanceof Error ? e.cause : undefined) {
-    parts.push(e instanceof Error ? e.message : typeof e === 'string' ? e : JSON.stringify(e));
-  }
-  return parts.join(': ');
-}

@@ -7,7 +7,8 @@ import type { Kysely } from 'kysely';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
 import { lockForFulfilment, markFinished, recordFailure, type EventQueueOptions } from '../events/event-store.js';
-import { describeError, HandlerFailed, PermanentError } from './errors.js';
+import { describeError } from '../error-chain.js';
+import { HandlerFailed, PermanentError } from './errors.js';
 import type { Dispatch } from './handlers.js';
 
 export type FulfilResult =
