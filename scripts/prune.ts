@@ -1,5 +1,6 @@
 // npm run prune: retention on demand (the worker also prunes daily at 03:17).
-import { runScript, UsageError } from '../src/cli/script.js';
+import { runScript } from '../src/cli/script.js';
+import { wholeNumberOption } from '../src/cli/whole-number.js';
 import { MIN_RETENTION_DAYS, pruneEvents } from '../src/prune/prune-events.js';
 
 runScript({
@@ -12,10 +13,9 @@ by order, so a pruned event delivered again still grants nothing.`,
   options: { 'older-than-days': { type: 'string' } },
   async run({ values }, ctx) {
     const raw = values['older-than-days'];
-    const days = raw === undefined ? ctx.config.eventRetentionDays : Number(raw);
-    if (!Number.isInteger(days) || days < MIN_RETENTION_DAYS) {
-      throw new UsageError(`--older-than-days must be a whole number of at least ${MIN_RETENTION_DAYS}: Stripe resends events for up to 30 days`);
-    }
+    const days = raw === undefined
+      ? ctx.config.eventRetentionDays
+      : wholeNumberOption(raw, '--older-than-days', { min: MIN_RETENTION_DAYS, example: '90', reason: 'Stripe resends events for up to 30 days' });
     const { db } = await ctx.database();
     const result = await pruneEvents(db, { retentionDays: days });
     return {

@@ -2,6 +2,7 @@
 // failure is fixed. Harmless for fulfilled orders: grants are keyed by order.
 import { parseDuration } from '../src/cli/duration.js';
 import { runScript, UsageError } from '../src/cli/script.js';
+import { wholeNumberOption } from '../src/cli/whole-number.js';
 import { EVENT_STATUSES, type EventStatus } from '../src/db/schema.js';
 import { findEventIds, replayEvents } from '../src/events/event-store.js';
 
@@ -28,8 +29,7 @@ Each goes back to 'processing' with a fresh attempt budget and runs at once.`,
       const since = typeof values.since === 'string' ? values.since : undefined;
       const sinceMs = since === undefined ? undefined : parseDuration(since);
       if (since !== undefined && sinceMs === undefined) throw new UsageError('--since must be a duration like 30m, 12h or 2d');
-      const limit = Number(values.limit);
-      if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive whole number');
+      const limit = wholeNumberOption(values.limit, '--limit', { min: 1, example: '100' });
       ids = await findEventIds(db, { status, ...(sinceMs !== undefined && { receivedSince: new Date(Date.now() - sinceMs) }), limit });
     }
     const replayed = await replayEvents(db, ids, { maxAttempts: ctx.config.maxAttempts });

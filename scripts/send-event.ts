@@ -3,6 +3,7 @@
 // delivery) and posts it to a running instance.
 import { randomStripeId, checkoutSession, exampleObject, sampleEvent, signDelivery } from '../src/stripe/sample-events.js';
 import { runScript, UsageError } from '../src/cli/script.js';
+import { wholeNumberOption } from '../src/cli/whole-number.js';
 
 const CHECKOUT_TYPES = ['checkout.session.completed', 'checkout.session.async_payment_succeeded'];
 const EXAMPLES: Record<string, Parameters<typeof exampleObject>[0]> = {
@@ -32,8 +33,7 @@ Signs and posts one event to a running stripe-inbox (default ${'http://localhost
   async run({ values, positionals }, { config }) {
     const [type, ...extra] = positionals;
     if (!type || extra.length > 0) throw new UsageError('give exactly one event type, e.g. checkout.session.completed');
-    const times = Number(values.times);
-    if (!Number.isInteger(times) || times < 1 || times > 1000) throw new UsageError('--times must be a whole number from 1 to 1000');
+    const times = wholeNumberOption(values.times, '--times', { min: 1, max: 1000, example: '3' });
     const base = typeof values.url === 'string' ? values.url : `http://localhost:${config.port}`;
 
     let object: Record<string, unknown>;

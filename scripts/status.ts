@@ -1,6 +1,7 @@
 // npm run status: is anything stuck, failed or behind? The same figures as GET /admin/api/status.
 import { parseDuration } from '../src/cli/duration.js';
 import { runScript, UsageError } from '../src/cli/script.js';
+import { wholeNumberOption } from '../src/cli/whole-number.js';
 import { countsByType, getInboxStatus, listFailedEvents } from '../src/events/event-status.js';
 
 runScript({
@@ -11,8 +12,7 @@ and status for events received within --since (default 24h), and the newest --fa
 dead letters with their last error. Exits 1 when any event has failed.`,
   options: { failed: { type: 'string', default: '10' }, since: { type: 'string', default: '24h' } },
   async run({ values }, ctx) {
-    const limit = Number(values.failed);
-    if (!Number.isInteger(limit) || limit < 0) throw new UsageError('--failed must be a whole number, e.g. --failed 20');
+    const limit = wholeNumberOption(values.failed, '--failed', { min: 0, example: '20' });
     const sinceMs = parseDuration(String(values.since));
     if (sinceMs === undefined) throw new UsageError('--since must be a duration like 30m, 24h or 7d');
     const { db } = await ctx.database();

@@ -1,5 +1,6 @@
 // npm run sweep: the backstop sweep on demand (the worker also runs it every SWEEP_CRON tick).
-import { runScript, UsageError } from '../src/cli/script.js';
+import { runScript } from '../src/cli/script.js';
+import { wholeNumberOption } from '../src/cli/whole-number.js';
 import { sweepStaleEvents } from '../src/sweep/sweep-stale-events.js';
 
 runScript({
@@ -14,10 +15,10 @@ any time, from any number of places at once. --dry-run lists what would be recla
     limit: { type: 'string' },
   },
   async run({ values }, ctx) {
-    const staleAfter = values['stale-after'] === undefined ? ctx.config.staleAfterMs / 1000 : Number(values['stale-after']);
-    if (!Number.isInteger(staleAfter) || staleAfter < 0) throw new UsageError('--stale-after must be a whole number of seconds, e.g. --stale-after 300');
-    const limit = values.limit === undefined ? undefined : Number(values.limit);
-    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new UsageError('--limit must be a positive whole number, e.g. --limit 1000');
+    const staleAfter = values['stale-after'] === undefined
+      ? ctx.config.staleAfterMs / 1000
+      : wholeNumberOption(values['stale-after'], '--stale-after', { min: 0, example: '300', reason: 'seconds' });
+    const limit = values.limit === undefined ? undefined : wholeNumberOption(values.limit, '--limit', { min: 1, example: '1000' });
 
     const { db } = await ctx.database();
     const result = await sweepStaleEvents(db, {

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { runScript, UsageError } from '../../src/cli/script.js';
+import { wholeNumberOption } from '../../src/cli/whole-number.js';
 import { ServiceFleet } from './service-fleet.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
@@ -130,13 +131,6 @@ async function outcome(db: Kysely<Database>, acknowledgedOrders: readonly string
 
 const countProcessing = async (db: Kysely<Database>) =>
   (await sql<{ n: number }>`select count(*)::int as n from stripe_events where status = 'processing'`.execute(db)).rows[0]!.n;
-
-function wholeNumber(value: unknown, flag: string, min: number, max: number, example: string): number {
-  if (typeof value !== 'string' || !/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, e.g. ${flag} ${example}`);
-  }
-  return Number(value);
-}
 
 /** CREATE or DROP DATABASE, from the server's own database. */
 async function onServer(serverUrl: string, statement: string): Promise<void> {
@@ -281,9 +275,9 @@ that did not exit 0, a process that died unasked, or an inbox that did not drain
     keep: { type: 'boolean' },
   },
   async run({ values }, ctx) {
-    const events = wholeNumber(values.events, '--events', 1, 1_000_000, '5000');
-    const durationMs = wholeNumber(values.duration, '--duration', 1, 3_600, '60') * 1000;
-    const processes = wholeNumber(values.processes, '--processes', 2, 16, '3');
+    const events = wholeNumberOption(values.events, '--events', { min: 1, max: 1_000_000, example: '5000' });
+    const durationMs = wholeNumberOption(values.duration, '--duration', { min: 1, max: 3_600, example: '60' }) * 1000;
+    const processes = wholeNumberOption(values.processes, '--processes', { min: 2, max: 16, example: '3' });
     if (events / (durationMs / 1000) > 500) throw new UsageError('--events must be at most 500 per second of --duration, e.g. --events 5000 --duration 60');
     const serverUrl = typeof values['database-url'] === 'string' ? values['database-url'] : (ctx.config.databaseUrl ?? DEFAULT_SERVER);
     if (!/^postgres(ql)?:\/\/[^/]+/.test(serverUrl)) throw new UsageError(`--database-url must be a postgres:// URL, e.g. --database-url ${DEFAULT_SERVER}`);

@@ -68,6 +68,9 @@ test('bad values are refused with the flag named and an example', async () => {
     ['reconcile', ['--since', '40d'], /--since can be at most 30d/],
     ['reconcile', [], /--since is required/],
     ['sweep', ['--stale-after', 'soon'], /--stale-after must be a whole number/],
+    // Number() would take these; a whole-number option does not.
+    ['status', ['--failed', '1e3'], /--failed must be a whole number of at least 0, e\.g\. --failed 20/],
+    ['send-event', ['charge.succeeded', '--times', ''], /--times must be a whole number from 1 to 1000/],
     ['replay', ['--status', 'lost'], /--status must be one of/],
     ['replay', [], /give event ids or --status/],
   ];
