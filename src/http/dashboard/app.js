@@ -1,0 +1,153 @@
+// @ts-check
+// The dashboard's script (src/http/dashboard/index.html): reads /admin/api/* with the session
+// cookie every 5 s and renders with textContent only, never as HTML (the values come from Stripe
+// payloads and the database). Type-checked against the DOM by tsconfig.dashboard.json and linted.
+'use strict';
+
+/**
+ * @typedef {{ event_id: string, type: string, status: string, attempts: number, last_error: string | null, received_at: string }} EventSummary
+ * @typedef {{ counts: Record<string, number>, oldest_processing_age_seconds: number | null, jobs_queued: number, events_queued: number, last_sweep_at: string | null }} InboxStatus
+ * @typedef {{ minute: string, received: number, finished: number, failed: number }} MinuteCounts
+ */
+
+/**
+ * The element with this id, which the page must have.
+ * @template {HTMLElement | SVGElement} [T=HTMLElement]
+ * @param {string} id
+ * @returns {T}
+ */
+function $(id) {
+  const element = document.getElementById(id);
+  if (!element) throw new Error(`#${id} is missing from the page`);
+  return /** @type {T} */ (/** @type {unknown} */ (element));
+}
+
+/** @type {HTMLSelectElement} */
+const hours = $('hours');
+
+/**
+ * @param {string} method
+ * @param {string} path
+ * @returns {Promise<any>}
+ */
+async function api(method, path) {
+  const response = await fetch('/admin/api' + path, { method, headers: { accept: 'application/json' }, credentials: 'same-origin' });
+  if (response.status === 401) {
+    location.reload();
+    throw new Error('signed out');
+  }
+  if (!response.ok) throw new Error(method + ' ' + path + ' answered ' + response.status);
+  return response.json();
+}
+
+/**
+ * @param {HTMLTableRowElement} row
+ * @param {unknown} text
+ * @param {string} [className]
+ */
+function cell(row, text, className) {
+  const td = row.insertCell();
+  td.textContent = text == null ? '' : String(text);
+  if (className) td.className = className;
+  return td;
+}
+
+/**
+ * @param {HTMLTableElement} table
+ * @param {EventSummary[]} events
+ * @param {string} emptyText
+ */
+function eventTable(table, events, emptyText) {
+  table.replaceChildren();
+  const head = table.createTHead().insertRow();
+  for (const h of ['event', 'type', 'status', 'attempts', 'last error', 'received', '']) head.appendChild(document.createElement('th')).textContent = h;
+  const body = table.createTBody();
+  if (events.length === 0) {
+    cell(body.insertRow(), emptyText, 'empty').colSpan = 7;
+    return;
+  }
+  for (const e of events) {
+    const row = body.insertRow();
+    row.dataset.eventId = e.event_id;
+    cell(row, e.event_id);
+    cell(row, e.type);
+    cell(row, e.status, 'status');
+    cell(row, e.attempts);
+    cell(row, e.last_error, 'error');
+    cell(row, new Date(e.received_at).toLocaleString());
+    const button = cell(row, '').appendChild(document.createElement('button'));
+    button.type = 'button';
+    button.textContent = 'Replay';
+    button.addEventListener('click', async () => {
+      button.disabled = true;
+      await api('POST', '/events/' + encodeURIComponent(e.event_id) + '/replay');
+      await refresh();
+    });
+  }
+}
+
+/** @param {MinuteCounts[]} points */
+function drawChart(points) {
+  const svg = $('chart');
+  svg.replaceChildren();
+  const max = Math.max(1, ...points.flatMap((p) => [p.received, p.finished, p.failed]));
+  /** @param {number} i */
+  const x = (i) => (points.length < 2 ? 0 : (i / (points.length - 1)) * 720);
+  /** @param {number} v */
+  const y = (v) => 155 - (v / max) * 145;
+  /** @type {Array<['received' | 'finished' | 'failed', string]>} */
+  const series = [['received', '#2f6fde'], ['finished', '#27ae60'], ['failed', '#c0392b']];
+  for (const [key, color] of series) {
+    const line = document.createElementNS('http://www.w3.org/2000/svg', 'polyline');
+    line.setAttribute('points', points.map((p, i) => x(i).toFixed(1) + ',' + y(p[key]).toFixed(1)).join(' '));
+    line.setAttribute('fill', 'none');
+    line.setAttribute('stroke', color);
+    line.setAttribute('stroke-width', '1.5');
+    line.dataset.series = key;
+    svg.appendChild(line);
+  }
+  const label = document.createElementNS('http://www.w3.org/2000/svg', 'text');
+  label.setAttribute('x', '4');
+  label.setAttribute('y', '14');
+  label.setAttribute('font-size', '11');
+  label.textContent = 'max ' + max + '/min';
+  svg.appendChild(label);
+}
+
+async function refresh() {
+  /** @type {[InboxStatus, EventSummary[], EventSummary[], MinuteCounts[]]} */
+  const [status, failed, stuck, timeline] = await Promise.all([
+    api('GET', '/status'), api('GET', '/events?status=failed'), api('GET', '/events?status=stuck'), api('GET', '/timeline?hours=' + hours.value),
+  ]);
+  // The statuses, in their order, are the server's (EVENT_STATUSES): the dashboard keeps no list.
+  $('counts').replaceChildren(...Object.entries(status.counts).map(([s, n]) => {
+    const card = document.createElement('div');
+    card.className = 'card ' + s;
+    card.dataset.status = s;
+    card.append(s);
+    card.appendChild(document.createElement('b')).textContent = String(n);
+    return card;
+  }));
+  $('oldest').textContent = status.oldest_processing_age_seconds == null ? 'none' : status.oldest_processing_age_seconds + ' s';
+  $('jobs').textContent = status.jobs_queued + ' (' + status.events_queued + ' events)';
+  $('last-sweep').textContent = status.last_sweep_at ? new Date(status.last_sweep_at).toLocaleString() : 'never';
+  eventTable($('failed'), failed, 'No failed events.');
+  eventTable($('stuck'), stuck, 'Nothing stuck.');
+  drawChart(timeline);
+  $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+}
+
+$('sweep').addEventListener('click', async () => {
+  const result = await api('POST', '/sweep');
+  $('sweep-result').textContent = 'reclaimed ' + result.reclaimed + ', failed ' + result.failed;
+  await refresh();
+});
+hours.addEventListener('change', () => void refresh());
+$('search').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  /** @type {HTMLInputElement} */
+  const q = $('q');
+  eventTable($('results'), await api('GET', '/search?q=' + encodeURIComponent(q.value.trim())), 'No event matches.');
+});
+void refresh();
+setInterval(() => void refresh().catch(() => {}), 5000);
