@@ -1,6 +1,6 @@
 // The inbox at a glance, shared by GET /admin/api/status and `npm run status -- --json`.
 import { sql, type Kysely } from 'kysely';
-import { EVENT_STATUSES, type Database, type EventStatus } from '../db/schema.js';
+import { EVENT_STATUSES, type Database, type EventStatus, type StripeEventRow } from '../db/schema.js';
 import { lastMaintenanceRun } from '../db/maintenance-runs.js';
 import { countQueuedJobs } from './enqueue.js';
 
@@ -65,6 +65,39 @@ export async function listStuckEvents(db: Kysely<Database>, olderThanMs: number,
     .orderBy('enqueued_at')
     .limit(limit)
     .execute();
+}
+
+export interface EventDetail {
+  /** The body Stripe signed, as stored. */
+  payload: unknown;
+  /** Other events about the same Stripe object (retried actions, later updates), newest first. */
+  related: EventSummary[];
+  /** The order the event names in its metadata or granted, if any. */
+  order: { order_id: string; status: string; account_id: string; credits: number; amount: number; currency: string } | null;
+}
+
+/** What an operator looks at first when a payment went wrong: the payload, its neighbours, its order. */
+export async function eventDetail(db: Kysely<Database>, event: Pick<StripeEventRow, 'event_id' | 'object_id' | 'payload'>): Promise<EventDetail> {
+  const related = event.object_id === null
+    ? []
+    : await db.selectFrom('stripe_events').select(summaryColumns).where('object_id', '=', event.object_id).where('event_id', '<>', event.event_id)
+      .orderBy('received_at', 'desc').limit(20).execute();
+  const named = metadataOrderId(event.payload);
+  const order = await db
+    .selectFrom('orders')
+    .select(['order_id', 'status', 'account_id', 'credits', 'amount', 'currency'])
+    .where((eb) => eb.or([
+      eb('order_id', 'in', eb.selectFrom('credit_grants').select('order_id').where('event_id', '=', event.event_id)),
+      ...(named === undefined ? [] : [eb('order_id', '=', named)]),
+    ]))
+    .executeTakeFirst();
+  return { payload: event.payload, related, order: order ?? null };
+}
+
+/** data.object.metadata.order_id of a stored payload, when it is a string. */
+function metadataOrderId(payload: unknown): string | undefined {
+  const id = (payload as { data?: { object?: { metadata?: { order_id?: unknown } } } } | null)?.data?.object?.metadata?.order_id;
+  return typeof id === 'string' ? id : undefined;
 }
 
 /** Events whose id, object id or order id (as metadata, or as the order they granted) is `term`. */

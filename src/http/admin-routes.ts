@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../db/schema.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
-import { eventTimeline, getInboxStatus, listFailedEvents, listStuckEvents, searchEvents } from '../events/event-status.js';
+import { eventDetail, eventTimeline, getInboxStatus, listFailedEvents, listStuckEvents, searchEvents } from '../events/event-status.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
 import type { Logger } from '../logger.js';
@@ -56,6 +56,7 @@ export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger,
       livemode: event.livemode,
       received_at: event.received_at,
       finished_at: event.finished_at,
+      ...(await eventDetail(db, event)),
     });
   });
 

@@ -63,7 +63,7 @@ test('sign in, see events arrive, replay a fixed failure, sign out', async () =>
 
   // The cause is fixed (the order exists now); replay from the dashboard.
   await createOrder(database.db, { orderId: 'ord_created_late', packageId: 'starter', accountId: 'acct_late', email: null });
-  await failedRow.locator('button').click();
+  await failedRow.locator('button.replay').click();
   await cardShows('processed', '2');
   assert.equal(await card('failed').textContent(), '0');
 
@@ -72,6 +72,15 @@ test('sign in, see events arrive, replay a fixed failure, sign out', async () =>
   await page.click('#search button');
   await page.locator(`#results tr[data-event-id="${orphan.id}"] td.status`).filter({ hasText: 'processed' }).waitFor();
   assert.equal(await page.locator('#chart polyline').count(), 3);
+
+  // Its detail: the payload as stored, and the order it names.
+  await page.click(`#results tr[data-event-id="${orphan.id}"] button.event`);
+  await page.locator('#detail[open]').waitFor();
+  assert.match((await page.locator('#detail-payload').textContent()) ?? '', new RegExp(orphan.id));
+  assert.match((await page.locator('#detail-order').textContent()) ?? '', /ord_created_late: paid, account acct_late/);
+  await page.screenshot({ path: 'artifacts/dashboard-detail.png' });
+  await page.click('#detail button.close');
+  await page.locator('#detail[open]').waitFor({ state: 'detached' });
 
   await mkdir('artifacts', { recursive: true });
   await page.screenshot({ path: 'artifacts/dashboard.png', fullPage: true });

@@ -99,6 +99,19 @@ describe('GET /admin/api/events/:id', () => {
     assert.match(String(object_id), /^cs_/);
   });
 
+  test('carries what an operator looks at first: the payload, the other events of the object, the order', async () => {
+    const order = await givenOrder(file.database);
+    const first = paidEvent(order);
+    const second = paidEvent(order, { sessionId: first.data.object.id as string });
+    for (const event of [first, second]) assert.equal((await file.service.deliver(event)).status, 200);
+    const reply = await file.service.call('GET', `/admin/api/events/${second.id}`);
+    assert.deepEqual(reply.body.payload, second);
+    assert.deepEqual((reply.body.related as Array<{ event_id: string }>).map((e) => e.event_id), [first.id]);
+    assert.deepEqual(reply.body.order, {
+      order_id: order.order_id, status: 'pending', account_id: order.account_id, credits: order.credits, amount: order.amount, currency: order.currency,
+    });
+  });
+
   test('is 404 for an unknown event', async () => {
     const reply = await file.service.call('GET', '/admin/api/events/evt_unknown');
     assert.equal(reply.status, 404);

@@ -8,6 +8,9 @@
  * @typedef {{ event_id: string, type: string, status: string, attempts: number, last_error: string | null, received_at: string }} EventSummary
  * @typedef {{ counts: Record<string, number>, oldest_processing_age_seconds: number | null, jobs_queued: number, events_queued: number, last_sweep_at: string | null }} InboxStatus
  * @typedef {{ minute: string, received: number, finished: number, failed: number }} MinuteCounts
+ * @typedef {{ order_id: string, status: string, account_id: string, credits: number, amount: number, currency: string }} OrderSummary
+ * @typedef {EventSummary & { object_id: string | null, duplicate_of: string | null, livemode: boolean, finished_at: string | null,
+ *   payload: unknown, related: EventSummary[], order: OrderSummary | null }} EventDetail
  */
 
 /**
@@ -69,7 +72,11 @@ function eventTable(table, events, emptyText) {
   for (const e of events) {
     const row = body.insertRow();
     row.dataset.eventId = e.event_id;
-    cell(row, e.event_id);
+    const open = cell(row, '').appendChild(document.createElement('button'));
+    open.type = 'button';
+    open.className = 'event';
+    open.textContent = e.event_id;
+    open.addEventListener('click', () => void showDetail(e.event_id));
     cell(row, e.type);
     cell(row, e.status, 'status');
     cell(row, e.attempts);
@@ -77,6 +84,7 @@ function eventTable(table, events, emptyText) {
     cell(row, new Date(e.received_at).toLocaleString());
     const button = cell(row, '').appendChild(document.createElement('button'));
     button.type = 'button';
+    button.className = 'replay';
     button.textContent = 'Replay';
     button.addEventListener('click', async () => {
       button.disabled = true;
@@ -84,6 +92,35 @@ function eventTable(table, events, emptyText) {
       await refresh();
     });
   }
+}
+
+/**
+ * Opens the event's detail: its facts, the order it names or granted, the other events of the
+ * same Stripe object, and the payload as stored.
+ * @param {string} eventId
+ */
+async function showDetail(eventId) {
+  /** @type {EventDetail} */
+  const detail = await api('GET', '/events/' + encodeURIComponent(eventId));
+  $('detail-title').textContent = detail.type + ' · ' + detail.event_id;
+  const facts = $('detail-facts');
+  facts.replaceChildren();
+  for (const [name, value] of Object.entries({
+    status: detail.status, attempts: detail.attempts, 'last error': detail.last_error, object: detail.object_id,
+    'duplicate of': detail.duplicate_of, livemode: detail.livemode, received: detail.received_at, finished: detail.finished_at,
+  })) {
+    facts.appendChild(document.createElement('dt')).textContent = name;
+    facts.appendChild(document.createElement('dd')).textContent = value == null ? '–' : String(value);
+  }
+  const order = detail.order;
+  $('detail-order').textContent = order
+    ? order.order_id + ': ' + order.status + ', account ' + order.account_id + ', ' + order.credits + ' credits, ' + order.amount + ' ' + order.currency
+    : 'none';
+  eventTable($('detail-related'), detail.related, 'No other event of this object.');
+  $('detail-payload').textContent = JSON.stringify(detail.payload, null, 2);
+  /** @type {HTMLDialogElement} */
+  const dialog = $('detail');
+  if (!dialog.open) dialog.showModal();
 }
 
 /** @param {MinuteCounts[]} points */
