@@ -2,7 +2,7 @@
 import { parseDuration } from '../src/cli/duration.js';
 import { runScript, UsageError } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
-import { countsByType, getInboxStatus, listFailedEvents } from '../src/events/event-status.js';
+import { countsByType, getInboxStatus, listFailedEvents } from '../src/events/read-model.js';
 
 runScript({
   usage: `usage: npm run status -- [--since <duration>] [--failed <n>] [--json]

@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../db/schema.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
-import { eventDetail, eventTimeline, getInboxStatus, listFailedEvents, listStuckEvents, searchEvents } from '../events/event-status.js';
+import { eventDetail, eventTimeline, getInboxStatus, listFailedEvents, listStuckEvents, searchEvents } from '../events/read-model.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
 import type { Logger } from '../logger.js';

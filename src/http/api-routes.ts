@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { startCheckout, type CheckoutDeps } from '../checkout/start-checkout.js';
 import type { Database } from '../db/schema.js';
-import { consumeCredit, getQuota } from '../fulfilment/credit-ledger.js';
+import { consumeCredit, getQuota } from '../fulfilment/account-quota.js';
 import { findOrder, listPackages } from '../fulfilment/orders.js';
 import { requireBearer } from './auth.js';
 import { sendResult } from './idempotent-request.js';

@@ -8,7 +8,7 @@
 import type { Kysely } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/schema.js';
-import { getInboxStatus, type InboxStatus } from '../events/event-status.js';
+import { getInboxStatus, type InboxStatus } from '../events/read-model.js';
 
 export const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'busy', 'unavailable'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { EVENT_STATUSES } from '../../src/db/schema.js';
-import { getInboxStatus } from '../../src/events/event-status.js';
+import { getInboxStatus } from '../../src/events/read-model.js';
 import { databaseForFile } from '../support/database.js';
 
 const database = databaseForFile();

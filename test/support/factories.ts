@@ -1,7 +1,7 @@
 // Test data with defaults: only what a test is about needs to be spelled out.
 import type { OrderRow, StripeEventRow } from '../../src/db/schema.js';
 import { findEvent, type IncomingEvent } from '../../src/events/event-store.js';
-import { getQuota, type Quota } from '../../src/fulfilment/credit-ledger.js';
+import { getQuota, type Quota } from '../../src/fulfilment/account-quota.js';
 import { createOrder, findOrder } from '../../src/fulfilment/orders.js';
 import { checkoutSession, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { toIncomingEvent } from '../../src/stripe/webhook-event.js';

@@ -1,4 +1,6 @@
-// The inbox at a glance, shared by GET /admin/api/status and `npm run status -- --json`.
+// The inbox as ops read it: status at a glance (GET /admin/api/status, `npm run status`, the
+// metrics' gauges), the dashboard's lists, timeline, search and event detail. Reads only; the
+// writers of stripe_events are in event-store.ts.
 import { sql, type Kysely } from 'kysely';
 import { EVENT_STATUSES, type Database, type EventStatus, type StripeEventRow } from '../db/schema.js';
 import { lastMaintenanceRun } from '../db/maintenance-runs.js';

@@ -1,5 +1,6 @@
-// The credit ledger: grants keyed by order (one per order, by primary key; written by
-// order-payment.ts) and a running balance per account. Quota = granted - used.
+// An account's quota: what its grants added up to (credit_grants, one per order by primary key,
+// written with the running balance by order-payment.ts), what it used, what is left; and using
+// one credit atomically. Quota = granted - used.
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 
