@@ -10,9 +10,9 @@ import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';
 import type { Database, OrderRow } from '../db/schema.js';
 import { attachCheckoutSession, createOrder, findOrder } from '../fulfilment/orders.js';
-import { runIdempotent, type HttpResult } from '../http/idempotent-request.js';
+import { runIdempotent, STRIPE_BUSY, type HttpResult } from '../http/idempotent-request.js';
 import { checkoutSessionKey } from '../stripe/idempotency-keys.js';
-import { describeStripeFailure, STRIPE_BUSY, StripeBusy, type StripeCalls } from '../stripe/outbound.js';
+import { describeStripeFailure, StripeBusy, type StripeCalls } from '../stripe/outbound.js';
 
 export interface CheckoutInput {
   package_id: string;

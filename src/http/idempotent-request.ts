@@ -48,6 +48,13 @@ export interface IdempotentRequest {
 
 export const requestHash = (request: unknown) => createHash('sha256').update(JSON.stringify(request)).digest('hex');
 
+/** The answer for a request that could not get an outbound Stripe call slot (StripeBusy). */
+export const STRIPE_BUSY: HttpResult = {
+  status: 503,
+  body: { error: 'too many calls to Stripe in flight; retry shortly' },
+  retryAfterSeconds: 2,
+};
+
 const IN_FLIGHT: HttpResult = { status: 409, body: { error: 'a request with this Idempotency-Key is still in progress; retry shortly' } };
 
 export async function runIdempotent(db: Kysely<Database>, request: IdempotentRequest): Promise<HttpResult> {

@@ -9,9 +9,9 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { findOrder } from '../fulfilment/orders.js';
-import { runIdempotent, type HttpResult } from '../http/idempotent-request.js';
+import { runIdempotent, STRIPE_BUSY, type HttpResult } from '../http/idempotent-request.js';
 import { refundKey } from '../stripe/idempotency-keys.js';
-import { describeStripeFailure, STRIPE_BUSY, StripeBusy, type StripeCalls } from '../stripe/outbound.js';
+import { describeStripeFailure, StripeBusy, type StripeCalls } from '../stripe/outbound.js';
 
 export interface RefundDeps {
   db: Kysely<Database>;

@@ -5,7 +5,6 @@
 import Stripe from 'stripe';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { HttpResult } from '../http/idempotent-request.js';
 
 export type StripeOperation = 'checkout_session_create' | 'refund_create';
 
@@ -81,10 +80,3 @@ export function describeStripeFailure(error: unknown): string {
   if (error instanceof StripeTimeout || isStripeTimeout(error)) return 'timeout';
   return error instanceof Stripe.errors.StripeError ? error.type : 'network error';
 }
-
-/** The answer for a request that could not get a Stripe call slot. */
-export const STRIPE_BUSY: HttpResult = {
-  status: 503,
-  body: { error: 'too many calls to Stripe in flight; retry shortly' },
-  retryAfterSeconds: 2,
-};
