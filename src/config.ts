@@ -2,10 +2,13 @@
 // once with an example value, and the result is a frozen object whose field names carry units.
 import { z } from 'zod';
 import { loadDevSecrets } from './dev/dev-secrets.js';
-import { REFUND_POLICIES, type RefundPolicy } from './fulfilment/credit-revocations.js';
 
 export const ROLES = ['all', 'web', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
+
+/** How many credits refunds take back (src/modules/credits/credit-revocations.ts). */
+export const REFUND_POLICIES = ['full', 'proportional'] as const;
+export type RefundPolicy = (typeof REFUND_POLICIES)[number];
 
 export interface Config {
   readonly nodeEnv: 'development' | 'production' | 'test';

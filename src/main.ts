@@ -9,6 +9,7 @@ import { startService } from './service.js';
 import { installShutdown } from './shutdown.js';
 import { createStripeClient } from './stripe/client.js';
 import { startOfflineStripe } from './dev/offline-stripe.js';
+import { businessModules, serviceMigrations } from './modules/index.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -48,9 +49,9 @@ async function main(): Promise<void> {
   const pools = openServicePools(databaseUrl, { workerConcurrency: config.workerConcurrency });
   closers.unshift(() => pools.close());
 
-  await migrate(pools.worker.pool, logger);
+  await migrate(pools.worker.pool, logger, await serviceMigrations());
   const stripe = createStripeClient(stripeKey, stripeApiBase, { timeoutMs: config.stripeTimeoutMs });
-  const service = await startService({ config, pools, stripe, logger });
+  const service = await startService({ config, pools, stripe, modules: businessModules, logger });
   // Before the start line: a supervisor may signal as soon as it sees the process up.
   installShutdown({ ...service, closers, logger, timeoutMs: config.shutdownTimeoutMs });
   logger.info({ url: service.url, role: config.role, pid: process.pid, node: process.version }, 'stripe-inbox started');

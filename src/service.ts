@@ -3,6 +3,7 @@
 import type { Server } from 'node:http';
 import type { Runner } from 'graphile-worker';
 import type Stripe from 'stripe';
+import type { BusinessModule } from './business-module.js';
 import type { Config } from './config.js';
 import type { ServicePools } from './db/pools.js';
 import { ClaimBatcher } from './events/claim-batcher.js';
@@ -12,7 +13,6 @@ import { Readiness } from './http/readiness.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { shutdown } from './shutdown.js';
-import { longestCallMs } from './stripe/client.js';
 import { StripeCalls } from './stripe/outbound.js';
 import { startWorker } from './worker/run-worker.js';
 
@@ -21,6 +21,8 @@ export interface ServiceDeps {
   /** Open and migrated; the caller owns them and closes them after stop(). */
   pools: ServicePools;
   stripe: Stripe;
+  /** The businesses to run (src/modules/index.ts); the service itself knows none. */
+  modules: readonly BusinessModule[];
   logger: Logger;
 }
 
@@ -38,7 +40,7 @@ export interface Service {
 const runsWeb = (config: Config) => config.role !== 'worker';
 const runsWorker = (config: Config) => config.role !== 'web';
 
-export async function startService({ config, pools, stripe, logger }: ServiceDeps): Promise<Service> {
+export async function startService({ config, pools, stripe, modules, logger }: ServiceDeps): Promise<Service> {
   const readiness = new Readiness(pools.intake.pool);
   readiness.markMigrated();
   const metrics = new Metrics(pools.api.db);
@@ -46,44 +48,22 @@ export async function startService({ config, pools, stripe, logger }: ServiceDep
   const claims = new ClaimBatcher(pools.intake.db, { maxAttempts: config.maxAttempts });
 
   const worker = runsWorker(config)
-    ? await startWorker({
-        pool: pools.worker.pool,
-        db: pools.worker.db,
-        logger,
-        concurrency: config.workerConcurrency,
-        maxAttempts: config.maxAttempts,
-        staleAfterMs: config.staleAfterMs,
-        sweepCron: config.sweepCron,
-        eventRetentionDays: config.eventRetentionDays,
-        metrics,
-        livemode: config.stripeLivemode,
-        refundPolicy: config.refundPolicy,
-      })
+    ? await startWorker({ config, pool: pools.worker.pool, db: pools.worker.db, modules, logger, metrics })
     : undefined;
 
   // The worker role still answers /healthz, /readyz and /metrics, nothing else.
   const app = runsWeb(config)
     ? buildApp({
+        config,
         db: pools.api.db,
-        logger,
-        readiness,
-        webhookSecrets: config.webhookSecrets,
-        webhookBodyBudgetBytes: config.webhookBodyBudgetBytes,
         claim: (event) => claims.claim(event),
         stripeCalls: new StripeCalls(stripe, { maxConcurrent: config.stripeMaxConcurrentCalls, timeoutMs: config.stripeTimeoutMs, metrics, logger }),
-        idempotencyLeaseMs: longestCallMs({ timeoutMs: config.stripeTimeoutMs }),
-        successUrl: config.checkoutSuccessUrl,
-        cancelUrl: config.checkoutCancelUrl,
-        apiToken: config.apiToken,
-        adminToken: config.adminToken,
-        maxAttempts: config.maxAttempts,
-        staleAfterMs: config.staleAfterMs,
-        trustProxyHops: config.trustProxyHops,
-        rateLimitPerMinute: config.rateLimitPerMinute,
+        modules,
+        readiness,
+        logger,
         metrics,
-        metricsToken: config.metricsToken,
       })
-    : buildOpsApp({ readiness, metrics, metricsToken: config.metricsToken, logger, trustProxyHops: config.trustProxyHops, rateLimitPerMinute: config.rateLimitPerMinute });
+    : buildOpsApp({ config, readiness, metrics, logger });
 
   const server = createServer(app, { requestTimeoutMs: config.httpRequestTimeoutMs });
   await new Promise<void>((resolve, reject) => {

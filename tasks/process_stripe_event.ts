@@ -21,7 +21,7 @@ export interface ProcessStripeEventDeps {
   metrics: Metrics;
 }
 
-export function processStripeEvent({ fulfil, logger, metrics }: ProcessStripeEventDeps): Task {
+export function processStripeEventsTask({ fulfil, logger, metrics }: ProcessStripeEventDeps): Task {
   /** Logs and counts one event's result; returns the error that should make it retry. */
   const report = (eventId: string, jobId: string, result: FulfilResult): Error | undefined => {
     const fields = { eventId, jobId, ...('type' in result ? { type: result.type, attempt: result.attempt } : {}), status: result.status };

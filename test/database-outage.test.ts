@@ -23,6 +23,7 @@ import { givenOrder, paidEvent } from './support/factories.js';
 import { spawnService, type ChildService } from './support/child-service.js';
 import { WEBHOOK_SECRET } from './support/service.js';
 import { waitFor } from './support/wait-for.js';
+import { serviceMigrations } from '../src/modules/index.js';
 
 const OUTAGE_MS = 10_000;
 let dataDir: string;
@@ -37,7 +38,7 @@ before(async () => {
   const url = postgres.connectionString;
   port = Number(new URL(url).port);
   const opened = openDatabase(url, { maxConnections: 10 });
-  await migrate(opened.pool, createLogger('silent'));
+  await migrate(opened.pool, createLogger('silent'), await serviceMigrations());
   database = { ...opened, url, name: 'stripe_inbox' };
   service = await spawnService(url, { STALE_AFTER_SECONDS: '1', SWEEP_CRON: '0 0 1 1 *', LOG_LEVEL: 'info' });
 });

@@ -22,6 +22,7 @@ import { migrate } from '../src/db/migrate.js';
 import { createLogger } from '../src/logger.js';
 import { databaseUrl } from './support/database-url.js';
 import { embeddedPostgresMajor } from './support/embedded-major.js';
+import { serviceMigrations } from '../src/modules/index.js';
 
 async function reachable(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
@@ -107,7 +108,7 @@ async function main(): Promise<number> {
     process.stdout.write(`# test Postgres: ${label}, PostgreSQL ${server!.version} (major ${server!.major})\n`);
     await admin.query(`create database "${template}"`);
     const database = openDatabase(databaseUrl(adminUrl, template), { maxConnections: 2 });
-    await migrate(database.pool, createLogger('warn'));
+    await migrate(database.pool, createLogger('warn'), await serviceMigrations());
     await database.close();
     // Autovacuum visits a freshly migrated database, and a template with any session in it
     // cannot be cloned: closing it to connections keeps clones instant.

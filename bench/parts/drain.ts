@@ -5,7 +5,7 @@
 // The machine's speed drifts (a shared host), so the full run times the baseline before and after
 // the service and compares the service with the mean of the two.
 import { claimEvents } from '../../src/events/event-store.js';
-import { createOrder } from '../../src/fulfilment/orders.js';
+import { createOrder } from '../../src/modules/credits/orders.js';
 import { createBenchDatabase, type BenchDatabase } from '../support/database.js';
 import { timeDrain } from '../support/drain-timer.js';
 import type { BenchOptions } from '../support/options.js';

@@ -5,7 +5,7 @@
 // figure is paid-seen − 2xx-received; its resolution is the poll cycle, printed with it.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { createOrder } from '../../src/fulfilment/orders.js';
+import { createOrder } from '../../src/modules/credits/orders.js';
 import { createBenchDatabase } from '../support/database.js';
 import type { BenchOptions } from '../support/options.js';
 import { spawnBenchService, type BenchChild } from '../support/processes.js';

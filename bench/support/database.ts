@@ -6,6 +6,7 @@ import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/logger.js';
 import { onCleanup } from './cleanup.js';
+import { serviceMigrations } from '../../src/modules/index.js';
 
 export const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 export const BENCH_DB_PREFIX = 'stripe_inbox_bench_';
@@ -44,7 +45,7 @@ export async function createBenchDatabase(serverUrl: string, options: { maxConne
     await withAdmin(serverUrl, (admin) => admin.query(`drop database if exists "${name}" with (force)`));
   });
   try {
-    await migrate(opened.pool, createLogger('silent'));
+    await migrate(opened.pool, createLogger('silent'), await serviceMigrations());
   } catch (error) {
     await drop();
     throw new Error(`migrating bench database ${name}`, { cause: error });

@@ -13,10 +13,12 @@ import { wholeNumberOption } from '../../src/cli/whole-number.js';
 import { ServiceFleet } from './service-fleet.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import type { Database, OrderRow } from '../../src/db/schema.js';
-import { createOrder } from '../../src/fulfilment/orders.js';
+import type { Database } from '../../src/db/schema.js';
+import type { OrderRow } from '../../src/modules/credits/tables.js';
+import { createOrder } from '../../src/modules/credits/orders.js';
 import { checkoutSession, sampleEvent, signDelivery, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
+import { serviceMigrations } from '../../src/modules/index.js';
 
 const DEFAULT_SERVER = 'postgres://postgres@127.0.0.1:5432/postgres';
 const IN_FLIGHT = 32; // concurrent deliveries
@@ -298,7 +300,7 @@ that did not exit 0, a process that died unasked, or an inbox that did not drain
     try {
       database = openDatabase(url.toString(), { maxConnections: 4, applicationName: 'stripe-inbox-chaos' });
       const { db } = database;
-      await migrate(database.pool, ctx.logger);
+      await migrate(database.pool, ctx.logger, await serviceMigrations());
       const orders = await createOrders(db, events, signal);
       const plan = planDeliveries(orders);
       progress(`database ${name}: ${orders.length} orders; starting ${processes} processes`);

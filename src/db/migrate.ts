@@ -1,12 +1,15 @@
-// Applies sql/NNNN_*.sql in order, each in its own transaction, under an advisory lock so two
-// processes starting at once apply each migration once; then graphile-worker's own migrations.
+// Applies the core's sql/NNNN_*.sql and the business modules' migrations in one sequence of
+// versions, each in its own transaction, under an advisory lock so two processes starting at once
+// apply each migration once; then graphile-worker's own migrations.
 // Forward-only and expand/contract (docs/migrations.md): a release must keep working against
 // the schema of the next one, because two versions run at once during a rolling deploy.
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runMigrations } from 'graphile-worker';
 import type pg from 'pg';
+import type { BusinessModule } from '../business-module.js';
 import type { Logger } from '../logger.js';
 import { graphileLogger } from '../worker/graphile-logger.js';
 
@@ -21,11 +24,27 @@ export interface Migration {
   checksum: string;
 }
 
-export async function readMigrations(dir = SQL_DIR): Promise<Migration[]> {
+/**
+ * This release's migrations: the core's (sql/) and each module's folder, sorted by version. Two
+ * files with one version are refused: schema_migrations knows a migration by its version.
+ */
+export async function readMigrations(modules: ReadonlyArray<Pick<BusinessModule, 'name' | 'migrations'>>): Promise<Migration[]> {
+  const folders = [SQL_DIR, ...modules.flatMap((module) => (module.migrations ? [fileURLToPath(module.migrations)] : []))];
+  const migrations = (await Promise.all(folders.map(readFolder))).flat().sort((a, b) => a.version - b.version);
+  for (const [i, migration] of migrations.entries()) {
+    const next = migrations[i + 1];
+    if (next?.version === migration.version) {
+      throw new Error(`migrations ${migration.name} and ${next.name} share version ${migration.version}: give the newer one the next free number`);
+    }
+  }
+  return migrations;
+}
+
+async function readFolder(dir: string): Promise<Migration[]> {
   const files = (await readdir(dir)).filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f)).sort();
   return Promise.all(
     files.map(async (name) => {
-      const sql = await readFile(dir + name, 'utf8');
+      const sql = await readFile(path.join(dir, name), 'utf8');
       return { version: Number(name.slice(0, 4)), name, sql, checksum: createHash('sha256').update(sql).digest('hex') };
     }),
   );
@@ -36,14 +55,12 @@ export interface MigrateResult {
 }
 
 export interface MigrateOptions {
-  /** This release's migrations; the files in sql/ unless given. */
-  migrations?: Migration[];
   /** graphile-worker's own migrations, run after ours under the same lock. */
   runWorkerMigrations?: (pool: pg.Pool, logger: Logger) => Promise<void>;
 }
 
-export async function migrate(pool: pg.Pool, logger: Logger, options: MigrateOptions = {}): Promise<MigrateResult> {
-  const migrations = options.migrations ?? (await readMigrations());
+/** Applies `migrations` (readMigrations) that the database does not have yet. */
+export async function migrate(pool: pg.Pool, logger: Logger, migrations: readonly Migration[], options: MigrateOptions = {}): Promise<MigrateResult> {
   const runWorkerMigrations = options.runWorkerMigrations ?? ((p, l) => runMigrations({ pgPool: p, logger: graphileLogger(l) }));
   const client = await pool.connect();
   try {

@@ -1,7 +1,7 @@
 // Postgres errors classified by SQLSTATE in one place, so callers decide "retry later" or
 // "answer 503" without string matching.
 import { errorChain } from '../error-chain.js';
-import { PoolBusy } from './pools.js';
+import { PoolBusyError } from './pools.js';
 
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN',
@@ -15,7 +15,7 @@ function codeOf(error: unknown): string | undefined {
 
 /** True when every connection of one of our pools was busy: a load problem, not the database's. */
 export function isPoolBusy(error: unknown): boolean {
-  return errorChain(error).some((e) => e instanceof PoolBusy);
+  return errorChain(error).some((e) => e instanceof PoolBusyError);
 }
 
 /** True when the database cannot be reached or is going away: the caller should answer 503. */

@@ -5,7 +5,7 @@
 // never uses a pool (ROLE=worker has no API) costs nothing for it.
 //
 // Each pool reports how long a query waited for a connection, and a wait that timed out because
-// every connection was checked out is a PoolBusy error, told apart from a database that cannot be
+// every connection was checked out is a PoolBusyError error, told apart from a database that cannot be
 // reached: "all our connections are busy" and "Postgres is down" call for different fixes.
 import type pg from 'pg';
 import type { Metrics } from '../metrics/metrics.js';
@@ -15,7 +15,7 @@ export const POOL_NAMES = ['intake', 'api', 'worker'] as const;
 export type PoolName = (typeof POOL_NAMES)[number];
 
 /** Every connection of the pool was checked out for the whole connection timeout. */
-export class PoolBusy extends Error {
+export class PoolBusyError extends Error {
   constructor(readonly pool: string, options: { cause: unknown }) {
     super(`all connections of the ${pool} pool were in use`, options);
   }
@@ -61,7 +61,7 @@ export function openServicePools(url: string, { workerConcurrency }: { workerCon
 type ConnectCallback = (error: Error | undefined, client: pg.PoolClient | undefined, release: (error?: Error | boolean) => void) => void;
 
 /**
- * Times every checkout of `pool` and turns a connection timeout into PoolBusy when every
+ * Times every checkout of `pool` and turns a connection timeout into PoolBusyError when every
  * connection was checked out at that moment. pg's Pool reports its own wait timeout and a
  * connect timeout to an unresponsive server with the same message, so the count of checked-out
  * connections, kept here, is what tells them apart.
@@ -75,7 +75,7 @@ function watchWaits(pool: pg.Pool, name: string, report: { waited(seconds: numbe
       if (error || !client) {
         const full = checkedOut >= (pool.options.max ?? 10);
         if (full) report.busy();
-        return callback(full ? new PoolBusy(name, { cause: error }) : error, client, pgRelease);
+        return callback(full ? new PoolBusyError(name, { cause: error }) : error, client, pgRelease);
       }
       report.waited((performance.now() - started) / 1000);
       checkedOut++;

@@ -5,9 +5,8 @@ import type { ColumnType, Insertable, Selectable } from 'kysely';
 
 export const EVENT_STATUSES = ['processing', 'processed', 'ignored', 'duplicate', 'failed'] as const;
 export type EventStatus = (typeof EVENT_STATUSES)[number];
-export type OrderStatus = 'pending' | 'paid' | 'refunded';
 
-type Defaulted<T> = ColumnType<T, T | undefined, T>;
+export type Defaulted<T> = ColumnType<T, T | undefined, T>;
 
 export interface StripeEventsTable {
   event_id: string;
@@ -28,64 +27,23 @@ export interface StripeEventsTable {
   job_key: string | null;
 }
 
-export interface PackagesTable {
-  package_id: string;
-  name: string;
-  amount: number;
-  currency: string;
-  credits: number;
-  active: Defaulted<boolean>;
-}
-
-export interface OrdersTable {
-  order_id: string;
-  package_id: string;
-  account_id: string;
-  email: string | null;
-  amount: number;
-  currency: string;
-  credits: number;
-  status: Defaulted<OrderStatus>;
-  checkout_session_id: string | null;
-  created_at: Defaulted<Date>;
-  paid_at: Date | null;
-  payment_intent_id: string | null;
-  refunded_amount: Defaulted<number>;
-}
-
-export interface CreditGrantsTable {
-  order_id: string;
-  account_id: string;
-  credits: number;
-  event_id: string;
-  granted_at: Defaulted<Date>;
-}
-
-export interface CreditRevocationsTable {
-  order_id: string;
-  account_id: string;
-  target_credits: number;
-  revoked_credits: number;
-  updated_at: Defaulted<Date>;
-}
-
-export interface AccountCreditsTable {
-  account_id: string;
-  granted: Defaulted<number>;
-  used: Defaulted<number>;
-}
-
+/** Written by src/http/idempotent-request.ts only. */
 export interface ApiIdempotencyKeysTable {
+  /** `<operation>:<the caller's key>`. */
   idempotency_key: string;
-  operation: Defaulted<'checkout' | 'refund'>;
+  /** What the key is for, named by the module that uses it: 'checkout', 'refund'. */
+  operation: string;
   request_hash: string;
-  order_id: string;
-  refund_seq: number | null;
-  refund_amount: number | null;
+  /**
+   * What the key names, created once when it was registered (a new order, the next refund of an
+   * order): the module's JSON. Null only on rows a release before sql/0010 wrote, whose subject
+   * is in the columns that release used (order_id, refund_seq, refund_amount; not listed here).
+   */
+  subject: ColumnType<unknown, string, never>;
   response_status: number | null;
   response_body: ColumnType<unknown, string | null, string | null>;
   created_at: Defaulted<Date>;
-  /** While in the future, a request holding this key is running (src/http/idempotent-request.ts). */
+  /** While in the future, a request holding this key is running. */
   leased_until: Date | null;
 }
 
@@ -105,11 +63,6 @@ export interface MaintenanceRunsTable {
 
 export interface Database {
   stripe_events: StripeEventsTable;
-  packages: PackagesTable;
-  orders: OrdersTable;
-  credit_grants: CreditGrantsTable;
-  account_credits: AccountCreditsTable;
-  credit_revocations: CreditRevocationsTable;
   api_idempotency_keys: ApiIdempotencyKeysTable;
   maintenance_runs: MaintenanceRunsTable;
   admin_sessions: AdminSessionsTable;
@@ -117,5 +70,3 @@ export interface Database {
 
 export type StripeEventRow = Selectable<StripeEventsTable>;
 export type NewStripeEvent = Insertable<StripeEventsTable>;
-export type OrderRow = Selectable<OrdersTable>;
-export type PackageRow = Selectable<PackagesTable>;

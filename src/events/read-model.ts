@@ -69,52 +69,52 @@ export async function listStuckEvents(db: Kysely<Database>, olderThanMs: number,
     .execute();
 }
 
+/** A row of the business that an event touched or names: the dashboard's event detail shows it. */
+export interface BusinessRecord {
+  /** What it is, in the module's words: 'order', 'subscription'. */
+  readonly kind: string;
+  readonly id: string;
+  readonly fields: Readonly<Record<string, string | number | boolean | null>>;
+}
+
+/** What a business module tells the dashboard about events (part of src/business-module.ts). */
+export interface EventLookups {
+  /** The records an event touched or names, for the dashboard's event detail. */
+  eventRecords?(db: Kysely<Database>, event: Pick<StripeEventRow, 'event_id' | 'type' | 'object_id' | 'payload'>): Promise<BusinessRecord[]>;
+  /** Ids of the events about a record of the module (an order id), for the dashboard's search. */
+  searchEvents?(db: Kysely<Database>, term: string): Promise<string[]>;
+}
+
 export interface EventDetail {
   /** The body Stripe signed, as stored. */
   payload: unknown;
   /** Other events about the same Stripe object (retried actions, later updates), newest first. */
   related: EventSummary[];
-  /** The order the event names in its metadata or granted, if any. */
-  order: { order_id: string; status: string; account_id: string; credits: number; amount: number; currency: string } | null;
+  /** What the business modules hold about it: the order it named or granted, ... */
+  records: BusinessRecord[];
 }
 
-/** What an operator looks at first when a payment went wrong: the payload, its neighbours, its order. */
-export async function eventDetail(db: Kysely<Database>, event: Pick<StripeEventRow, 'event_id' | 'object_id' | 'payload'>): Promise<EventDetail> {
+/** What an operator looks at first when a payment went wrong: the payload, its neighbours, its business records. */
+export async function eventDetail(
+  db: Kysely<Database>,
+  event: Pick<StripeEventRow, 'event_id' | 'type' | 'object_id' | 'payload'>,
+  modules: readonly EventLookups[],
+): Promise<EventDetail> {
   const related = event.object_id === null
     ? []
     : await db.selectFrom('stripe_events').select(summaryColumns).where('object_id', '=', event.object_id).where('event_id', '<>', event.event_id)
       .orderBy('received_at', 'desc').limit(20).execute();
-  const named = metadataOrderId(event.payload);
-  const order = await db
-    .selectFrom('orders')
-    .select(['order_id', 'status', 'account_id', 'credits', 'amount', 'currency'])
-    .where((eb) => eb.or([
-      eb('order_id', 'in', eb.selectFrom('credit_grants').select('order_id').where('event_id', '=', event.event_id)),
-      ...(named === undefined ? [] : [eb('order_id', '=', named)]),
-    ]))
-    .executeTakeFirst();
-  return { payload: event.payload, related, order: order ?? null };
+  const records = (await Promise.all(modules.map((m) => m.eventRecords?.(db, event) ?? Promise.resolve([])))).flat();
+  return { payload: event.payload, related, records };
 }
 
-/** data.object.metadata.order_id of a stored payload, when it is a string. */
-function metadataOrderId(payload: unknown): string | undefined {
-  const id = (payload as { data?: { object?: { metadata?: { order_id?: unknown } } } } | null)?.data?.object?.metadata?.order_id;
-  return typeof id === 'string' ? id : undefined;
-}
-
-/** Events whose id, object id or order id (as metadata, or as the order they granted) is `term`. */
-export async function searchEvents(db: Kysely<Database>, term: string, limit = 50): Promise<EventSummary[]> {
+/** Events whose id or object id is `term`, or that a business module finds by it (an order id). */
+export async function searchEvents(db: Kysely<Database>, term: string, modules: readonly EventLookups[], limit = 50): Promise<EventSummary[]> {
+  const found = (await Promise.all(modules.map((m) => m.searchEvents?.(db, term) ?? Promise.resolve([])))).flat();
   return db
     .selectFrom('stripe_events')
     .select(summaryColumns)
-    .where((eb) =>
-      eb.or([
-        eb('event_id', '=', term),
-        eb('object_id', '=', term),
-        eb(sql`payload #>> '{data,object,metadata,order_id}'`, '=', term),
-        eb('event_id', 'in', eb.selectFrom('credit_grants').select('event_id').where('order_id', '=', term)),
-      ]),
-    )
+    .where((eb) => eb.or([eb('event_id', '=', term), eb('object_id', '=', term), ...(found.length > 0 ? [eb('event_id', 'in', found)] : [])]))
     .orderBy('received_at', 'desc')
     .limit(limit)
     .execute();

@@ -8,8 +8,8 @@ import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
 import { lockForFulfilment, markFinished, recordFailure, type EventQueueOptions } from '../events/event-store.js';
 import { describeError } from '../error-chain.js';
-import { HandlerFailed, PermanentError } from './errors.js';
-import type { Dispatch } from './handlers.js';
+import { PermanentError } from './handler.js';
+import { HandlerError, type Dispatch } from './dispatch.js';
 
 export type FulfilResult =
   | { status: 'missing' | 'already_finished' }
@@ -28,7 +28,7 @@ export async function fulfilEvent(db: Kysely<Database>, eventId: string, options
     const [result] = await fulfilTogether(db, [eventId], options);
     return result!;
   } catch (failure) {
-    if (!(failure instanceof HandlerFailed)) throw failure;
+    if (!(failure instanceof HandlerError)) throw failure;
     return recordFailedAttempt(db, failure.event, failure.error, options);
   }
 }
@@ -45,7 +45,7 @@ export async function fulfilEvents(db: Kysely<Database>, eventIds: readonly stri
     try {
       return await fulfilTogether(db, eventIds, options);
     } catch (error) {
-      if (!(error instanceof HandlerFailed) && isDatabaseUnavailable(error)) throw error;
+      if (!(error instanceof HandlerError) && isDatabaseUnavailable(error)) throw error;
     }
   }
   const results: FulfilResult[] = [];

@@ -1,39 +1,23 @@
 // /admin/api/*: the operator's JSON API. ADMIN_TOKEN on every route, no exceptions: as a bearer
 // token, or the dashboard's session cookie that signing in with it sets.
 import express, { Router } from 'express';
-import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import type { Database } from '../db/schema.js';
+import type { BusinessModule, RouteContext } from '../business-module.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
 import { eventDetail, eventTimeline, getInboxStatus, listFailedEvents, listStuckEvents, searchEvents } from '../events/read-model.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
-import type { Logger } from '../logger.js';
-import { requestRefund } from '../refunds/request-refund.js';
-import type { StripeCalls } from '../stripe/outbound.js';
 import { adminGuard } from './admin-dashboard.js';
-import { sendResult } from './idempotent-request.js';
-import { badRequest, checkIdParam, idempotencyKeyHeader, lookupId } from './validation.js';
-
-export interface AdminDeps {
-  db: Kysely<Database>;
-  adminToken: string;
-  maxAttempts: number;
-  staleAfterMs: number;
-  logger: Logger;
-  stripeCalls: StripeCalls;
-  /** How long an inbound Idempotency-Key is leased to the request using it. */
-  idempotencyLeaseMs: number;
-  metrics: Metrics;
-}
-
-const refundBody = z.strictObject({ amount: z.number().int().positive('must be a positive amount in the smallest currency unit').optional() });
+import { badRequest, checkIdParam, lookupId } from './validation.js';
 
 const eventList = z.strictObject({ status: z.enum(['failed', 'stuck']), limit: z.coerce.number().int().min(1).max(500).default(50) });
 const timelineQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(48).default(3) });
 const searchQuery = z.strictObject({ q: z.string().trim().pipe(lookupId) });
 
-export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger, stripeCalls, idempotencyLeaseMs, metrics }: AdminDeps): Router {
+/** The inbox's own operations, then each module's under /admin/api. */
+export function adminRoutes(modules: readonly BusinessModule[], context: RouteContext, metrics: Metrics): Router {
+  const { db, logger } = context;
+  const { adminToken, maxAttempts, staleAfterMs } = context.config;
   const router = Router();
   router.use('/admin', adminGuard({ db, adminToken }), express.json({ limit: '16kb' }));
   router.param('id', checkIdParam);
@@ -56,7 +40,7 @@ export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger,
       livemode: event.livemode,
       received_at: event.received_at,
       finished_at: event.finished_at,
-      ...(await eventDetail(db, event)),
+      ...(await eventDetail(db, event, modules)),
     });
   });
 
@@ -83,7 +67,7 @@ export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger,
   router.get('/admin/api/search', async (req, res) => {
     const query = searchQuery.safeParse(req.query);
     if (!query.success) return badRequest(res, query.error);
-    res.json(await searchEvents(db, query.data.q));
+    res.json(await searchEvents(db, query.data.q, modules));
   });
 
   router.post('/admin/api/sweep', async (_req, res) => {
@@ -91,15 +75,6 @@ export function adminRoutes({ db, adminToken, maxAttempts, staleAfterMs, logger,
     res.json(result);
   });
 
-  router.post('/admin/api/orders/:id/refund', async (req, res) => {
-    const key = idempotencyKeyHeader.safeParse(req.headers['idempotency-key']);
-    if (!key.success) {
-      return void res.status(400).json({ error: 'an Idempotency-Key header is required, so that a retried refund request never refunds twice' });
-    }
-    const body = refundBody.safeParse(req.body ?? {});
-    if (!body.success) return badRequest(res, body.error);
-    sendResult(res, await requestRefund({ db, stripeCalls, idempotencyLeaseMs }, req.params.id, body.data, key.data));
-  });
-
+  for (const module of modules) if (module.adminRoutes) router.use('/admin/api', module.adminRoutes(context));
   return router;
 }

@@ -1,51 +1,64 @@
 // Builds the Express app without listening, so tests and main.ts share one construction.
 import express from 'express';
+import type { Kysely } from 'kysely';
+import type { BusinessModule } from '../business-module.js';
+import type { Config } from '../config.js';
+import type { Database } from '../db/schema.js';
+import type { ClaimOutcome, IncomingEvent } from '../events/event-store.js';
 import type { Logger } from '../logger.js';
-import { adminRoutes, type AdminDeps } from './admin-routes.js';
-import { apiRoutes, type ApiDeps } from './api-routes.js';
-import { errorHandler } from './error-handler.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { longestCallMs } from '../stripe/client.js';
+import type { StripeCalls } from '../stripe/outbound.js';
 import { adminDashboard } from './admin-dashboard.js';
+import { adminRoutes } from './admin-routes.js';
+import { apiRoutes } from './api-routes.js';
+import { errorHandler } from './error-handler.js';
 import { healthRoutes } from './health-routes.js';
 import { metricsRoute } from './metrics-route.js';
 import { rateLimits } from './rate-limits.js';
-import { securityHeaders } from './security-headers.js';
 import type { Readiness } from './readiness.js';
-import { webhookHandler, type WebhookDeps } from './webhook-route.js';
+import { securityHeaders } from './security-headers.js';
+import { webhookHandler } from './webhook-route.js';
 
-export interface AppDeps extends WebhookDeps, ApiDeps, AdminDeps {
+export interface AppDeps {
+  config: Config;
+  /** The API pool: everything but the webhook's claim. */
+  db: Kysely<Database>;
+  /** Durably claims the event and enqueues its job; resolves only after commit. */
+  claim: (event: IncomingEvent) => Promise<ClaimOutcome>;
+  stripeCalls: StripeCalls;
+  modules: readonly BusinessModule[];
   readiness: Readiness;
   logger: Logger;
-  /** Proxies in front (TRUST_PROXY): the client IP is read from X-Forwarded-For past that many. */
-  trustProxyHops: number;
-  /** RATE_LIMIT_PER_MINUTE; 0 turns rate limiting off (see rate-limits.ts). */
-  rateLimitPerMinute: number;
-  metricsToken: string;
+  metrics: Metrics;
 }
 
-export function buildApp(deps: AppDeps): express.Express {
-  const app = newApp(deps.trustProxyHops);
-  const limits = rateLimits(deps.rateLimitPerMinute, deps.logger);
+export function buildApp({ config, db, claim, stripeCalls, modules, readiness, logger, metrics }: AppDeps): express.Express {
+  const app = newApp(config.trustProxyHops);
+  const limits = rateLimits(config.rateLimitPerMinute, logger);
   // Express 5 forwards rejected promises from async handlers to the error handler.
   // The webhook first (after the security headers), on the app itself: it is the route under load,
   // and every router before it (or around it) costs each request.
-  app.post('/webhooks/stripe', webhookHandler(deps, limits.webhookRejections));
-  app.use(healthRoutes(deps.readiness));
-  app.use(metricsRoute(deps.metrics, deps.metricsToken, limits.metricsRejections));
+  const webhook = { webhookSecrets: config.webhookSecrets, webhookBodyBudgetBytes: config.webhookBodyBudgetBytes, claim, logger, metrics };
+  app.post('/webhooks/stripe', webhookHandler(webhook, limits.webhookRejections));
+  app.use(healthRoutes(readiness));
+  app.use(metricsRoute(metrics, config.metricsToken, limits.metricsRejections));
   // Limits come before authentication, so guessing a token is limited too.
   app.use('/api', limits.api);
   app.use('/admin', limits.admin);
-  app.use(apiRoutes(deps));
-  app.use(adminDashboard(deps));
-  app.use(adminRoutes(deps));
-  return finish(app, deps.logger);
+  const context = { config, db, stripeCalls, logger, idempotencyLeaseMs: longestCallMs({ timeoutMs: config.stripeTimeoutMs }) };
+  app.use(apiRoutes(modules, context));
+  app.use(adminDashboard({ db, adminToken: config.adminToken }));
+  app.use(adminRoutes(modules, context, metrics));
+  return finish(app, logger);
 }
 
 /** ROLE=worker: health checks and metrics, nothing else. */
-export function buildOpsApp(deps: Pick<AppDeps, 'readiness' | 'metrics' | 'metricsToken' | 'logger' | 'trustProxyHops' | 'rateLimitPerMinute'>): express.Express {
-  const app = newApp(deps.trustProxyHops);
-  app.use(healthRoutes(deps.readiness));
-  app.use(metricsRoute(deps.metrics, deps.metricsToken, rateLimits(deps.rateLimitPerMinute, deps.logger).metricsRejections));
-  return finish(app, deps.logger);
+export function buildOpsApp({ config, readiness, metrics, logger }: Pick<AppDeps, 'config' | 'readiness' | 'metrics' | 'logger'>): express.Express {
+  const app = newApp(config.trustProxyHops);
+  app.use(healthRoutes(readiness));
+  app.use(metricsRoute(metrics, config.metricsToken, rateLimits(config.rateLimitPerMinute, logger).metricsRejections));
+  return finish(app, logger);
 }
 
 function newApp(trustProxyHops: number): express.Express {

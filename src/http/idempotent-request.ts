@@ -1,9 +1,9 @@
-// The caller's Idempotency-Key on POST /api/checkout and POST /admin/api/orders/:id/refund,
-// honoured like Stripe honours ours: the same key and body replay the first successful response;
-// the same key with another body is a 422; the same key while the first request is still running
-// is a 409. What the key names (a new order, the next refund of an order) is created once, in the
-// transaction that registers the key, so every retry works on the same thing and sends Stripe
-// the same outbound key.
+// The caller's Idempotency-Key on the POST routes that create something through Stripe (a
+// checkout, a refund), honoured like Stripe honours ours: the same key and body replay the first
+// successful response; the same key with another body is a 422; the same key while the first
+// request is still running is a 409. What the key names — its subject, the module's JSON: a new
+// order, the next refund of an order — is created once, in the transaction that registers the
+// key, so every retry works on the same thing and sends Stripe the same outbound key.
 //
 // "Still running" is a lease: a committed `leased_until` on the key's row, taken in one short
 // transaction before the request calls Stripe and cleared in another after. No connection or
@@ -26,29 +26,26 @@ export interface HttpResult {
   retryAfterSeconds?: number;
 }
 
-export type Operation = 'checkout' | 'refund';
+/** What a key names: JSON the module reads back on every retry with the key. */
+export type KeySubject = object;
 
-export interface KeySubject {
-  orderId: string;
-  refund?: { seq: number; amount: number };
-}
-
-export interface IdempotentRequest {
+export interface IdempotentRequest<S extends KeySubject> {
   key: string;
-  operation: Operation;
+  /** The module's name for what the key is for ('checkout'): lower case, digits, - and _. */
+  operation: string;
   /** Everything that identifies the request; hashed and compared on reuse. */
   request: unknown;
   /** How long a request may hold the key before a retry with it may proceed. */
   leaseMs: number;
   /** Creates what a new key names, or refuses with a result (nothing is registered then). */
-  register: (tx: Transaction<Database>) => Promise<KeySubject | HttpResult>;
+  register: (tx: Transaction<Database>) => Promise<{ subject: S } | HttpResult>;
   /** Runs while this request holds the lease, outside any transaction; a 2xx result is kept for replays. */
-  execute: (subject: KeySubject) => Promise<HttpResult>;
+  execute: (subject: S) => Promise<HttpResult>;
 }
 
 export const requestHash = (request: unknown) => createHash('sha256').update(JSON.stringify(request)).digest('hex');
 
-/** The answer for a request that could not get an outbound Stripe call slot (StripeBusy). */
+/** The answer for a request that could not get an outbound Stripe call slot (StripeBusyError). */
 export const STRIPE_BUSY: HttpResult = {
   status: 503,
   body: { error: 'too many calls to Stripe in flight; retry shortly' },
@@ -57,7 +54,7 @@ export const STRIPE_BUSY: HttpResult = {
 
 const IN_FLIGHT: HttpResult = { status: 409, body: { error: 'a request with this Idempotency-Key is still in progress; retry shortly' } };
 
-export async function runIdempotent(db: Kysely<Database>, request: IdempotentRequest): Promise<HttpResult> {
+export async function runIdempotent<S extends KeySubject>(db: Kysely<Database>, request: IdempotentRequest<S>): Promise<HttpResult> {
   const key = `${request.operation}:${request.key}`;
   const lease = await takeLease(db, key, request);
   if ('status' in lease) return lease;
@@ -83,10 +80,24 @@ export async function runIdempotent(db: Kysely<Database>, request: IdempotentReq
   return result;
 }
 
-class KeyTaken extends Error {}
+class KeyTakenError extends Error {}
+
+// A row written by a release before sql/0010 during a rolling deploy has its subject in the
+// columns that release used (sql/0010 converted the rows before it). Once no such release runs, a
+// migration can convert those rows too and `subject` alone will do.
+const subjectOf = sql<unknown>`coalesce(subject, jsonb_strip_nulls(jsonb_build_object(
+  'orderId', order_id, 'seq', refund_seq, 'amount', refund_amount)))`;
+
+/** How many keys of `operation` name a subject containing `match` (e.g. the refunds of one order). */
+export async function countKeys(tx: Transaction<Database>, operation: string, match: KeySubject): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from api_idempotency_keys
+    where operation = ${operation} and ${subjectOf} @> ${JSON.stringify(match)}::jsonb`.execute(tx);
+  return rows[0]!.n;
+}
 
 /** Registers a new key, or leases an existing one that is not in flight; else the answer to give. */
-async function takeLease(db: Kysely<Database>, key: string, request: IdempotentRequest): Promise<{ subject: KeySubject; leasedUntil: Date } | HttpResult> {
+async function takeLease<S extends KeySubject>(db: Kysely<Database>, key: string, request: IdempotentRequest<S>): Promise<{ subject: S; leasedUntil: Date } | HttpResult> {
   const hash = requestHash(request.request);
   // Whole milliseconds: the lease's end comes back as a JavaScript Date and names the lease when it is released.
   const until = sql<Date>`date_trunc('milliseconds', now() + make_interval(secs => ${request.leaseMs / 1000}))`;
@@ -95,19 +106,22 @@ async function takeLease(db: Kysely<Database>, key: string, request: IdempotentR
     try {
       return await db.transaction().execute(async (tx) => {
         // A short wait at most: other requests hold this lock only for their own short transaction.
-        const row = await tx.selectFrom('api_idempotency_keys').selectAll().where('idempotency_key', '=', key).forUpdate().executeTakeFirst();
+        const row = await tx
+          .selectFrom('api_idempotency_keys')
+          .select(['operation', 'request_hash', 'response_status', 'response_body', subjectOf.as('subject')])
+          .where('idempotency_key', '=', key)
+          .forUpdate()
+          .executeTakeFirst();
         if (!row) {
-          const subject = await request.register(tx);
-          if ('status' in subject) return subject;
+          const registered = await request.register(tx);
+          if ('status' in registered) return registered;
           const inserted = await tx
             .insertInto('api_idempotency_keys')
             .values({
               idempotency_key: key,
               operation: request.operation,
               request_hash: hash,
-              order_id: subject.orderId,
-              refund_seq: subject.refund?.seq ?? null,
-              refund_amount: subject.refund?.amount ?? null,
+              subject: JSON.stringify(registered.subject),
               response_status: null,
               response_body: null,
               leased_until: until,
@@ -116,8 +130,8 @@ async function takeLease(db: Kysely<Database>, key: string, request: IdempotentR
             .returning('leased_until')
             .executeTakeFirst();
           // Another request registered the key between our look and our insert: undo our subject.
-          if (!inserted?.leased_until) throw new KeyTaken();
-          return { subject, leasedUntil: inserted.leased_until };
+          if (!inserted?.leased_until) throw new KeyTakenError();
+          return { subject: registered.subject, leasedUntil: inserted.leased_until };
         }
         if (row.operation !== request.operation || row.request_hash !== hash) {
           return { status: 422, body: { error: 'Idempotency-Key was already used with a different request; use a new key' } };
@@ -131,11 +145,10 @@ async function takeLease(db: Kysely<Database>, key: string, request: IdempotentR
           .returning('leased_until')
           .executeTakeFirst();
         if (!leased?.leased_until) return IN_FLIGHT;
-        const refund = row.refund_seq !== null && row.refund_amount !== null ? { seq: row.refund_seq, amount: row.refund_amount } : undefined;
-        return { subject: { orderId: row.order_id, ...(refund && { refund }) }, leasedUntil: leased.leased_until };
+        return { subject: row.subject as S, leasedUntil: leased.leased_until };
       });
     } catch (error) {
-      if (!(error instanceof KeyTaken)) throw error;
+      if (!(error instanceof KeyTakenError)) throw error;
     }
   }
   return IN_FLIGHT;

@@ -6,7 +6,7 @@ import type { ClaimOutcome, IncomingEvent } from '../events/event-store.js';
 import { isDatabaseUnavailable, isPoolBusy } from '../db/pg-errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics, WebhookOutcome } from '../metrics/metrics.js';
-import { parseWebhook, WebhookRejection } from '../stripe/webhook-event.js';
+import { parseWebhook, WebhookRejectedError } from '../stripe/webhook-event.js';
 import { BUSY_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE, POOL_BUSY } from './error-handler.js';
 import { BodyBudget } from './body-budget.js';
 import { readRawBody } from './read-raw-body.js';
@@ -60,7 +60,7 @@ export function webhookHandler({ webhookSecrets, webhookBodyBudgetBytes, claim, 
     try {
       event = parseWebhook(read.body, req.headers['stripe-signature'], webhookSecrets);
     } catch (error) {
-      if (!(error instanceof WebhookRejection)) throw error;
+      if (!(error instanceof WebhookRejectedError)) throw error;
       return reject(400, error.message);
     } finally {
       // Verified or refused: either way no longer an unverified body. A verified one is a few KB.

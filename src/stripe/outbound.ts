@@ -6,10 +6,11 @@ import Stripe from 'stripe';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 
-export type StripeOperation = 'checkout_session_create' | 'refund_create';
+/** Names the call in metrics and logs, snake case: 'checkout_session_create'. */
+export type StripeOperation = string;
 
 /** Too many Stripe calls in flight in this process. */
-export class StripeBusy extends Error {
+export class StripeBusyError extends Error {
   constructor(readonly maxConcurrent: number) {
     super(`${maxConcurrent} Stripe calls are already in flight`);
   }
@@ -20,7 +21,7 @@ export class StripeBusy extends Error {
  * 409 (Stripe was still working on the first attempt, under the same Idempotency-Key): the cause
  * is then Stripe's 409, the reason is still a slow Stripe.
  */
-export class StripeTimeout extends Error {
+export class StripeTimeoutError extends Error {
   constructor(operation: StripeOperation, options: { cause: unknown }) {
     super(`Stripe did not answer ${operation} in time`, options);
   }
@@ -50,7 +51,7 @@ export class StripeCalls {
     if (this.#inFlight >= this.options.maxConcurrent) {
       this.options.metrics.stripeCallsRefused.inc({ operation });
       this.options.logger.warn({ operation, inFlight: this.#inFlight }, 'Stripe calls at their bound (STRIPE_MAX_CONCURRENT_CALLS): refused, the caller may retry');
-      throw new StripeBusy(this.options.maxConcurrent);
+      throw new StripeBusyError(this.options.maxConcurrent);
     }
     this.#inFlight++;
     const started = performance.now();
@@ -62,7 +63,7 @@ export class StripeCalls {
       const timedOut = isStripeTimeout(error) || durationMs >= this.options.timeoutMs;
       outcome = timedOut ? 'timeout' : 'error';
       this.options.logger.warn({ operation, outcome, lastError: describeStripeFailure(error), durationMs: Math.round(durationMs) }, 'Stripe call failed');
-      throw timedOut ? new StripeTimeout(operation, { cause: error }) : error;
+      throw timedOut ? new StripeTimeoutError(operation, { cause: error }) : error;
     } finally {
       this.#inFlight--;
       this.options.metrics.stripeRequestSeconds.observe({ operation, outcome }, (performance.now() - started) / 1000);
@@ -77,6 +78,6 @@ export function isStripeTimeout(error: unknown): boolean {
 
 /** A short, safe reason for a failed Stripe call: its error type, never its raw message. */
 export function describeStripeFailure(error: unknown): string {
-  if (error instanceof StripeTimeout || isStripeTimeout(error)) return 'timeout';
+  if (error instanceof StripeTimeoutError || isStripeTimeout(error)) return 'timeout';
   return error instanceof Stripe.errors.StripeError ? error.type : 'network error';
 }

@@ -8,10 +8,10 @@ import type { IncomingEvent } from '../events/event-store.js';
 /** Stripe's default: a signature older (or newer) than five minutes is a possible replay. */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 
-export class WebhookRejection extends Error {
+export class WebhookRejectedError extends Error {
   constructor(message: string) {
     super(message);
-    this.name = 'WebhookRejection';
+    this.name = 'WebhookRejectedError';
   }
 }
 
@@ -45,7 +45,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets: readonly string[]): IncomingEvent {
   if (typeof signatureHeader !== 'string' || signatureHeader === '') {
-    throw new WebhookRejection('missing Stripe-Signature header');
+    throw new WebhookRejectedError('missing Stripe-Signature header');
   }
   // Stripe's verifier only bounds a signature's age, and not at all when `t` is not a number
   // (NaN fails every comparison): a signature over "NaN.<body>" would never expire. It also
@@ -54,7 +54,7 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
   const timestamp = signedTimestamp(signatureHeader);
   const now = Math.floor(Date.now() / 1000);
   if (!Number.isSafeInteger(timestamp) || Math.abs(now - timestamp) > SIGNATURE_TOLERANCE_SECONDS) {
-    throw new WebhookRejection(INVALID_SIGNATURE);
+    throw new WebhookRejectedError(INVALID_SIGNATURE);
   }
   // Every configured secret is tried, so a rotation (old and new secret both live) loses nothing.
   const verified = secrets.some((secret) => {
@@ -64,7 +64,7 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
       return false;
     }
   });
-  if (!verified) throw new WebhookRejection(INVALID_SIGNATURE);
+  if (!verified) throw new WebhookRejectedError(INVALID_SIGNATURE);
 
   let text: string;
   let json: unknown;
@@ -72,23 +72,23 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
     text = utf8.decode(rawBody);
     json = JSON.parse(text);
   } catch {
-    throw new WebhookRejection('malformed event: body is not UTF-8 JSON');
+    throw new WebhookRejectedError('malformed event: body is not UTF-8 JSON');
   }
   const parsed = eventShape.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new WebhookRejection(`malformed event: ${issue?.path.join('.') || 'body'} is missing or invalid`);
+    throw new WebhookRejectedError(`malformed event: ${issue?.path.join('.') || 'body'} is missing or invalid`);
   }
   // What Postgres would refuse must be refused here: a database error on the webhook path is a
   // 5xx, and Stripe retries a 5xx for days although the payload can never be stored.
   const unstorable = unstorableJson(text);
-  if (unstorable) throw new WebhookRejection(`malformed event: ${unstorable}`);
+  if (unstorable) throw new WebhookRejectedError(`malformed event: ${unstorable}`);
 
   const event = parsed.data;
   // Some types (invoice.upcoming) have an object without an id; an id that is there is indexed.
   const objectId = event.data.object.id;
   if (typeof objectId === 'string' && (objectId.length < 1 || objectId.length > MAX_ID_LENGTH)) {
-    throw new WebhookRejection('malformed event: data.object.id is missing or invalid');
+    throw new WebhookRejectedError('malformed event: data.object.id is missing or invalid');
   }
   return toIncomingEvent(event, text);
 }

@@ -3,36 +3,37 @@
 import { run, type Runner } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
-import { processStripeEvent } from '../../tasks/process_stripe_event.js';
+import { processStripeEventsTask } from '../../tasks/process_stripe_event.js';
 import { pruneEventsTask } from '../../tasks/prune_events.js';
 import { sweepStaleEventsTask } from '../../tasks/sweep_stale_events.js';
+import type { BusinessModule } from '../business-module.js';
+import type { Config } from '../config.js';
 import type { Database } from '../db/schema.js';
-import { fulfilEvents } from '../fulfilment/fulfil-event.js';
 import { PROCESS_EVENT_TASK } from '../events/enqueue.js';
-import { createDispatch, type DispatchOptions } from '../fulfilment/handlers.js';
+import { createDispatch } from '../fulfilment/dispatch.js';
+import { fulfilEvents } from '../fulfilment/fulfil-event.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { PRUNE_TASK, pruneSchedule } from '../prune/prune-events.js';
 import { SWEEP_TASK, sweepSchedule } from '../sweep/sweep-stale-events.js';
 import { graphileLogger } from './graphile-logger.js';
 
-export interface WorkerDeps extends DispatchOptions {
+export interface WorkerDeps {
+  config: Config;
+  /** The worker pool: graphile-worker's own queries and our fulfilment share it. */
   pool: pg.Pool;
   db: Kysely<Database>;
+  modules: readonly BusinessModule[];
   logger: Logger;
-  concurrency: number;
-  maxAttempts: number;
-  staleAfterMs: number;
-  sweepCron: string;
-  eventRetentionDays: number;
   metrics: Metrics;
 }
 
-
-export async function startWorker({ pool, db, logger, concurrency, maxAttempts, staleAfterMs, sweepCron, eventRetentionDays, metrics, ...dispatch }: WorkerDeps): Promise<Runner> {
+export async function startWorker({ config, pool, db, modules, logger, metrics }: WorkerDeps): Promise<Runner> {
+  const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
   // A job carries the events claimed together (src/events/enqueue.ts); they are fulfilled in one
   // transaction, so a backlog costs one job fetch, one completion and one commit per batch.
-  const options = { maxAttempts, dispatch: createDispatch(dispatch) };
+  const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config)) });
+  const options = { maxAttempts, dispatch };
   return run({
     pgPool: pool,
     concurrency,
@@ -51,11 +52,11 @@ export async function startWorker({ pool, db, logger, concurrency, maxAttempts, 
         localQueue: { size: concurrency + 1, ttl: Math.min(60_000, staleAfterMs / 2) },
       },
     },
-    crontab: `${sweepSchedule(sweepCron)}\n${pruneSchedule()}\n`,
+    crontab: `${sweepSchedule(config.sweepCron)}\n${pruneSchedule()}\n`,
     taskList: {
-      [PROCESS_EVENT_TASK]: processStripeEvent({ fulfil: (eventIds) => fulfilEvents(db, eventIds, options), logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
+      [PROCESS_EVENT_TASK]: processStripeEventsTask({ fulfil: (eventIds) => fulfilEvents(db, eventIds, options), logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
       [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts, metrics }),
-      [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: eventRetentionDays }),
+      [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: config.eventRetentionDays }),
     },
   });
 }

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { createOrder } from '../../src/fulfilment/orders.js';
+import { createOrder } from '../../src/modules/credits/orders.js';
 import { checkoutSession, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { givenOrder, paidEvent } from '../support/factories.js';
@@ -77,7 +77,7 @@ test('sign in, see events arrive, replay a fixed failure, sign out', async () =>
   await page.click(`#results tr[data-event-id="${orphan.id}"] button.event`);
   await page.locator('#detail[open]').waitFor();
   assert.match((await page.locator('#detail-payload').textContent()) ?? '', new RegExp(orphan.id));
-  assert.match((await page.locator('#detail-order').textContent()) ?? '', /ord_created_late: paid, account acct_late/);
+  assert.match((await page.locator('#detail-records').textContent()) ?? '', /order ord_created_late: status paid, account_id acct_late/);
   await page.screenshot({ path: 'artifacts/dashboard-detail.png' });
   await page.click('#detail button.close');
   await page.locator('#detail[open]').waitFor({ state: 'detached' });

@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { readMigrations } from '../../src/db/migrate.js';
 import { spawnService, type ChildService } from '../support/child-service.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { serviceMigrations } from '../../src/modules/index.js';
 
 let database: TestDatabase;
 const children: ChildService[] = [];
@@ -25,7 +25,7 @@ test('two processes starting at once on an empty database both come up and migra
 
   const { rows } = await sql<{ version: number; n: number }>`
     select version, count(*)::int as n from schema_migrations group by version order by version`.execute(database.db);
-  assert.deepEqual(rows, (await readMigrations()).map((m) => ({ version: m.version, n: 1 })));
+  assert.deepEqual(rows, (await serviceMigrations()).map((m) => ({ version: m.version, n: 1 })));
   const applied = started.flatMap((c) => c.logs.filter((l) => l.msg === 'migration applied'));
   assert.equal(applied.length, rows.length, 'each migration logged once, by whichever process got the lock');
   const { rows: worker } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.migrations`.execute(database.db);

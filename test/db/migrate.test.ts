@@ -1,13 +1,19 @@
 // migrate(): two processes starting at once on an empty database apply each migration once
 // (advisory lock), graphile-worker's schema comes along, a later run applies nothing, and an
-// applied migration whose file changed stops start-up (DESIGN invariant 10, STYLE rule 5).
+// applied migration whose file changed stops start-up (DESIGN invariant 10, STYLE rule 5). A
+// business module's migrations join the core's sequence, and a version taken twice is refused.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate, readMigrations, type Migration } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { serviceMigrations } from '../../src/modules/index.js';
 
 const logger = createLogger('silent');
 let database: TestDatabase;
@@ -23,7 +29,7 @@ function secondPool(): Db {
 
 before(async () => {
   database = await createTestDatabase({ empty: true });
-  migrations = await readMigrations();
+  migrations = await serviceMigrations();
   assert.ok(migrations.length > 0);
 });
 after(async () => {
@@ -38,7 +44,7 @@ async function appliedVersions(): Promise<Array<{ version: number; name: string;
 }
 
 test('two migrate() runs started at once on an empty database apply each migration exactly once', async () => {
-  const results = await Promise.all([migrate(database.pool, logger), migrate(secondPool().pool, logger)]);
+  const results = await Promise.all([migrate(database.pool, logger, migrations), migrate(secondPool().pool, logger, migrations)]);
 
   // One run applied everything, the other found it done: no migration was applied twice.
   const applied = results.flatMap((r) => r.applied).sort();
@@ -54,7 +60,7 @@ test('two migrate() runs started at once on an empty database apply each migrati
 });
 
 test('a third run applies nothing', async () => {
-  assert.deepEqual(await migrate(secondPool().pool, logger), { applied: [] });
+  assert.deepEqual(await migrate(secondPool().pool, logger, migrations), { applied: [] });
   assert.equal((await appliedVersions()).length, migrations.length);
 });
 
@@ -63,10 +69,34 @@ test('an applied migration whose file changed makes migrate() refuse, and releas
   const [first] = migrations;
   await sql`update schema_migrations set checksum = 'edited' where version = ${first!.version}`.execute(database.db);
   try {
-    await assert.rejects(migrate(database.pool, logger), new RegExp(`migration ${first!.name} was changed after it was applied`));
+    await assert.rejects(migrate(database.pool, logger, migrations), new RegExp(`migration ${first!.name} was changed after it was applied`));
   } finally {
     await sql`update schema_migrations set checksum = ${first!.checksum} where version = ${first!.version}`.execute(database.db);
   }
   // A fixed release in another process can still take the lock: the refusal did not keep it.
-  assert.deepEqual(await migrate(secondPool().pool, logger), { applied: [] });
+  assert.deepEqual(await migrate(secondPool().pool, logger, migrations), { applied: [] });
+});
+
+test('a module migration that takes a version the core or another module has is refused', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'module-migrations-'));
+  try {
+    writeFileSync(path.join(dir, '0001_clash.sql'), 'select 1;');
+    await assert.rejects(readMigrations([{ name: 'clash', migrations: pathToFileURL(dir + '/') }]), /migrations 0001_inbox_and_ledger.sql and 0001_clash.sql share version 1/);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
+
+test("a module's migrations are applied in the core's sequence of versions", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'module-migrations-'));
+  try {
+    writeFileSync(path.join(dir, '9001_module_table.sql'), 'create table module_things (id int primary key);');
+    const withModule = await readMigrations([{ name: 'things', migrations: pathToFileURL(dir + '/') }]);
+    assert.deepEqual(withModule.slice(0, -1), migrations.filter((m) => m.version < 9001));
+    assert.deepEqual(await migrate(database.pool, logger, withModule), { applied: ['9001_module_table.sql'] });
+    const { rows } = await sql<{ t: string | null }>`select to_regclass('public.module_things')::text as t`.execute(database.db);
+    assert.equal(rows[0]!.t, 'module_things');
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
 });

@@ -7,18 +7,18 @@ import { runMigrations as runPreviousWorkerMigrations, Logger as PreviousLogger 
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
 import type { Database } from '../../src/db/schema.js';
-import { migrate, readMigrations } from '../../src/db/migrate.js';
+import { migrate } from '../../src/db/migrate.js';
 import type { IncomingEvent } from '../../src/events/event-store.js';
 import type { Logger } from '../../src/logger.js';
+import { serviceMigrations } from '../../src/modules/index.js';
 
 export const PREVIOUS_RELEASE_MIGRATIONS = 6;
 export const silentPreviousLogger = new PreviousLogger(() => () => {});
 
 /** Starts the way the previous release started on an empty database. */
 export async function migrateAsPreviousRelease(pool: pg.Pool, logger: Logger): Promise<void> {
-  const migrations = (await readMigrations()).filter((m) => m.version <= PREVIOUS_RELEASE_MIGRATIONS);
-  await migrate(pool, logger, {
-    migrations,
+  const migrations = (await serviceMigrations()).filter((m) => m.version <= PREVIOUS_RELEASE_MIGRATIONS);
+  await migrate(pool, logger, migrations, {
     runWorkerMigrations: (p) => runPreviousWorkerMigrations({ pgPool: p, logger: silentPreviousLogger }),
   });
 }

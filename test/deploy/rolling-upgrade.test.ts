@@ -8,27 +8,28 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { run as runPreviousWorker, type Runner as PreviousRunner } from 'graphile-worker-0.17';
 import { sql } from 'kysely';
-import type { OrderRow } from '../../src/db/schema.js';
+import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { migrate } from '../../src/db/migrate.js';
 import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
-import { createDispatch } from '../../src/fulfilment/handlers.js';
+import { serviceDispatch } from '../support/handlers.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
-import { processStripeEvent } from '../../tasks/process_stripe_event.js';
+import { processStripeEventsTask } from '../../tasks/process_stripe_event.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { givenOrder, incomingEvent, paidEvent } from '../support/factories.js';
 import { startTestService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 import { claimAsPreviousRelease, migrateAsPreviousRelease, silentPreviousLogger } from './previous-release.js';
+import { serviceMigrations } from '../../src/modules/index.js';
 
 const MAX_ATTEMPTS = 10;
 const logger = createLogger('silent');
 
 /** A graphile-worker 0.17 process running the fulfilment task; `hold` makes it a worker that took its jobs and died. */
 async function previousWorker(database: TestDatabase, { concurrency, hold = false }: { concurrency: number; hold?: boolean }) {
-  const options = { maxAttempts: MAX_ATTEMPTS, dispatch: createDispatch({ livemode: false, refundPolicy: 'full' }) };
-  const fulfil = processStripeEvent({ fulfil: (ids) => fulfilEvents(database.db, ids, options), logger, metrics: new Metrics(database.db) });
+  const options = { maxAttempts: MAX_ATTEMPTS, dispatch: serviceDispatch() };
+  const fulfil = processStripeEventsTask({ fulfil: (ids) => fulfilEvents(database.db, ids, options), logger, metrics: new Metrics(database.db) });
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let taken = 0;
@@ -90,7 +91,7 @@ test('events, jobs and workers of the previous release are fulfilled once by the
       select ${single!.id}, ${single!.type}, ${single!.data.object.id}, false, now(), ${JSON.stringify(single)}::jsonb, job.created_at from job`.execute(database.db);
 
     // The new release migrates and starts; the previous one keeps claiming and fulfilling.
-    await migrate(database.pool, logger);
+    await migrate(database.pool, logger, await serviceMigrations());
     const service = await startTestService(database, { env: { ROLE: 'all', WORKER_CONCURRENCY: '2' } });
     cleanups.push(() => service.close());
     const old = await previousWorker(database, { concurrency: 2 });

@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { runOnce } from 'graphile-worker';
 import { sql } from 'kysely';
-import { processStripeEvent } from '../../tasks/process_stripe_event.js';
+import { processStripeEventsTask } from '../../tasks/process_stripe_event.js';
 import { claimEvents } from '../../src/events/event-store.js';
 import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
-import { createDispatch } from '../../src/fulfilment/handlers.js';
+import { serviceDispatch } from '../support/handlers.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { graphileLogger } from '../../src/worker/graphile-logger.js';
@@ -20,13 +20,13 @@ import { databaseForFile } from '../support/database.js';
 import { eventRow, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
 import { deleteJobs, fulfilmentJobs, holdJobs } from '../support/jobs.js';
 
-const options = { maxAttempts: 3, dispatch: createDispatch({ livemode: false, refundPolicy: 'full' }) };
+const options = { maxAttempts: 3, dispatch: serviceDispatch() };
 const database = databaseForFile({ maxConnections: 6 });
 
 /** Runs the jobs that are due, once, through the real task. */
 async function runJobs(): Promise<void> {
   const logger = createLogger('silent');
-  const task = processStripeEvent({ fulfil: (ids) => fulfilEvents(database.db, ids, options), logger, metrics: new Metrics(database.db) });
+  const task = processStripeEventsTask({ fulfil: (ids) => fulfilEvents(database.db, ids, options), logger, metrics: new Metrics(database.db) });
   await runOnce({ pgPool: database.pool, taskList: { process_stripe_event: task }, logger: graphileLogger(logger), noHandleSignals: true });
 }
 

@@ -3,8 +3,8 @@
 // event of the wrong mode never acts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { OrderRow } from '../../src/db/schema.js';
-import { consumeCredit } from '../../src/fulfilment/account-quota.js';
+import type { OrderRow } from '../../src/modules/credits/tables.js';
+import { consumeCredit } from '../../src/modules/credits/account-quota.js';
 import { refundedCharge, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase } from '../support/database.js';
 import { eventRow, finishedEvent, givenOrder, orderRow, paidEvent, quotaOf } from '../support/factories.js';

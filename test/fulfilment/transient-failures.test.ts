@@ -8,11 +8,11 @@ import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { claimEvents, replayEvents } from '../../src/events/event-store.js';
 import { fulfilEvent } from '../../src/fulfilment/fulfil-event.js';
-import { createDispatch } from '../../src/fulfilment/handlers.js';
+import { serviceDispatch } from '../support/handlers.js';
 import { databaseForFile } from '../support/database.js';
 import { eventRow, givenOrder, grantsOf, incomingEvent, orderRow, paidEvent, quotaOf } from '../support/factories.js';
 
-const queue = { maxAttempts: 3, dispatch: createDispatch({ livemode: false, refundPolicy: 'full' }) };
+const queue = { maxAttempts: 3, dispatch: serviceDispatch() };
 const database = databaseForFile({ maxConnections: 4 });
 
 // A real Postgres error inside the fulfilment transaction, raised by the ledger itself.

@@ -107,9 +107,9 @@ describe('GET /admin/api/events/:id', () => {
     const reply = await file.service.call('GET', `/admin/api/events/${second.id}`);
     assert.deepEqual(reply.body.payload, second);
     assert.deepEqual((reply.body.related as Array<{ event_id: string }>).map((e) => e.event_id), [first.id]);
-    assert.deepEqual(reply.body.order, {
-      order_id: order.order_id, status: 'pending', account_id: order.account_id, credits: order.credits, amount: order.amount, currency: order.currency,
-    });
+    assert.deepEqual(reply.body.records, [{
+      kind: 'order', id: order.order_id, fields: { status: 'pending', account_id: order.account_id, credits: order.credits, amount: order.amount, currency: order.currency },
+    }]);
   });
 
   test('is 404 for an unknown event', async () => {

@@ -3,7 +3,7 @@
 // a second partial refund is not mistaken for a replay of the first.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { OrderRow } from '../../src/db/schema.js';
+import type { OrderRow } from '../../src/modules/credits/tables.js';
 
 import { finishedEvent, givenOrder, orderRow, paidEvent } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';

@@ -4,10 +4,14 @@ import { randomBytes } from 'node:crypto';
 import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import type { Kysely } from 'kysely';
 import { openDatabase, type Db } from '../../src/db/database.js';
+import { withCreditTables, type CreditsDatabase } from '../../src/modules/credits/tables.js';
 import { databaseUrl } from './database-url.js';
 
-export interface TestDatabase extends Db {
+/** Typed with the business modules' tables too: tests read orders and grants. */
+export interface TestDatabase extends Omit<Db, 'db'> {
+  readonly db: Kysely<CreditsDatabase>;
   readonly url: string;
   readonly name: string;
 }
@@ -41,7 +45,8 @@ export async function createTestDatabase(options: { empty?: boolean; maxConnecti
     await admin.end();
   }
   const url = databaseUrl(adminUrl, name);
-  return { ...openDatabase(url, { maxConnections: options.maxConnections ?? 20 }), url, name };
+  const opened = openDatabase(url, { maxConnections: options.maxConnections ?? 20 });
+  return { ...opened, db: withCreditTables(opened.db), url, name };
 }
 
 /**

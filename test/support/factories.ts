@@ -1,8 +1,9 @@
 // Test data with defaults: only what a test is about needs to be spelled out.
-import type { OrderRow, StripeEventRow } from '../../src/db/schema.js';
+import type { StripeEventRow } from '../../src/db/schema.js';
+import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { findEvent, type IncomingEvent } from '../../src/events/event-store.js';
-import { getQuota, type Quota } from '../../src/fulfilment/account-quota.js';
-import { createOrder, findOrder } from '../../src/fulfilment/orders.js';
+import { getQuota, type Quota } from '../../src/modules/credits/account-quota.js';
+import { createOrder, findOrder } from '../../src/modules/credits/orders.js';
 import { checkoutSession, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { toIncomingEvent } from '../../src/stripe/webhook-event.js';
 import type { TestDatabase } from './database.js';

@@ -4,6 +4,7 @@ import { after, before } from 'node:test';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { openServicePools, type ServicePools } from '../../src/db/pools.js';
+import { businessModules } from '../../src/modules/index.js';
 import { startService, type Service } from '../../src/service.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe.js';
@@ -16,6 +17,21 @@ export const PREVIOUS_WEBHOOK_SECRET = 'whsec_test_previous_0123456789abcdef';
 export const STRIPE_SECRET_KEY = 'sk_test_offline_0123456789abcdef';
 export const API_TOKEN = 'test-api-token-0123456789';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/** The service's configuration in tests: test secrets, a random port, quiet logs; `env` on top. */
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({
+    NODE_ENV: 'test',
+    STRIPE_WEBHOOK_SECRET: `${WEBHOOK_SECRET},${PREVIOUS_WEBHOOK_SECRET}`,
+    STRIPE_SECRET_KEY,
+    API_TOKEN,
+    ADMIN_TOKEN,
+    PORT: '0',
+    SHUTDOWN_TIMEOUT_SECONDS: '2',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...env,
+  });
+}
 
 export interface TestService extends Service {
   readonly config: Config;
@@ -39,23 +55,11 @@ export async function startTestService(
   options: { env?: Record<string, string>; stripe?: OfflineStripe } = {},
 ): Promise<TestService> {
   const stripe = options.stripe ?? (await startOfflineStripe());
-  const config = loadConfig({
-    NODE_ENV: 'test',
-    DATABASE_URL: database.url,
-    STRIPE_WEBHOOK_SECRET: `${WEBHOOK_SECRET},${PREVIOUS_WEBHOOK_SECRET}`,
-    STRIPE_SECRET_KEY,
-    STRIPE_API_BASE: stripe.url,
-    API_TOKEN,
-    ADMIN_TOKEN,
-    PORT: '0',
-    SHUTDOWN_TIMEOUT_SECONDS: '2',
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    ...options.env,
-  });
+  const config = testConfig({ DATABASE_URL: database.url, STRIPE_API_BASE: stripe.url, ...options.env });
   const logger = createLogger(config.logLevel);
   // The service's own pools on the test's database, as main.ts opens them.
   const pools = openServicePools(database.url, { workerConcurrency: config.workerConcurrency });
-  const service = await startService({ config, pools, stripe: createStripeClient(STRIPE_SECRET_KEY, stripe.url, { timeoutMs: config.stripeTimeoutMs }), logger });
+  const service = await startService({ config, pools, stripe: createStripeClient(STRIPE_SECRET_KEY, stripe.url, { timeoutMs: config.stripeTimeoutMs }), modules: businessModules, logger });
 
   const request = async (path: string, init: RequestInit): Promise<HttpReply> => {
     const response = await fetch(service.url + path, init);

@@ -8,9 +8,9 @@
  * @typedef {{ event_id: string, type: string, status: string, attempts: number, last_error: string | null, received_at: string }} EventSummary
  * @typedef {{ counts: Record<string, number>, oldest_processing_age_seconds: number | null, jobs_queued: number, events_queued: number, last_sweep_at: string | null }} InboxStatus
  * @typedef {{ minute: string, received: number, finished: number, failed: number }} MinuteCounts
- * @typedef {{ order_id: string, status: string, account_id: string, credits: number, amount: number, currency: string }} OrderSummary
+ * @typedef {{ kind: string, id: string, fields: Record<string, string | number | boolean | null> }} BusinessRecord
  * @typedef {EventSummary & { object_id: string | null, duplicate_of: string | null, livemode: boolean, finished_at: string | null,
- *   payload: unknown, related: EventSummary[], order: OrderSummary | null }} EventDetail
+ *   payload: unknown, related: EventSummary[], records: BusinessRecord[] }} EventDetail
  */
 
 /**
@@ -95,8 +95,8 @@ function eventTable(table, events, emptyText) {
 }
 
 /**
- * Opens the event's detail: its facts, the order it names or granted, the other events of the
- * same Stripe object, and the payload as stored.
+ * Opens the event's detail: its facts, the business records it names or touched (the order it
+ * paid), the other events of the same Stripe object, and the payload as stored.
  * @param {string} eventId
  */
 async function showDetail(eventId) {
@@ -112,10 +112,13 @@ async function showDetail(eventId) {
     facts.appendChild(document.createElement('dt')).textContent = name;
     facts.appendChild(document.createElement('dd')).textContent = value == null ? '–' : String(value);
   }
-  const order = detail.order;
-  $('detail-order').textContent = order
-    ? order.order_id + ': ' + order.status + ', account ' + order.account_id + ', ' + order.credits + ' credits, ' + order.amount + ' ' + order.currency
-    : 'none';
+  const records = $('detail-records');
+  records.replaceChildren();
+  for (const record of detail.records) {
+    const fields = Object.entries(record.fields).map(([name, value]) => name + ' ' + (value == null ? '–' : String(value)));
+    records.appendChild(document.createElement('li')).textContent = record.kind + ' ' + record.id + ': ' + fields.join(', ');
+  }
+  if (detail.records.length === 0) records.appendChild(document.createElement('li')).textContent = 'none';
   eventTable($('detail-related'), detail.related, 'No other event of this object.');
   $('detail-payload').textContent = JSON.stringify(detail.payload, null, 2);
   /** @type {HTMLDialogElement} */

@@ -1,9 +1,10 @@
 // Recording Checkout payments against their orders: check the price, grant each order's credits
-// once, add them to the accounts' balances, mark the orders paid. One statement for all the
-// payments of a job's batch, because each round trip to Postgres costs more than the work in it
-// (docs/benchmarks.md, drain).
+// once, mark the orders paid, then add the grants to the accounts' balances (account-quota.ts).
+// One statement for all the payments of a job's batch, because each round trip to Postgres costs
+// more than the work in it (docs/benchmarks.md, drain). The one writer of credit_grants.
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../db/schema.js';
+import { addGrants } from './account-quota.js';
+import type { CreditsDatabase } from './tables.js';
 
 export interface OrderPayment {
   orderId: string;
@@ -31,10 +32,10 @@ export type PaymentResult =
  * Each step feeds the next only with what happened: no grant (wrong price, or granted before)
  * means no balance change and no status change. One result per payment, in order.
  */
-export async function recordOrderPayments(tx: Transaction<Database>, payments: readonly OrderPayment[]): Promise<PaymentResult[]> {
+export async function recordOrderPayments(tx: Transaction<CreditsDatabase>, payments: readonly OrderPayment[]): Promise<PaymentResult[]> {
   if (payments.length === 0) return [];
   const incoming = JSON.stringify(payments.map((p, i) => ({ i, ...p })));
-  const { rows } = await sql<{ amount: number | null; currency: string | null; granted_to: string | null }>`
+  const { rows } = await sql<{ amount: number | null; currency: string | null; granted_to: string | null; account_id: string | null; credits: number | null }>`
     with incoming as (
       select * from jsonb_to_recordset(${incoming}::jsonb) as p(
         i int, "orderId" text, "eventId" text, amount int, currency text, "checkoutSessionId" text, "paymentIntentId" text)
@@ -51,11 +52,6 @@ export async function recordOrderPayments(tx: Transaction<Database>, payments: r
       order by o.order_id, p.i
       on conflict (order_id) do nothing
       returning order_id, account_id, credits, event_id
-    ), balance as (
-      -- Summed per account first: an upsert may not touch one row twice in a statement.
-      insert into account_credits (account_id, granted)
-      select account_id, sum(credits) from grant_rows group by account_id
-      on conflict (account_id) do update set granted = account_credits.granted + excluded.granted
     ), paid as (
       update orders set
         status = 'paid',
@@ -66,11 +62,14 @@ export async function recordOrderPayments(tx: Transaction<Database>, payments: r
       from grant_rows g join incoming p on p."eventId" = g.event_id
       where orders.order_id = g.order_id and orders.status = 'pending'
     )
-    select o.amount, o.currency, g.event_id as granted_to
+    select o.amount, o.currency, g.event_id as granted_to, g.account_id, g.credits
     from incoming p
     left join locked_orders o on o.order_id = p."orderId"
     left join grant_rows g on g.order_id = p."orderId"
     order by p.i`.execute(tx);
+
+  // A grant row appears once per order, on each payment of that order: counted at its own event.
+  await addGrants(tx, rows.flatMap((row, i) => (row.granted_to === payments[i]!.eventId ? [{ accountId: row.account_id!, credits: row.credits! }] : [])));
 
   const results = payments.map((payment, i): PaymentResult | undefined => {
     const order = rows[i]!;

@@ -3,12 +3,11 @@
 // largest amount Stripe has reported: repeated, reordered or stale events (a retry carrying an
 // old charge) can only confirm it, never lower it. Credits are taken back per REFUND_POLICY,
 // converging on one target per order, so a refund never revokes twice.
-import type { Transaction } from 'kysely';
 import { z } from 'zod';
-import type { Database, StripeEventRow } from '../db/schema.js';
-import type { FinishOutcome } from '../events/event-store.js';
-import { revocationTarget, revokeCredits, type RefundPolicy } from './credit-revocations.js';
-import { PermanentError, RetryLaterError } from './errors.js';
+import type { RefundPolicy } from '../../config.js';
+import { PermanentError, RetryLaterError, type EventHandler } from '../../fulfilment/handler.js';
+import { revocationTarget, revokeCredits } from './credit-revocations.js';
+import { withCreditTables } from './tables.js';
 
 const chargeEvent = z.object({
   data: z.object({
@@ -21,8 +20,9 @@ const chargeEvent = z.object({
   }),
 });
 
-export function chargeRefunded(policy: RefundPolicy) {
-  return async (tx: Transaction<Database>, event: StripeEventRow): Promise<FinishOutcome> => {
+export function chargeRefunded(policy: RefundPolicy): EventHandler {
+  return async (transaction, event) => {
+    const tx = withCreditTables(transaction);
     const parsed = chargeEvent.safeParse(event.payload);
     if (!parsed.success) throw new PermanentError(`not a charge event: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     const charge = parsed.data.data.object;

@@ -1,10 +1,10 @@
-// Orders: one per checkout attempt of a package by an account. Created before Stripe is called,
-// so a session Stripe knows about always names an order we know about.
+// Packages and orders: an order is one checkout attempt of a package by an account, created before
+// Stripe is called, so a session Stripe knows about always names an order we know about.
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Database, OrderRow, PackageRow } from '../db/schema.js';
+import type { CreditsDatabase, OrderRow, PackageRow } from './tables.js';
 
-export async function listPackages(db: Kysely<Database>): Promise<PackageRow[]> {
+export async function listPackages(db: Kysely<CreditsDatabase>): Promise<PackageRow[]> {
   return db.selectFrom('packages').selectAll().where('active', '=', true).orderBy('amount').execute();
 }
 
@@ -12,7 +12,7 @@ export const newOrderId = () => `ord_${randomUUID().replaceAll('-', '')}`;
 
 /** Creates a pending order priced from the package, or returns undefined for an unknown package. */
 export async function createOrder(
-  db: Kysely<Database>,
+  db: Kysely<CreditsDatabase>,
   input: { orderId?: string; packageId: string; accountId: string; email: string | null },
 ): Promise<OrderRow | undefined> {
   const pkg = await db.selectFrom('packages').selectAll().where('package_id', '=', input.packageId).where('active', '=', true).executeTakeFirst();
@@ -32,13 +32,13 @@ export async function createOrder(
     .executeTakeFirstOrThrow();
 }
 
-export async function findOrder(db: Kysely<Database>, orderId: string, options: { forUpdate?: boolean } = {}): Promise<OrderRow | undefined> {
+export async function findOrder(db: Kysely<CreditsDatabase>, orderId: string, options: { forUpdate?: boolean } = {}): Promise<OrderRow | undefined> {
   let query = db.selectFrom('orders').selectAll().where('order_id', '=', orderId);
   if (options.forUpdate) query = query.forUpdate();
   return query.executeTakeFirst();
 }
 
-export async function attachCheckoutSession(db: Kysely<Database>, orderId: string, checkoutSessionId: string): Promise<void> {
+export async function attachCheckoutSession(db: Kysely<CreditsDatabase>, orderId: string, checkoutSessionId: string): Promise<void> {
   await db
     .updateTable('orders')
     .set({ checkout_session_id: checkoutSessionId })

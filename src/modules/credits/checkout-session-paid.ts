@@ -3,12 +3,12 @@
 // business key, so two Event objects for one payment (Stripe documents that this happens), a
 // replay, or a resend after the event row was pruned all grant once. A batch handler: the
 // payments of all such events in a job are recorded by one statement (order-payment.ts).
-import type { Transaction } from 'kysely';
 import { z } from 'zod';
-import type { Database, StripeEventRow } from '../db/schema.js';
-import type { FinishOutcome } from '../events/event-store.js';
-import { PermanentError } from './errors.js';
+import type { StripeEventRow } from '../../db/schema.js';
+import type { FinishOutcome } from '../../events/event-store.js';
+import { PermanentError, type BatchHandler } from '../../fulfilment/handler.js';
 import { recordOrderPayments, type OrderPayment, type PaymentResult } from './order-payment.js';
+import { withCreditTables } from './tables.js';
 
 // Only the fields fulfilment depends on; the rest of Stripe's object is kept in the payload.
 const checkoutSessionEvent = z.object({
@@ -66,16 +66,16 @@ function outcomeOf(event: StripeEventRow, session: CheckoutSession, payment: Ord
   }
 }
 
-export async function fulfilCheckoutSessions(tx: Transaction<Database>, events: readonly StripeEventRow[]): Promise<Array<FinishOutcome | Error>> {
+export const checkoutSessionPaid: BatchHandler = async (tx, events) => {
   const asks = events.map(paymentOf);
   // An event that can never succeed fails the batch (the dispatcher stops at the first error and
   // the transaction is rolled back), so no statement runs; the others are placeholders.
   if (asks.some((ask) => ask instanceof Error)) return asks.map((ask) => (ask instanceof Error ? ask : { status: 'processed' }));
   const payments = asks.flatMap((ask) => (ask instanceof Error || !ask.payment ? [] : [ask.payment]));
-  const results = new Map((await recordOrderPayments(tx, payments)).map((result, i) => [payments[i]!.eventId, result]));
+  const results = new Map((await recordOrderPayments(withCreditTables(tx), payments)).map((result, i) => [payments[i]!.eventId, result]));
   return asks.map((ask, i) => {
     if (ask instanceof Error) return ask;
     const result = results.get(events[i]!.event_id);
     return ask.payment && result ? outcomeOf(events[i]!, ask.session, ask.payment, result) : { status: 'processed' };
   });
-}
+};

@@ -1,0 +1,94 @@
+// Runs the business modules' handlers for a batch of events, inside the fulfilment transaction.
+// The core knows no event type: each module lists the types it acts on (src/business-module.ts),
+// and a type no module lists is stored and ends 'ignored' (we still answer Stripe 2xx: a 4xx
+// would make Stripe retry it for three days).
+//
+// Two modules may list one type (checkout.session.completed is a package payment or a
+// subscription's first): each handler sees every event of the type, answers 'ignored' for what
+// is not its own, and the event's outcome is the first that is not 'ignored', in module order.
+import type { Transaction } from 'kysely';
+import type { Database, StripeEventRow } from '../db/schema.js';
+import { describeError } from '../error-chain.js';
+import type { FinishOutcome } from '../events/event-store.js';
+import { PermanentError, type BatchHandler, type Handler, type Handlers } from './handler.js';
+
+/**
+ * Runs the handlers for a batch of events in one transaction and returns their outcomes, in order.
+ * A failure it can pin on one event throws HandlerError for that event; any other error (a batch
+ * statement failing for several events) is thrown as is. Either way the caller rolls back.
+ */
+export type Dispatch = (tx: Transaction<Database>, events: readonly StripeEventRow[]) => Promise<FinishOutcome[]>;
+
+/**
+ * A handler's failure, attributed to its event: carried out of the fulfilment transaction so the
+ * rollback happens first, then counted against that event alone (fulfil-event.ts).
+ */
+export class HandlerError extends Error {
+  constructor(
+    readonly event: StripeEventRow,
+    readonly error: unknown,
+  ) {
+    super(describeError(error), { cause: error });
+    this.name = 'HandlerError';
+  }
+}
+
+export interface DispatchOptions {
+  /** The mode of our Stripe key: an event of the other mode never acts here. */
+  livemode: boolean;
+  /** Each module's handlers, in module order. */
+  handlers: readonly Handlers[];
+}
+
+export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatch {
+  const byType = new Map<string, Handler[]>();
+  for (const moduleHandlers of handlers) {
+    for (const [type, handler] of Object.entries(moduleHandlers)) byType.set(type, [...(byType.get(type) ?? []), handler]);
+  }
+  const handlersOf = (event: StripeEventRow) => byType.get(event.type) ?? [];
+
+  return async (tx, events) => {
+    // A test-mode event reaching a live service (or the reverse) is a misconfigured endpoint or
+    // secret: it must never grant. It ends 'failed', visible in status, instead of being answered
+    // 4xx, which Stripe would retry for three days.
+    const stray = events.find((event) => event.livemode !== livemode);
+    if (stray) {
+      throw new HandlerError(stray, new PermanentError(`livemode mismatch: a ${stray.livemode ? 'live' : 'test'}-mode event reached a ${livemode ? 'live' : 'test'}-mode service`));
+    }
+    const outcomes = new Map<StripeEventRow, Map<Handler, FinishOutcome>>(events.map((event) => [event, new Map()]));
+    const batchesRun = new Set<BatchHandler>();
+    // In list order, except that a batch handler takes all of its events at the first of them
+    // (payments before a refund of the same batch, which is also the order Stripe's happen in).
+    for (const event of events) {
+      for (const handler of handlersOf(event)) {
+        if (typeof handler === 'function') {
+          try {
+            outcomes.get(event)!.set(handler, await handler(tx, event));
+          } catch (error) {
+            throw new HandlerError(event, error);
+          }
+          continue;
+        }
+        if (batchesRun.has(handler.batch)) continue;
+        batchesRun.add(handler.batch);
+        const group = events.filter((e) => handlersOf(e).includes(handler));
+        let results: Array<FinishOutcome | Error>;
+        try {
+          results = await handler.batch(tx, group);
+        } catch (error) {
+          if (group.length === 1) throw new HandlerError(event, error);
+          throw error;
+        }
+        for (const [i, member] of group.entries()) {
+          const result = results[i]!;
+          if (result instanceof Error) throw new HandlerError(member, result);
+          outcomes.get(member)!.set(handler, result);
+        }
+      }
+    }
+    return events.map((event) => {
+      const results = outcomes.get(event)!;
+      return handlersOf(event).map((handler) => results.get(handler)!).find((outcome) => outcome.status !== 'ignored') ?? { status: 'ignored' };
+    });
+  };
+}

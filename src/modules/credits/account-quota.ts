@@ -1,0 +1,64 @@
+// An account's quota, and the one writer of its running balance (account_credits): grants add to
+// it, revocations take back from it, runs use it. Quota = granted - used; the grants themselves
+// are credit_grants, one per order (order-payment.ts).
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { CreditsDatabase } from './tables.js';
+
+export interface Quota {
+  account_id: string;
+  granted: number;
+  used: number;
+  remaining: number;
+}
+
+export async function getQuota(db: Kysely<CreditsDatabase>, accountId: string): Promise<Quota> {
+  const row = await db.selectFrom('account_credits').select(['granted', 'used']).where('account_id', '=', accountId).executeTakeFirst();
+  const granted = row?.granted ?? 0;
+  const used = row?.used ?? 0;
+  return { account_id: accountId, granted, used, remaining: granted - used };
+}
+
+/**
+ * Consumes one credit, or returns undefined when none is left. One conditional UPDATE: the row
+ * lock serialises concurrent consumers of an account, and the re-checked predicate means the
+ * balance can never go below zero (also a CHECK constraint).
+ */
+export async function consumeCredit(db: Kysely<CreditsDatabase>, accountId: string): Promise<{ remaining: number } | undefined> {
+  return db
+    .updateTable('account_credits')
+    .set({ used: sql`used + 1` })
+    .where('account_id', '=', accountId)
+    .whereRef('used', '<', 'granted')
+    .returning(sql<number>`granted - used`.as('remaining'))
+    .executeTakeFirst();
+}
+
+/**
+ * Adds grants to their accounts' balances, in the transaction that recorded them. Summed per
+ * account (an upsert may not touch one row twice in a statement) and in account order, so two
+ * batches granting to the same accounts take the row locks in the same order.
+ */
+export async function addGrants(tx: Transaction<CreditsDatabase>, grants: ReadonlyArray<{ accountId: string; credits: number }>): Promise<void> {
+  if (grants.length === 0) return;
+  const sums = new Map<string, number>();
+  for (const { accountId, credits } of grants) sums.set(accountId, (sums.get(accountId) ?? 0) + credits);
+  await tx
+    .insertInto('account_credits')
+    .values([...sums].sort(([a], [b]) => (a < b ? -1 : 1)).map(([account_id, granted]) => ({ account_id, granted })))
+    .onConflict((oc) => oc.column('account_id').doUpdateSet({ granted: sql`account_credits.granted + excluded.granted` }))
+    .execute();
+}
+
+/**
+ * Takes back up to `owed` credits from an account, never more than it has left: credits already
+ * used stay used, so quota never drops below zero. The row is locked first, so runs being used
+ * at the same time wait and "what is left" stays true until commit. Returns what was taken.
+ */
+export async function takeBackCredits(tx: Transaction<CreditsDatabase>, accountId: string, owed: number): Promise<number> {
+  const account = await tx.selectFrom('account_credits').select(['granted', 'used']).where('account_id', '=', accountId).forUpdate().executeTakeFirst();
+  const taken = Math.min(owed, account ? account.granted - account.used : 0);
+  if (taken > 0) {
+    await tx.updateTable('account_credits').set({ granted: sql`granted - ${taken}` }).where('account_id', '=', accountId).execute();
+  }
+  return taken;
+}

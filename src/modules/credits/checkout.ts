@@ -1,0 +1,52 @@
+// Paying for an order: its Stripe Checkout Session. The order is committed before Stripe is
+// called (routes.ts creates it, with the caller's Idempotency-Key when there is one), so a session
+// Stripe knows about always names an order we know about, and a failed call leaves a pending order
+// that a retry completes. The call carries `checkout-session:<order_id>`, so every retry for that
+// order creates one session. No transaction is open during the call.
+import type { Kysely } from 'kysely';
+import type Stripe from 'stripe';
+import { describeStripeFailure, StripeBusyError, type StripeCalls } from '../../stripe/outbound.js';
+import { checkoutSessionKey } from './idempotency-keys.js';
+import { attachCheckoutSession } from './orders.js';
+import type { CreditsDatabase, OrderRow } from './tables.js';
+
+export interface CheckoutDeps {
+  db: Kysely<CreditsDatabase>;
+  stripeCalls: StripeCalls;
+  successUrl: string;
+  cancelUrl: string;
+}
+
+export type CheckoutOutcome =
+  | { outcome: 'created'; orderId: string; checkoutSessionId: string; url: string | null }
+  /** Too many Stripe calls in flight in this process: nothing was sent, retry shortly. */
+  | { outcome: 'stripe_busy'; orderId: string }
+  | { outcome: 'stripe_failed'; orderId: string; reason: string };
+
+export async function openCheckoutSession(deps: CheckoutDeps, order: OrderRow): Promise<CheckoutOutcome> {
+  const pkg = await deps.db.selectFrom('packages').select('name').where('package_id', '=', order.package_id).executeTakeFirstOrThrow();
+  let session: Stripe.Checkout.Session;
+  try {
+    session = await deps.stripeCalls.run('checkout_session_create', (stripe) =>
+      stripe.checkout.sessions.create(
+        {
+          mode: 'payment',
+          // Inline price_data: no catalogue set-up in Stripe, and the price is the order's snapshot.
+          line_items: [{ quantity: 1, price_data: { currency: order.currency, unit_amount: order.amount, product_data: { name: pkg.name } } }],
+          metadata: { order_id: order.order_id },
+          payment_intent_data: { metadata: { order_id: order.order_id } },
+          client_reference_id: order.order_id,
+          ...(order.email && { customer_email: order.email }),
+          success_url: deps.successUrl,
+          cancel_url: deps.cancelUrl,
+        },
+        { idempotencyKey: checkoutSessionKey(order.order_id) },
+      ),
+    );
+  } catch (error) {
+    if (error instanceof StripeBusyError) return { outcome: 'stripe_busy', orderId: order.order_id };
+    return { outcome: 'stripe_failed', orderId: order.order_id, reason: describeStripeFailure(error) };
+  }
+  await attachCheckoutSession(deps.db, order.order_id, session.id);
+  return { outcome: 'created', orderId: order.order_id, checkoutSessionId: session.id, url: session.url };
+}

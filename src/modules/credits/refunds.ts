@@ -1,0 +1,60 @@
+// Refunding a paid order through Stripe, as ops asks (POST /admin/api/orders/:id/refund). Our own
+// state does not change here: credits are taken back when Stripe's charge.refunded event arrives,
+// the one source of truth for refunds whoever started them (this API, the Dashboard, a dispute).
+//
+// A refund request is planned once, when the caller's Idempotency-Key is first seen: its number
+// among the order's refunds and its amount. The outbound key `refund:<order_id>:<n>` follows from
+// them, so a retried request sends Stripe the same request with the same key and never refunds
+// twice, while a second partial refund (a new key) gets n + 1 and is not mistaken for a retry.
+import type { Kysely, Transaction } from 'kysely';
+import { describeStripeFailure, StripeBusyError, type StripeCalls } from '../../stripe/outbound.js';
+import { refundKey } from './idempotency-keys.js';
+import { findOrder } from './orders.js';
+import type { CreditsDatabase } from './tables.js';
+
+export interface PlannedRefund {
+  orderId: string;
+  seq: number;
+  amount: number;
+}
+
+export type RefundPlan =
+  | { outcome: 'planned'; refund: PlannedRefund }
+  | { outcome: 'order_not_found' }
+  | { outcome: 'not_paid' }
+  | { outcome: 'amount_out_of_range'; left: number; orderAmount: number; currency: string };
+
+/**
+ * Checks that the order can be refunded by `amount` (all that is left when undefined) and numbers
+ * the refund after the `earlierRefunds` already planned for the order. Locks the order, so
+ * concurrent requests for one order take numbers in turn.
+ */
+export async function planRefund(tx: Transaction<CreditsDatabase>, orderId: string, amount: number | undefined, earlierRefunds: number): Promise<RefundPlan> {
+  const order = await findOrder(tx, orderId, { forUpdate: true });
+  if (!order) return { outcome: 'order_not_found' };
+  if (order.status === 'pending' || order.payment_intent_id === null) return { outcome: 'not_paid' };
+  const left = order.amount - order.refunded_amount;
+  const wanted = amount ?? left;
+  if (wanted <= 0 || wanted > left) return { outcome: 'amount_out_of_range', left, orderAmount: order.amount, currency: order.currency };
+  return { outcome: 'planned', refund: { orderId, seq: earlierRefunds + 1, amount: wanted } };
+}
+
+export type RefundOutcome =
+  | { outcome: 'created'; orderId: string; refundId: string; amount: number; status: string | null }
+  | { outcome: 'stripe_busy'; orderId: string }
+  | { outcome: 'stripe_failed'; orderId: string; reason: string };
+
+export async function createRefund(deps: { db: Kysely<CreditsDatabase>; stripeCalls: StripeCalls }, refund: PlannedRefund): Promise<RefundOutcome> {
+  const { orderId } = refund;
+  const paymentIntent = (await findOrder(deps.db, orderId))?.payment_intent_id;
+  if (!paymentIntent) throw new Error(`refund ${refund.seq} of order ${orderId} lost its order`);
+  try {
+    const created = await deps.stripeCalls.run('refund_create', (stripe) =>
+      stripe.refunds.create({ payment_intent: paymentIntent, amount: refund.amount, metadata: { order_id: orderId } }, { idempotencyKey: refundKey(orderId, refund.seq) }),
+    );
+    return { outcome: 'created', orderId, refundId: created.id, amount: created.amount, status: created.status };
+  } catch (error) {
+    if (error instanceof StripeBusyError) return { outcome: 'stripe_busy', orderId };
+    return { outcome: 'stripe_failed', orderId, reason: describeStripeFailure(error) };
+  }
+}

@@ -1,0 +1,164 @@
+// The credits module's HTTP: what the selling application calls under /api (packages, checkout,
+// orders, quota, runs) and the refund ops start under /admin/api. Bodies and path parameters are
+// checked here, errors name the field and what is expected, and each domain outcome is mapped to
+// its answer here and nowhere else.
+import { Router } from 'express';
+import { z } from 'zod';
+import type { RouteContext } from '../../business-module.js';
+import { countKeys, runIdempotent, sendResult, STRIPE_BUSY, type HttpResult } from '../../http/idempotent-request.js';
+import { badRequest, checkIdParam, idempotencyKeyHeader } from '../../http/validation.js';
+import { consumeCredit, getQuota } from './account-quota.js';
+import { openCheckoutSession, type CheckoutDeps, type CheckoutOutcome } from './checkout.js';
+import { createOrder, findOrder, listPackages } from './orders.js';
+import { createRefund, planRefund, type PlannedRefund, type RefundOutcome, type RefundPlan } from './refunds.js';
+import { withCreditTables } from './tables.js';
+
+// Account ids are the caller's own user ids: any short printable token.
+const accountId = z.string().regex(/^[\w.@:-]{1,128}$/, 'must be 1-128 letters, digits or . _ @ : -');
+const checkoutBody = z.strictObject({
+  package_id: z.string().regex(/^[a-z0-9_-]{1,64}$/, 'must be a package id from GET /api/packages'),
+  account_id: accountId,
+  email: z.email('must be an email address').max(254).optional(),
+});
+const refundBody = z.strictObject({ amount: z.number().int().positive('must be a positive amount in the smallest currency unit').optional() });
+
+export function creditsApiRoutes(context: RouteContext): Router {
+  const db = withCreditTables(context.db);
+  const checkout: CheckoutDeps = { db, stripeCalls: context.stripeCalls, successUrl: context.config.checkoutSuccessUrl, cancelUrl: context.config.checkoutCancelUrl };
+  const router = Router();
+  router.param('id', checkIdParam);
+
+  router.get('/packages', async (_req, res) => {
+    const packages = await listPackages(db);
+    res.json(packages.map((p) => ({ id: p.package_id, name: p.name, amount: p.amount, currency: p.currency, credits: p.credits })));
+  });
+
+  // Two idempotency layers meet here. Inbound, the caller's Idempotency-Key (a double-click, a
+  // client retry) maps to one order and replays the first response. Outbound, the call to Stripe
+  // carries a key derived from that order (checkout.ts).
+  router.post('/checkout', async (req, res) => {
+    const body = checkoutBody.safeParse(req.body ?? {});
+    if (!body.success) return badRequest(res, body.error);
+    const rawKey = req.headers['idempotency-key'];
+    const key = rawKey === undefined ? undefined : idempotencyKeyHeader.safeParse(rawKey);
+    if (key && !key.success) return badRequest(res, key.error);
+    const input = { packageId: body.data.package_id, accountId: body.data.account_id, email: body.data.email ?? null };
+    const unknownPackage: HttpResult = { status: 400, body: { error: `unknown package_id "${input.packageId}"; GET /api/packages lists them` } };
+    if (!key) {
+      const order = await createOrder(db, input);
+      return sendResult(res, order ? checkoutAnswer(await openCheckoutSession(checkout, order)) : unknownPackage);
+    }
+    sendResult(res, await runIdempotent(context.db, {
+      key: key.data,
+      operation: 'checkout',
+      request: [input.packageId, input.accountId, input.email],
+      leaseMs: context.idempotencyLeaseMs,
+      async register(tx) {
+        const order = await createOrder(withCreditTables(tx), input);
+        return order ? { subject: { orderId: order.order_id } } : unknownPackage;
+      },
+      async execute({ orderId }: { orderId: string }) {
+        const order = await findOrder(db, orderId);
+        if (!order) throw new Error(`order ${orderId} of an idempotency key vanished`);
+        return checkoutAnswer(await openCheckoutSession(checkout, order));
+      },
+    }));
+  });
+
+  router.get('/orders/:id', async (req, res) => {
+    const order = await findOrder(db, req.params.id);
+    if (!order) return void res.status(404).json({ error: 'order not found' });
+    res.json({
+      order_id: order.order_id,
+      status: order.status,
+      package_id: order.package_id,
+      account_id: order.account_id,
+      credits: order.credits,
+      amount: order.amount,
+      currency: order.currency,
+      checkout_session_id: order.checkout_session_id,
+    });
+  });
+
+  router.get('/accounts/:id/quota', async (req, res) => {
+    const id = accountId.safeParse(req.params.id);
+    if (!id.success) return badRequest(res, id.error);
+    res.json(await getQuota(db, id.data));
+  });
+
+  router.post('/accounts/:id/runs', async (req, res) => {
+    const id = accountId.safeParse(req.params.id);
+    if (!id.success) return badRequest(res, id.error);
+    const consumed = await consumeCredit(db, id.data);
+    if (!consumed) return void res.status(402).json({ error: 'no credits left: buy a package via POST /api/checkout' });
+    res.status(201).json(consumed);
+  });
+
+  return router;
+}
+
+export function creditsAdminRoutes(context: RouteContext): Router {
+  const db = withCreditTables(context.db);
+  const router = Router();
+  router.param('id', checkIdParam);
+
+  // The caller's Idempotency-Key is required: it fixes the refund's number and amount when first
+  // seen, so a retried request never refunds twice (refunds.ts).
+  router.post('/orders/:id/refund', async (req, res) => {
+    const key = idempotencyKeyHeader.safeParse(req.headers['idempotency-key']);
+    if (!key.success) {
+      return void res.status(400).json({ error: 'an Idempotency-Key header is required, so that a retried refund request never refunds twice' });
+    }
+    const body = refundBody.safeParse(req.body ?? {});
+    if (!body.success) return badRequest(res, body.error);
+    const orderId = req.params.id;
+    sendResult(res, await runIdempotent(context.db, {
+      key: key.data,
+      operation: 'refund',
+      request: [orderId, body.data.amount ?? null],
+      leaseMs: context.idempotencyLeaseMs,
+      async register(tx) {
+        const plan = await planRefund(withCreditTables(tx), orderId, body.data.amount, await countKeys(tx, 'refund', { orderId }));
+        return plan.outcome === 'planned' ? { subject: plan.refund } : refusedRefund(plan);
+      },
+      async execute(refund: PlannedRefund) {
+        return refundAnswer(await createRefund({ db, stripeCalls: context.stripeCalls }, refund));
+      },
+    }));
+  });
+
+  return router;
+}
+
+function checkoutAnswer(outcome: CheckoutOutcome): HttpResult {
+  switch (outcome.outcome) {
+    case 'created':
+      return { status: 201, body: { order_id: outcome.orderId, checkout_session_id: outcome.checkoutSessionId, url: outcome.url } };
+    case 'stripe_busy':
+      return { ...STRIPE_BUSY, body: { ...STRIPE_BUSY.body, order_id: outcome.orderId } };
+    case 'stripe_failed':
+      return { status: 502, body: { error: `Stripe could not create the checkout session (${outcome.reason}); retry with the same Idempotency-Key`, order_id: outcome.orderId } };
+  }
+}
+
+function refusedRefund(plan: Exclude<RefundPlan, { outcome: 'planned' }>): HttpResult {
+  switch (plan.outcome) {
+    case 'order_not_found':
+      return { status: 404, body: { error: 'order not found' } };
+    case 'not_paid':
+      return { status: 409, body: { error: 'order is not paid: there is nothing to refund' } };
+    case 'amount_out_of_range':
+      return { status: 400, body: { error: `amount must be between 1 and ${plan.left} (what is left of ${plan.orderAmount} ${plan.currency})` } };
+  }
+}
+
+function refundAnswer(outcome: RefundOutcome): HttpResult {
+  switch (outcome.outcome) {
+    case 'created':
+      return { status: 201, body: { order_id: outcome.orderId, refund_id: outcome.refundId, amount: outcome.amount, status: outcome.status } };
+    case 'stripe_busy':
+      return { ...STRIPE_BUSY, body: { ...STRIPE_BUSY.body, order_id: outcome.orderId } };
+    case 'stripe_failed':
+      return { status: 502, body: { error: `Stripe could not create the refund (${outcome.reason}); retry with the same Idempotency-Key`, order_id: outcome.orderId } };
+  }
+}

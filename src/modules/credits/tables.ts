@@ -1,0 +1,76 @@
+// Kysely's view of the credits module's tables (created by sql/0001 and sql/0003, before modules
+// had their own migrations). Its code reaches them through `withCreditTables(db)`.
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Database, Defaulted } from '../../db/schema.js';
+
+export type OrderStatus = 'pending' | 'paid' | 'refunded';
+
+export interface PackagesTable {
+  package_id: string;
+  name: string;
+  amount: number;
+  currency: string;
+  credits: number;
+  active: Defaulted<boolean>;
+}
+
+export interface OrdersTable {
+  order_id: string;
+  package_id: string;
+  account_id: string;
+  email: string | null;
+  amount: number;
+  currency: string;
+  credits: number;
+  status: Defaulted<OrderStatus>;
+  checkout_session_id: string | null;
+  created_at: Defaulted<Date>;
+  paid_at: Date | null;
+  payment_intent_id: string | null;
+  refunded_amount: Defaulted<number>;
+}
+
+export interface CreditGrantsTable {
+  order_id: string;
+  account_id: string;
+  credits: number;
+  event_id: string;
+  granted_at: Defaulted<Date>;
+}
+
+export interface CreditRevocationsTable {
+  order_id: string;
+  account_id: string;
+  target_credits: number;
+  revoked_credits: number;
+  updated_at: Defaulted<Date>;
+}
+
+export interface AccountCreditsTable {
+  account_id: string;
+  granted: Defaulted<number>;
+  used: Defaulted<number>;
+}
+
+// A type, not an interface: Kysely's withTables wants a record type.
+export type CreditTables = {
+  packages: PackagesTable;
+  orders: OrdersTable;
+  /** Written by order-payment.ts only. */
+  credit_grants: CreditGrantsTable;
+  /** Written by account-quota.ts only: the running balance. */
+  account_credits: AccountCreditsTable;
+  /** Written by credit-revocations.ts only. */
+  credit_revocations: CreditRevocationsTable;
+};
+
+export type CreditsDatabase = Database & CreditTables;
+export type OrderRow = Selectable<OrdersTable>;
+export type PackageRow = Selectable<PackagesTable>;
+
+/** The same connection or transaction, typed with this module's tables too. */
+export function withCreditTables(db: Transaction<Database>): Transaction<CreditsDatabase>;
+export function withCreditTables(db: Kysely<Database>): Kysely<CreditsDatabase>;
+export function withCreditTables(db: Kysely<Database>): Kysely<CreditsDatabase> {
+  return db.withTables<CreditTables>();
+}
