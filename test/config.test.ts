@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, ENV_VARIABLES, loadConfig } from '../src/config.js';
 import { loadDevSecrets } from '../src/dev/dev-secrets.js';
 
 const SECRETS = {
@@ -175,5 +175,33 @@ describe('valid values', () => {
     const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, STALE_AFTER_SECONDS: '30', SHUTDOWN_TIMEOUT_SECONDS: '2' });
     assert.equal(config.staleAfterMs, 30_000);
     assert.equal(config.shutdownTimeoutMs, 2_000);
+  });
+
+  test('every other duration is in milliseconds and the webhook body budget in bytes, set or by default', () => {
+    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_TIMEOUT_SECONDS: '3', HTTP_REQUEST_TIMEOUT_SECONDS: '4', WEBHOOK_BODY_BUDGET_MB: '2' });
+    assert.deepEqual([config.stripeTimeoutMs, config.httpRequestTimeoutMs, config.webhookBodyBudgetBytes], [3_000, 4_000, 2 * 1024 * 1024]);
+    const defaults = loadConfig({ NODE_ENV: 'test', ...SECRETS });
+    assert.deepEqual([defaults.stripeTimeoutMs, defaults.httpRequestTimeoutMs, defaults.webhookBodyBudgetBytes], [5_000, 30_000, 16 * 1024 * 1024]);
+    assert.equal(defaults.shutdownTimeoutMs, 25_000);
+  });
+
+  test('defaults that follow other settings: checkout URLs on PORT, the log level on NODE_ENV, METRICS_TOKEN on ADMIN_TOKEN', () => {
+    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, PORT: '4000' });
+    assert.equal(config.checkoutSuccessUrl, 'http://localhost:4000/checkout/success?session_id={CHECKOUT_SESSION_ID}');
+    assert.equal(config.checkoutCancelUrl, 'http://localhost:4000/checkout/cancel');
+    assert.equal(config.logLevel, 'silent');
+    assert.equal(config.metricsToken, SECRETS.ADMIN_TOKEN);
+    assert.equal(loadConfig({ NODE_ENV: 'development', ...SECRETS }).logLevel, 'info');
+    assert.equal(loadConfig({ NODE_ENV: 'test', ...SECRETS, LOG_LEVEL: 'debug' }).logLevel, 'debug');
+  });
+
+  test('live mode is read from the Stripe key', () => {
+    assert.equal(loadConfig(PRODUCTION).stripeLivemode, true);
+    assert.equal(loadConfig({ ...PRODUCTION, STRIPE_SECRET_KEY: `rk_test_${'x'.repeat(24)}` }).stripeLivemode, false);
+    assert.equal(loadConfig({ NODE_ENV: 'test', ...SECRETS }).stripeLivemode, false);
+  });
+
+  test('each variable is read by one setting', () => {
+    assert.equal(new Set(ENV_VARIABLES).size, ENV_VARIABLES.length, ENV_VARIABLES.join(' '));
   });
 });
