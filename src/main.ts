@@ -2,7 +2,7 @@
 // graceful shutdown on SIGTERM/SIGINT.
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openServicePools } from './db/pools.js';
-import { startEmbeddedPostgres } from './db/embedded-postgres.js';
+import { databaseUrlOrEmbedded } from './db/embedded-postgres.js';
 import { migrate } from './db/migrate.js';
 import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
 import { startService } from './service.js';
@@ -27,13 +27,8 @@ async function main(): Promise<void> {
   // Closed in this order at shutdown: database pool first, then the development stand-ins.
   const closers: Array<() => Promise<void>> = [];
 
-  let databaseUrl = config.databaseUrl;
-  if (databaseUrl === undefined) {
-    const embedded = await startEmbeddedPostgres({ log: (line) => logger.debug({ component: 'embedded-postgres' }, line) });
-    closers.unshift(() => embedded.stop());
-    databaseUrl = embedded.connectionString;
-    logger.warn('DATABASE_URL is unset: using the embedded development Postgres under ./.data');
-  }
+  const database = await databaseUrlOrEmbedded(config.databaseUrl, logger);
+  closers.unshift(database.stop);
 
   let stripeKey = config.stripeSecretKey;
   let stripeApiBase = config.stripeApiBase;
@@ -46,7 +41,7 @@ async function main(): Promise<void> {
     logger.warn({ url: offline.url }, 'STRIPE_SECRET_KEY is unset: using the offline Stripe stand-in (development only)');
   }
 
-  const pools = openServicePools(databaseUrl, { workerConcurrency: config.workerConcurrency });
+  const pools = openServicePools(database.url, { workerConcurrency: config.workerConcurrency });
   closers.unshift(() => pools.close());
 
   await migrate(pools.worker.pool, logger, await serviceMigrations());

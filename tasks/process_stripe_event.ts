@@ -1,10 +1,12 @@
-// graphile-worker task `process_stripe_event`. Its payload is a batch of events, [{ eventId }, ...]
-// (src/events/enqueue.ts), or one { eventId } from a job a release before batch jobs (sql/0006)
-// enqueued; the rows hold the rest. That single-event shape can go once no deployment can still
-// hold such a job: they carry the key `stripe_event:<id>`, so
-// `select count(*) from graphile_worker.jobs where key like 'stripe_event:%'` is 0 everywhere. The batch is fulfilled together (src/fulfilment/fulfil-event.ts) and
-// each event reported on its own: graphile-worker retries, with its backoff, only the events whose
-// entry in the returned list rejects.
+// graphile-worker task `process_stripe_event` (the name is stored in every queued job, so it stays):
+// fulfils the events a job names. The job's payload is a batch of event ids, [{ eventId }, ...]
+// (src/events/enqueue.ts); the rows hold the rest. The batch is fulfilled together
+// (src/fulfilment/fulfil-event.ts) and each event reported on its own: graphile-worker retries,
+// with its backoff, only the events whose entry in the returned list rejects.
+//
+// A job of a release before batch jobs (sql/0006) carries one { eventId } and the key
+// `stripe_event:<id>`. That shape can go once no deployment can still hold such a job:
+// `select count(*) from graphile_worker.jobs where key like 'stripe_event:%'` is 0 everywhere.
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
 import type { FulfilResult } from '../src/fulfilment/fulfil-event.js';
@@ -12,7 +14,8 @@ import type { Logger } from '../src/logger.js';
 import type { Metrics } from '../src/metrics/metrics.js';
 
 const eventRef = z.object({ eventId: z.string().min(1) });
-const payloadSchema = z.union([z.array(eventRef).min(1), eventRef]);
+// The job's payload: which events to fulfil (the events' own payloads are in their rows).
+const eventRefs = z.union([z.array(eventRef).min(1), eventRef]);
 
 export interface ProcessStripeEventDeps {
   /** fulfilEvents, bound to the database and the handlers (src/worker/run-worker.ts). */
@@ -46,8 +49,8 @@ export function processStripeEventsTask({ fulfil, logger, metrics }: ProcessStri
     return undefined;
   };
 
-  return async (payload, helpers) => {
-    const parsed = payloadSchema.safeParse(payload);
+  return async (jobPayload, helpers) => {
+    const parsed = eventRefs.safeParse(jobPayload);
     if (!parsed.success) {
       // Retrying cannot fix a malformed payload; log it and let the job complete.
       logger.error({ jobId: helpers.job.id }, 'process_stripe_event job without valid event ids');

@@ -5,7 +5,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { describeError } from '../error-chain.js';
 import { openDatabase, type Db } from '../db/database.js';
-import { startEmbeddedPostgres } from '../db/embedded-postgres.js';
+import { databaseUrlOrEmbedded } from '../db/embedded-postgres.js';
 import { createLogger, type Logger } from '../logger.js';
 
 export class UsageError extends Error {}
@@ -81,13 +81,9 @@ async function main<O extends NonNullable<ParseArgsConfig['options']>>(spec: Scr
       json,
       async database() {
         if (db) return db;
-        let url = config.databaseUrl;
-        if (url === undefined) {
-          const embedded = await startEmbeddedPostgres();
-          closers.push(() => embedded.stop());
-          url = embedded.connectionString;
-        }
-        const opened = openDatabase(url, { maxConnections: 4, applicationName: 'stripe-inbox-script' });
+        const database = await databaseUrlOrEmbedded(config.databaseUrl, logger);
+        closers.push(database.stop);
+        const opened = openDatabase(database.url, { maxConnections: 4, applicationName: 'stripe-inbox-script' });
         closers.unshift(() => opened.close());
         return (db = opened);
       },

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import type { Logger } from '../logger.js';
 
 export interface EmbeddedPostgres {
   readonly connectionString: string;
@@ -30,6 +31,20 @@ const PASSWORD = 'postgres';
 // down) from one that another live process is still using.
 const OWNER_FILE = 'embedded-owner.pid';
 const run = promisify(execFile);
+
+/**
+ * DATABASE_URL when it is set; else (development, config.ts refuses production without it) the
+ * embedded Postgres, started or joined, with its stop for the caller's shutdown.
+ */
+export async function databaseUrlOrEmbedded(
+  databaseUrl: string | undefined,
+  logger: Pick<Logger, 'debug' | 'warn'>,
+): Promise<{ url: string; stop: () => Promise<void> }> {
+  if (databaseUrl !== undefined) return { url: databaseUrl, stop: () => Promise.resolve() };
+  const embedded = await startEmbeddedPostgres({ log: (line) => logger.debug({ component: 'embedded-postgres' }, line) });
+  logger.warn('DATABASE_URL is unset: using the embedded development Postgres under ./.data');
+  return { url: embedded.connectionString, stop: () => embedded.stop() };
+}
 
 export async function startEmbeddedPostgres(
   options: { dataDir?: string; port?: number; log?: (line: string) => void } = {},

@@ -20,19 +20,20 @@ export function serviceDispatch(env: Record<string, string> = {}): Dispatch {
 
 /**
  * Stores `events` as the webhook does (claimed, each with its job), then fulfils them in one
- * batch with only `handlers` registered, as the worker would: one transaction, the handlers'
- * writes and the status flips committed together. Returns the result for each event and its row
- * afterwards. No worker runs, so the jobs stay queued and nothing else touches the rows.
+ * batch with only `handlers` registered (one module's, or several modules' in order), as the
+ * worker would: one transaction, the handlers' writes and the status flips committed together.
+ * Returns the result for each event and its row afterwards. No worker runs, so the jobs stay
+ * queued and nothing else touches the rows.
  */
 export async function fulfilWith(
   database: TestDatabase,
-  handlers: Handlers,
+  handlers: Handlers | readonly Handlers[],
   events: readonly SampleEvent[],
   options: { maxAttempts?: number } = {},
 ): Promise<Array<{ result: FulfilResult; row: StripeEventRow }>> {
   const maxAttempts = options.maxAttempts ?? 10;
   await claimEvents(database.db, events.map(incomingEvent), { maxAttempts });
-  const dispatch = createDispatch({ livemode: false, handlers: [handlers] });
+  const dispatch = createDispatch({ livemode: false, handlers: Array.isArray(handlers) ? handlers : [handlers] });
   const results = await fulfilEvents(database.db, events.map((event) => event.id), { maxAttempts, dispatch });
   return Promise.all(events.map(async (event, i) => ({ result: results[i]!, row: await eventRow(database, event.id) })));
 }

@@ -1,0 +1,110 @@
+// The handler contract of docs/handlers.md, held by the real fulfilment loop on real Postgres:
+// what a handler writes commits with the status it returns, or not at all; each error class
+// ends the event as documented; a type no module lists is 'ignored'; two modules listing one type
+// both run and the first outcome that is not 'ignored' counts; a batch handler gets its events at once.
+import assert from 'node:assert/strict';
+import { before, describe, test } from 'node:test';
+import { sql, type Transaction } from 'kysely';
+import type { Database, StripeEventRow } from '../../src/db/schema.js';
+import { PermanentError, RetryLaterError, type EventHandler } from '../../src/fulfilment/handler.js';
+import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
+import { databaseForFile } from '../support/database.js';
+import { fulfilWith } from '../support/handlers.js';
+
+const database = databaseForFile({ maxConnections: 4 });
+const TYPE = 'payment_intent.succeeded';
+const anEvent = (type = TYPE) => sampleEvent(type, { ...exampleObject('payment_intent'), id: randomStripeId('pi') });
+
+// Each suite makes the table in its own hook, which runs once the file's database exists.
+const effectsTable = () => before(() => sql`create table if not exists effects (event_id text, by text, primary key (event_id, by))`.execute(database.db).then(() => undefined));
+
+/** A side effect the test can see: one row per event and handler, in the fulfilment transaction. */
+const recordEffect = (tx: Transaction<Database>, event: StripeEventRow, by: string) =>
+  sql`insert into effects (event_id, by) values (${event.event_id}, ${by})`.execute(tx);
+const effectsOf = async (eventId: string) =>
+  (await sql<{ by: string }>`select by from effects where event_id = ${eventId} order by by`.execute(database.db)).rows.map((r) => r.by);
+
+const writesThen = (outcome: () => ReturnType<EventHandler>, by = 'handler'): EventHandler => async (tx, event) => {
+  await recordEffect(tx, event, by);
+  return outcome();
+};
+
+describe('one handler', () => {
+  effectsTable();
+  test("'processed': its write commits with the status", async () => {
+    const event = anEvent();
+    const [done] = await fulfilWith(database, { [TYPE]: writesThen(() => Promise.resolve({ status: 'processed' })) }, [event]);
+    assert.equal(done!.row.status, 'processed');
+    assert.deepEqual(await effectsOf(event.id), ['handler']);
+  });
+
+  test("'duplicate': names the event that produced the effect", async () => {
+    const event = anEvent();
+    const [done] = await fulfilWith(database, { [TYPE]: () => Promise.resolve({ status: 'duplicate', duplicateOf: 'evt_original' }) }, [event]);
+    assert.deepEqual([done!.row.status, done!.row.duplicate_of], ['duplicate', 'evt_original']);
+  });
+
+  test('a PermanentError ends the event failed at once with its message, and rolls its write back', async () => {
+    const event = anEvent();
+    const [done] = await fulfilWith(database, { [TYPE]: writesThen(() => Promise.reject(new PermanentError('unknown order ord_x'))) }, [event]);
+    assert.deepEqual([done!.row.status, done!.row.attempts], ['failed', 1]);
+    assert.match(done!.row.last_error ?? '', /unknown order ord_x/);
+    assert.deepEqual(await effectsOf(event.id), []);
+  });
+
+  test('a RetryLaterError, like any other error, keeps the event processing for a retry, counted, its write rolled back', async () => {
+    for (const error of [new RetryLaterError('the payment is not fulfilled yet'), new Error('connection reset')]) {
+      const event = anEvent();
+      const [done] = await fulfilWith(database, { [TYPE]: writesThen(() => Promise.reject(error)) }, [event]);
+      assert.deepEqual([done!.result.status, done!.row.status, done!.row.attempts], ['processing', 'processing', 1]);
+      assert.equal(done!.row.last_error, error.message);
+      assert.deepEqual(await effectsOf(event.id), []);
+    }
+  });
+
+  test('on the last attempt a transient error ends the event failed', async () => {
+    const event = anEvent();
+    const [done] = await fulfilWith(database, { [TYPE]: () => Promise.reject(new Error('still down')) }, [event], { maxAttempts: 1 });
+    assert.equal(done!.row.status, 'failed');
+  });
+
+  test('a type no module lists is stored and ends ignored', async () => {
+    const event = anEvent('customer.created');
+    const [done] = await fulfilWith(database, { [TYPE]: writesThen(() => Promise.resolve({ status: 'processed' })) }, [event]);
+    assert.equal(done!.row.status, 'ignored');
+    assert.deepEqual(await effectsOf(event.id), []);
+  });
+});
+
+describe('modules sharing a type', () => {
+  effectsTable();
+  test('both handlers run in the one transaction, and the first outcome that is not ignored is the event’s', async () => {
+    const event = anEvent();
+    const notMine = writesThen(() => Promise.resolve({ status: 'ignored' }), 'a');
+    const mine = writesThen(() => Promise.resolve({ status: 'processed' }), 'b');
+    const [done] = await fulfilWith(database, [{ [TYPE]: notMine }, { [TYPE]: mine }], [event]);
+    assert.equal(done!.row.status, 'processed');
+    assert.deepEqual(await effectsOf(event.id), ['a', 'b']);
+  });
+
+  test('one failing rolls back the other’s write too', async () => {
+    const event = anEvent();
+    const [done] = await fulfilWith(database, [{ [TYPE]: writesThen(() => Promise.resolve({ status: 'processed' }), 'a') }, { [TYPE]: () => Promise.reject(new PermanentError('bad')) }], [event]);
+    assert.equal(done!.row.status, 'failed');
+    assert.deepEqual(await effectsOf(event.id), []);
+  });
+});
+
+test('a batch handler gets all the events of its types in a job at once, in order', async () => {
+  const events = [anEvent(), anEvent('charge.succeeded'), anEvent()];
+  const calls: string[][] = [];
+  const batch = {
+    batch: (_tx: Transaction<Database>, rows: readonly StripeEventRow[]) => {
+      calls.push(rows.map((row) => row.event_id));
+      return Promise.resolve(rows.map(() => ({ status: 'processed' as const })));
+    },
+  };
+  const done = await fulfilWith(database, { [TYPE]: batch, 'charge.succeeded': batch }, events);
+  assert.deepEqual(calls, [events.map((e) => e.id)]);
+  assert.deepEqual(done.map((d) => d.row.status), ['processed', 'processed', 'processed']);
+});
