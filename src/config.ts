@@ -7,11 +7,11 @@
 import { z } from 'zod';
 import { loadDevSecrets, type DevSecrets } from './dev/dev-secrets.js';
 
-export const ROLES = ['all', 'web', 'worker'] as const;
-export type Role = (typeof ROLES)[number];
+const ROLES = ['all', 'web', 'worker'] as const;
+type Role = (typeof ROLES)[number];
 
 /** How many credits refunds take back (src/modules/credits/credit-revocations.ts). */
-export const REFUND_POLICIES = ['full', 'proportional'] as const;
+const REFUND_POLICIES = ['full', 'proportional'] as const;
 export type RefundPolicy = (typeof REFUND_POLICIES)[number];
 
 export class ConfigError extends Error {

@@ -45,7 +45,7 @@ export function runScript<O extends NonNullable<ParseArgsConfig['options']>>(spe
  * is right in a checkout (npm sets npm_lifecycle_event); the image has no npm scripts and runs
  * `node dist/scripts/<script>.js`, so there every `npm run x --` becomes that.
  */
-export function usageAsInvoked(usage: string, env: NodeJS.ProcessEnv = process.env, entry = process.argv[1] ?? ''): string {
+function usageAsInvoked(usage: string, env: NodeJS.ProcessEnv = process.env, entry = process.argv[1] ?? ''): string {
   if (env.npm_lifecycle_event) return usage;
   const file = path.relative(process.cwd(), entry);
   const runner = file.endsWith('.ts') ? 'node --import tsx' : 'node';

@@ -35,11 +35,3 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   return false;
 }
-
-export function isUniqueViolation(error: unknown): boolean {
-  return codeOf(error) === '23505';
-}
-
-export function isLockNotAvailable(error: unknown): boolean {
-  return codeOf(error) === '55P03';
-}

@@ -11,7 +11,7 @@ import type pg from 'pg';
 import type { Metrics } from '../metrics/metrics.js';
 import { openDatabase, type Db } from './database.js';
 
-export const POOL_NAMES = ['intake', 'api', 'worker'] as const;
+const POOL_NAMES = ['intake', 'api', 'worker'] as const;
 export type PoolName = (typeof POOL_NAMES)[number];
 
 /** Every connection of the pool was checked out for the whole connection timeout. */

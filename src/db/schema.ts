@@ -1,7 +1,7 @@
 // Kysely's view of our tables. Column types are what `pg` really returns: timestamptz as Date,
 // jsonb parsed, integer as number. We have no int8 columns; counts are cast to int in SQL, so
 // pg's default (int8 as string) is left alone for graphile-worker's bigint job ids.
-import type { ColumnType, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Selectable } from 'kysely';
 
 export const EVENT_STATUSES = ['processing', 'processed', 'ignored', 'duplicate', 'failed'] as const;
 export type EventStatus = (typeof EVENT_STATUSES)[number];
@@ -69,4 +69,3 @@ export interface Database {
 }
 
 export type StripeEventRow = Selectable<StripeEventsTable>;
-export type NewStripeEvent = Insertable<StripeEventsTable>;

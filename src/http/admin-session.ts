@@ -11,7 +11,7 @@ import type { Request, Response } from 'express';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 
-export const SESSION_COOKIE = 'stripe_inbox_admin';
+const SESSION_COOKIE = 'stripe_inbox_admin';
 const SESSION_SECONDS = 12 * 60 * 60;
 /** 256 bits: a session id is as hard to guess as the admin token it stands for. */
 const SESSION_ID_BYTES = 32;

@@ -20,7 +20,7 @@ import type { RequestHandler } from 'express';
 import { rateLimit } from 'express-rate-limit';
 import type { Logger } from '../logger.js';
 
-export const TOO_MANY_REQUESTS = 'too many requests from this address: retry after the delay in Retry-After';
+const TOO_MANY_REQUESTS = 'too many requests from this address: retry after the delay in Retry-After';
 
 export interface RateLimits {
   /** For /api/*: counts every request, before authentication (token guessing included). */

@@ -13,9 +13,9 @@ export type BodyRead =
   /** The client went away before the body was complete: nobody is left to answer. */
   | { readonly kind: 'aborted' };
 
-export const BODY_TOO_LARGE = 'request body too large: the limit is 1 MiB';
-export const BODY_COMPRESSED = 'compressed request bodies are not accepted';
-export const BODIES_BUSY = 'too many request bodies in flight; retry shortly';
+const BODY_TOO_LARGE = 'request body too large: the limit is 1 MiB';
+const BODY_COMPRESSED = 'compressed request bodies are not accepted';
+const BODIES_BUSY = 'too many request bodies in flight; retry shortly';
 
 export function readRawBody(req: Request, res: Response, { limitBytes, budget }: { limitBytes: number; budget: BodyBudget }): Promise<BodyRead> {
   // Stripe does not compress, and a compressed body would dodge the limit until inflated.

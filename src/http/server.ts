@@ -4,15 +4,15 @@
 import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
 
 /** A client has this long to send its request line and headers. */
-export const HEADERS_TIMEOUT_MS = 10_000;
+const HEADERS_TIMEOUT_MS = 10_000;
 /**
  * An idle keep-alive connection stays open this long: above the idle timeout of the proxies in
  * front (Traefik keeps idle upstream connections 90 s), so the proxy, not Node, closes an idle
  * connection, and never reuses one Node has just closed (a 502 for that request).
  */
-export const KEEP_ALIVE_TIMEOUT_MS = 95_000;
+const KEEP_ALIVE_TIMEOUT_MS = 95_000;
 /** Open connections at most; idle keep-alive ones count. Past it Node refuses new ones. */
-export const MAX_CONNECTIONS = 2_048;
+const MAX_CONNECTIONS = 2_048;
 
 export function createServer(app: RequestListener, { requestTimeoutMs }: { requestTimeoutMs: number }): Server {
   const server = createHttpServer(

@@ -12,7 +12,7 @@ import { BodyBudget } from './body-budget.js';
 import { readRawBody } from './read-raw-body.js';
 
 /** 1 MiB. Stripe's events are a few KB; the limit bounds the memory one request can take. */
-export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
+const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface WebhookDeps {
   webhookSecrets: readonly string[];

@@ -10,7 +10,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Database } from '../db/schema.js';
 import { getInboxStatus, type InboxStatus } from '../events/read-model.js';
 
-export const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'busy', 'unavailable'] as const;
+const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'busy', 'unavailable'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 
 export class Metrics {

@@ -14,7 +14,7 @@ import type { Logger } from '../logger.js';
 
 export const MIN_RETENTION_DAYS = 31;
 /** Rows per statement, each its own short transaction (no long lock on the table), until a batch comes back short. */
-export const PRUNE_BATCH_ROWS = 1_000;
+const PRUNE_BATCH_ROWS = 1_000;
 export const PRUNE_TASK = 'prune_events';
 /** Daily at 03:17, off the hour (many crontabs fire at :00); three attempts a day. */
 export const pruneSchedule = () => `17 3 * * * ${PRUNE_TASK} ?max=3`;

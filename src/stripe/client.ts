@@ -7,7 +7,7 @@ import Stripe from 'stripe';
  * after about half a second. More would keep a buyer waiting on a checkout that a page reload
  * (same Idempotency-Key) retries anyway.
  */
-export const STRIPE_NETWORK_RETRIES = 1;
+const STRIPE_NETWORK_RETRIES = 1;
 
 export interface StripeClientOptions {
   /** Per attempt (STRIPE_TIMEOUT_SECONDS): the longest a call can take is about twice this. */

@@ -21,7 +21,7 @@ export class StripeBusyError extends Error {
  * 409 (Stripe was still working on the first attempt, under the same Idempotency-Key): the cause
  * is then Stripe's 409, the reason is still a slow Stripe.
  */
-export class StripeTimeoutError extends Error {
+class StripeTimeoutError extends Error {
   constructor(operation: StripeOperation, options: { cause: unknown }) {
     super(`Stripe did not answer ${operation} in time`, options);
   }
@@ -72,7 +72,7 @@ export class StripeCalls {
 }
 
 /** The SDK reports its own timeout as a connection error naming the timeout. */
-export function isStripeTimeout(error: unknown): boolean {
+function isStripeTimeout(error: unknown): boolean {
   return error instanceof Stripe.errors.StripeConnectionError && /timeout/i.test(error.message);
 }
 

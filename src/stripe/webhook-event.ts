@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { IncomingEvent } from '../events/event-store.js';
 
 /** Stripe's default: a signature older (or newer) than five minutes is a possible replay. */
-export const SIGNATURE_TOLERANCE_SECONDS = 300;
+const SIGNATURE_TOLERANCE_SECONDS = 300;
 
 export class WebhookRejectedError extends Error {
   constructor(message: string) {

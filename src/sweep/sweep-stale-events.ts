@@ -12,7 +12,7 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 
 /** Rows per statement (per transaction): short locks, small jobs (each batch's jobs carry ≤ 25 events). */
-export const SWEEP_BATCH_ROWS = 100;
+const SWEEP_BATCH_ROWS = 100;
 /** Rows a dry run looks at, at most: it changes nothing, so it cannot page. */
 const DRY_RUN_ROWS = 10_000;
 export const SWEEP_TASK = 'sweep_stale_events';

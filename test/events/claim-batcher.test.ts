@@ -9,9 +9,10 @@ import { sql } from 'kysely';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { ClaimBatcher, ClaimTimeoutError } from '../../src/events/claim-batcher.js';
 import { claimEvents, type IncomingEvent } from '../../src/events/event-store.js';
-import { randomStripeId } from '../../src/stripe/sample-events.js';
+import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { deleteJobs, fulfilmentJobs } from '../support/jobs.js';
+import { incomingEvent } from '../support/factories.js';
 
 let database: TestDatabase;
 let observer: Db;
@@ -31,7 +32,7 @@ beforeEach(async () => {
 });
 
 function incoming(eventId = randomStripeId('evt')): IncomingEvent {
-  return { eventId, type: 'charge.succeeded', objectId: 'ch_1', livemode: false, stripeCreatedAt: new Date(), rawBody: JSON.stringify({ id: eventId }) };
+  return incomingEvent(sampleEvent('charge.succeeded', exampleObject('charge'), { id: eventId }));
 }
 
 async function committed(eventId: string): Promise<{ row: boolean; job: boolean }> {

@@ -6,9 +6,10 @@ import { sql } from 'kysely';
 import { claimEvents } from '../../src/events/event-store.js';
 import { pruneEvents } from '../../src/prune/prune-events.js';
 import { databaseForFile } from '../support/database.js';
-import { finishedEvent, givenOrder, grantsOf, paidEvent, quotaOf } from '../support/factories.js';
+import { finishedEvent, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
 import { deleteJobs, fulfilmentJobs, holdJobs, jobOf } from '../support/jobs.js';
 import { startTestService } from '../support/service.js';
+import { exampleObject, sampleEvent } from '../../src/stripe/sample-events.js';
 
 const database = databaseForFile();
 beforeEach(async () => {
@@ -44,7 +45,7 @@ test('finished events past the window go; young ones, processing and failed ones
 
 test('fulfilment jobs out of attempts go once no worker holds them; the others stay', async () => {
   const claim = (eventId: string, maxAttempts: number) =>
-    claimEvents(database.db, [{ eventId, type: 'charge.succeeded', objectId: null, livemode: false, stripeCreatedAt: new Date(), rawBody: '{}' }], { maxAttempts });
+    claimEvents(database.db, [incomingEvent(sampleEvent('charge.succeeded', exampleObject('charge'), { id: eventId }))], { maxAttempts });
   // evt_b: its last attempt running (a worker holds it); evt_a: out of attempts, unlocked
   // (deletable); evt_c: waiting.
   await claim('evt_b', 1);

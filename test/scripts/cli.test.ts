@@ -7,6 +7,8 @@ import { promisify } from 'node:util';
 import { claimEvents } from '../../src/events/event-store.js';
 import { databaseForFile } from '../support/database.js';
 import { ADMIN_TOKEN, API_TOKEN, WEBHOOK_SECRET } from '../support/service.js';
+import { incomingEvent } from '../support/factories.js';
+import { exampleObject, sampleEvent } from '../../src/stripe/sample-events.js';
 
 const run = promisify(execFile);
 const database = databaseForFile();
@@ -52,9 +54,7 @@ test('status --json has the admin API shape and exits 0 when nothing failed', as
 });
 
 test('status counts events by type and status within --since', async () => {
-  const events = ['charge.succeeded', 'charge.succeeded', 'invoice.upcoming'].map((type, i) => ({
-    eventId: `evt_status_${i}`, type, objectId: null, livemode: false, stripeCreatedAt: new Date(), rawBody: '{}',
-  }));
+  const events = ['charge.succeeded', 'charge.succeeded', 'invoice.upcoming'].map((type) => incomingEvent(sampleEvent(type, exampleObject('charge'))));
   await claimEvents(database.db, events, { maxAttempts: 10 });
   const { stdout } = await script('status', ['--json', '--since', '1h']);
   const byType = (JSON.parse(stdout) as { by_type: Array<{ type: string; counts: Record<string, number> }> }).by_type;

@@ -14,6 +14,7 @@ import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
 import { databaseForFile } from '../support/database.js';
 import { deleteJobs, fulfilmentJobs, holdJobs, jobOf, lockedLongerThan, type JobHolder } from '../support/jobs.js';
 import { waitFor } from '../support/wait-for.js';
+import { incomingEvent } from '../support/factories.js';
 
 const STALE_AFTER_MS = 60_000;
 const options = { staleAfterMs: STALE_AFTER_MS, maxAttempts: 3 };
@@ -36,11 +37,7 @@ afterEach(async () => {
 /** Claims events as the webhook does, then ages the rows' last enqueue; their jobs wait. */
 async function givenClaimed(count: number, ageMs = STALE_AFTER_MS + 1_000): Promise<string[]> {
   const events = Array.from({ length: count }, () => sampleEvent('charge.succeeded', { id: 'ch_1', object: 'charge' }));
-  await claimEvents(
-    database.db,
-    events.map((e) => ({ eventId: e.id, type: e.type, objectId: 'ch_1', livemode: false, stripeCreatedAt: new Date(), rawBody: JSON.stringify(e) })),
-    options,
-  );
+  await claimEvents(database.db, events.map(incomingEvent), options);
   const ids = events.map((e) => e.id);
   await sql`update stripe_events set enqueued_at = ${new Date(Date.now() - ageMs)} where event_id = any(${ids})`.execute(database.db);
   return ids;
@@ -235,7 +232,7 @@ describe('how the sweep finds an event\'s job', () => {
   // an event's job by created_at = enqueued_at.
   test('claim, replay and reclaim each add the job in the transaction that sets enqueued_at and job_key', async () => {
     const event = sampleEvent('charge.succeeded', { id: 'ch_1', object: 'charge' });
-    await claimEvents(database.db, [{ eventId: event.id, type: event.type, objectId: 'ch_1', livemode: false, stripeCreatedAt: new Date(), rawBody: JSON.stringify(event) }], options);
+    await claimEvents(database.db, [incomingEvent(event)], options);
     assert.ok(await jobOfLastEnqueue(event.id), 'claim');
     await replayEvents(database.db, [event.id], options);
     assert.ok(await jobOfLastEnqueue(event.id), 'replay');

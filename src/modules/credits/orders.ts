@@ -8,7 +8,7 @@ export async function listPackages(db: Kysely<CreditsDatabase>): Promise<Package
   return db.selectFrom('packages').selectAll().where('active', '=', true).orderBy('amount').execute();
 }
 
-export const newOrderId = () => `ord_${randomUUID().replaceAll('-', '')}`;
+const newOrderId = () => `ord_${randomUUID().replaceAll('-', '')}`;
 
 /** Creates a pending order priced from the package, or returns undefined for an unknown package. */
 export async function createOrder(
