@@ -3,6 +3,7 @@
 // imports no module (test/architecture/import-direction.test.ts); it runs what the modules listed
 // in src/modules/index.ts declare here. docs/handlers.md is the guide to writing one.
 import type { Router } from 'express';
+import type { Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type { Config } from './config.js';
 import type { Database } from './db/schema.js';
@@ -23,6 +24,15 @@ export interface RouteContext {
   readonly logger: Logger;
 }
 
+/** What a module's graphile-worker tasks are given. */
+export interface TaskContext {
+  readonly config: Config;
+  /** The worker pool. */
+  readonly db: Kysely<Database>;
+  readonly stripeCalls: StripeCalls;
+  readonly logger: Logger;
+}
+
 export interface BusinessModule extends EventLookups {
   /** Short and unique; names the module in logs and docs. */
   readonly name: string;
@@ -33,6 +43,12 @@ export interface BusinessModule extends EventLookups {
   readonly migrations?: URL;
   /** The event types it acts on; built once at start-up from the service's configuration. */
   handlers(config: Config): Handlers;
+  /**
+   * Its own graphile-worker tasks, by identifier (prefixed with the module's name): work that must
+   * not run inside a handler's transaction, such as a call to Stripe. A handler queues a job with
+   * addModuleJob (src/events/enqueue.ts) in its transaction.
+   */
+  tasks?(context: TaskContext): Readonly<Record<string, Task>>;
   /** Mounted under /api, behind API_TOKEN, with JSON bodies parsed. Paths are relative to /api. */
   apiRoutes?(context: RouteContext): Router;
   /** Mounted under /admin/api, behind ADMIN_TOKEN (bearer or dashboard session). Paths are relative to /admin/api. */

@@ -8,7 +8,7 @@ import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
 import { startService } from './service.js';
 import { installShutdown } from './shutdown.js';
 import { createStripeClient } from './stripe/client.js';
-import { startOfflineStripe } from './dev/offline-stripe.js';
+import { startOfflineStripe } from './dev/offline-stripe/index.js';
 import { businessModules, serviceMigrations } from './modules/index.js';
 
 async function main(): Promise<void> {

@@ -46,9 +46,10 @@ export async function startService({ config, pools, stripe, modules, logger }: S
   const metrics = new Metrics(pools.api.db);
   pools.instrument(metrics);
   const claims = new ClaimBatcher(pools.intake.db, { maxAttempts: config.maxAttempts });
+  const stripeCalls = new StripeCalls(stripe, { maxConcurrent: config.stripeMaxConcurrentCalls, timeoutMs: config.stripeTimeoutMs, metrics, logger });
 
   const worker = runsWorker(config)
-    ? await startWorker({ config, pool: pools.worker.pool, db: pools.worker.db, modules, logger, metrics })
+    ? await startWorker({ config, stripeCalls, pool: pools.worker.pool, db: pools.worker.db, modules, logger, metrics })
     : undefined;
 
   // The worker role still answers /healthz, /readyz and /metrics, nothing else.
@@ -57,7 +58,7 @@ export async function startService({ config, pools, stripe, modules, logger }: S
         config,
         db: pools.api.db,
         claim: (event) => claims.claim(event),
-        stripeCalls: new StripeCalls(stripe, { maxConcurrent: config.stripeMaxConcurrentCalls, timeoutMs: config.stripeTimeoutMs, metrics, logger }),
+        stripeCalls,
         modules,
         readiness,
         logger,

@@ -10,7 +10,7 @@
 //   1 byte a second. Figure: when the last of them was closed by the service.
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startOfflineStripe } from '../../src/dev/offline-stripe.js';
+import { startOfflineStripe } from '../../src/dev/offline-stripe/index.js';
 import { createBenchDatabase } from '../support/database.js';
 import type { BenchOptions } from '../support/options.js';
 import { spawnBenchService, type BenchChild } from '../support/processes.js';

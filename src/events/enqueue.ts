@@ -17,7 +17,7 @@
 // the row and skips an event that is no longer 'processing', so a second job for an event (a
 // replay, a reclaim racing a late commit) finds nothing to do.
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 
 export const PROCESS_EVENT_TASK = 'process_stripe_event';
@@ -108,4 +108,13 @@ export async function deleteSpentJobs(db: Kysely<Database>): Promise<number> {
       select j.id from graphile_worker.jobs j
       where j.task_identifier = ${PROCESS_EVENT_TASK} and j.attempts >= j.max_attempts and j.locked_at is null))`.execute(db);
   return rows[0]?.n ?? 0;
+}
+
+/**
+ * A business module's own job (a task its tasks() declares), added in the caller's transaction so
+ * it exists exactly when the caller's writes commit. A job with the same key that has not started
+ * yet is replaced, so a burst of requests for the same thing makes one job.
+ */
+export async function addModuleJob(tx: Transaction<Database>, task: string, payload: object, options: { key: string; maxAttempts: number }): Promise<void> {
+  await sql`select graphile_worker.add_job(${task}, ${JSON.stringify(payload)}::json, max_attempts => ${options.maxAttempts}::int, job_key => ${options.key})`.execute(tx);
 }

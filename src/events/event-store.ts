@@ -97,39 +97,45 @@ export async function lockForFulfilment(tx: Transaction<Database>, eventIds: rea
   return tx.selectFrom('stripe_events').select(EVENT_COLUMNS).where('event_id', '=', sql<string>`any(${[...eventIds]}::text[])`).orderBy('event_id').forUpdate().execute();
 }
 
-export type FinishOutcome = { status: 'processed' | 'ignored' } | { status: 'duplicate'; duplicateOf: string };
+/** How a handled event ends. An 'ignored' event may say why (kept in last_error, shown to ops). */
+export type FinishOutcome = { status: 'processed' } | { status: 'ignored'; reason?: string } | { status: 'duplicate'; duplicateOf: string };
 
 /** Commits with the side-effects, in the same transaction (DESIGN invariant 6). One statement for all. */
 export async function markFinished(tx: Transaction<Database>, finished: ReadonlyArray<{ eventId: string; outcome: FinishOutcome }>): Promise<void> {
   if (finished.length === 0) return;
   await sql`
     update stripe_events e set
-      status = f.status, duplicate_of = f.duplicate_of, last_error = null, finished_at = now()
+      status = f.status, duplicate_of = f.duplicate_of, last_error = f.reason, finished_at = now()
     from unnest(
       ${finished.map((f) => f.eventId)}::text[], ${finished.map((f) => f.outcome.status)}::text[],
-      ${finished.map((f) => (f.outcome.status === 'duplicate' ? f.outcome.duplicateOf : null))}::text[]
-    ) as f(event_id, status, duplicate_of)
+      ${finished.map((f) => (f.outcome.status === 'duplicate' ? f.outcome.duplicateOf : null))}::text[],
+      ${finished.map((f) => (f.outcome.status === 'ignored' ? (f.outcome.reason ?? null) : null))}::text[]
+    ) as f(event_id, status, duplicate_of, reason)
     where e.event_id = f.event_id and e.status = 'processing'`.execute(tx);
+}
+
+export interface Failure {
+  message: string;
+  /** Retrying cannot help: 'failed' now. */
+  permanent: boolean;
+  /** Waiting for something that may never come: when the attempts run out, 'ignored', not 'failed'. */
+  ignoreWhenExhausted: boolean;
 }
 
 /**
  * Counts a failed attempt. A permanent failure, or the attempt that reaches maxAttempts, ends the
- * event 'failed' (the dead letter); otherwise it stays 'processing' for graphile-worker's backoff.
- * Returns the status the row is left in.
+ * event 'failed' (the dead letter) or, when it was only waiting, 'ignored' with the reason;
+ * otherwise it stays 'processing' for graphile-worker's backoff. Returns the status the row is left in.
  */
-export async function recordFailure(
-  db: Kysely<Database>,
-  eventId: string,
-  failure: { message: string; permanent: boolean },
-  options: EventQueueOptions,
-): Promise<EventStatus | undefined> {
+export async function recordFailure(db: Kysely<Database>, eventId: string, failure: Failure, options: EventQueueOptions): Promise<EventStatus | undefined> {
   const giveUp = sql<boolean>`(${failure.permanent} or attempts + 1 >= ${options.maxAttempts})`;
+  const finalStatus: EventStatus = failure.ignoreWhenExhausted && !failure.permanent ? 'ignored' : 'failed';
   const row = await db
     .updateTable('stripe_events')
     .set({
       attempts: sql`attempts + 1`,
       last_error: failure.message.slice(0, 2_000),
-      status: sql`case when ${giveUp} then 'failed' else status end`,
+      status: sql`case when ${giveUp} then ${finalStatus} else status end`,
       finished_at: sql`case when ${giveUp} then now() else finished_at end`,
     })
     .where('event_id', '=', eventId)

@@ -6,11 +6,13 @@
 // Two modules may list one type (checkout.session.completed is a package payment or a
 // subscription's first): each handler sees every event of the type, answers 'ignored' for what
 // is not its own, and the event's outcome is the first that is not 'ignored', in module order.
+// A RetryLaterError ("not known here yet") counts only when no other module acted on the event:
+// a refund of a subscription's payment is retried by the packages module, done by the other.
 import type { Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../db/schema.js';
 import { describeError } from '../error-chain.js';
 import type { FinishOutcome } from '../events/event-store.js';
-import { PermanentError, type BatchHandler, type Handler, type Handlers } from './handler.js';
+import { PermanentError, RetryLaterError, type BatchHandler, type Handler, type Handlers } from './handler.js';
 
 /**
  * Runs the handlers for a batch of events in one transaction and returns their outcomes, in order.
@@ -55,40 +57,47 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
     if (stray) {
       throw new HandlerError(stray, new PermanentError(`livemode mismatch: a ${stray.livemode ? 'live' : 'test'}-mode event reached a ${livemode ? 'live' : 'test'}-mode service`));
     }
-    const outcomes = new Map<StripeEventRow, Map<Handler, FinishOutcome>>(events.map((event) => [event, new Map()]));
+    const results = new Map<StripeEventRow, Map<Handler, FinishOutcome | RetryLaterError>>(events.map((event) => [event, new Map()]));
+    const record = (event: StripeEventRow, handler: Handler, result: FinishOutcome | Error) => {
+      if (result instanceof Error && !(result instanceof RetryLaterError)) throw new HandlerError(event, result);
+      results.get(event)!.set(handler, result);
+    };
     const batchesRun = new Set<BatchHandler>();
     // In list order, except that a batch handler takes all of its events at the first of them
     // (payments before a refund of the same batch, which is also the order Stripe's happen in).
     for (const event of events) {
       for (const handler of handlersOf(event)) {
         if (typeof handler === 'function') {
+          let result: FinishOutcome | Error;
           try {
-            outcomes.get(event)!.set(handler, await handler(tx, event));
+            result = await handler(tx, event);
           } catch (error) {
-            throw new HandlerError(event, error);
+            result = error instanceof Error ? error : new Error(String(error));
           }
+          record(event, handler, result);
           continue;
         }
         if (batchesRun.has(handler.batch)) continue;
         batchesRun.add(handler.batch);
         const group = events.filter((e) => handlersOf(e).includes(handler));
-        let results: Array<FinishOutcome | Error>;
+        let batchResults: Array<FinishOutcome | Error>;
         try {
-          results = await handler.batch(tx, group);
+          batchResults = await handler.batch(tx, group);
         } catch (error) {
           if (group.length === 1) throw new HandlerError(event, error);
           throw error;
         }
-        for (const [i, member] of group.entries()) {
-          const result = results[i]!;
-          if (result instanceof Error) throw new HandlerError(member, result);
-          outcomes.get(member)!.set(handler, result);
-        }
+        for (const [i, member] of group.entries()) record(member, handler, batchResults[i]!);
       }
     }
     return events.map((event) => {
-      const results = outcomes.get(event)!;
-      return handlersOf(event).map((handler) => results.get(handler)!).find((outcome) => outcome.status !== 'ignored') ?? { status: 'ignored' };
+      const byHandler = results.get(event)!;
+      const answers = handlersOf(event).map((handler) => byHandler.get(handler)!);
+      const acted = answers.find((answer): answer is FinishOutcome => !(answer instanceof Error) && answer.status !== 'ignored');
+      if (acted) return acted;
+      const waiting = answers.find((answer) => answer instanceof RetryLaterError);
+      if (waiting) throw new HandlerError(event, waiting);
+      return answers.find((answer): answer is FinishOutcome => !(answer instanceof Error) && answer.status === 'ignored' && answer.reason !== undefined) ?? { status: 'ignored' };
     });
   };
 }

@@ -8,7 +8,7 @@ import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
 import { lockForFulfilment, markFinished, recordFailure, type EventQueueOptions } from '../events/event-store.js';
 import { describeError } from '../error-chain.js';
-import { PermanentError } from './handler.js';
+import { PermanentError, RetryLaterError } from './handler.js';
 import { HandlerError, type Dispatch } from './dispatch.js';
 
 export type FulfilResult =
@@ -90,8 +90,12 @@ async function fulfilTogether(db: Kysely<Database>, eventIds: readonly string[],
  * still 'processing'. (A savepoint would keep the lock, at one more round trip per event.)
  */
 async function recordFailedAttempt(db: Kysely<Database>, event: StripeEventRow, error: unknown, options: FulfilOptions): Promise<FulfilResult> {
-  const permanent = error instanceof PermanentError;
-  const status = await recordFailure(db, event.event_id, { message: describeError(error), permanent }, options);
+  const failure = {
+    message: describeError(error),
+    permanent: error instanceof PermanentError,
+    ignoreWhenExhausted: error instanceof RetryLaterError && error.ignoreWhenExhausted,
+  };
+  const status = await recordFailure(db, event.event_id, failure, options);
   return {
     status: status ?? 'processing',
     type: event.type,

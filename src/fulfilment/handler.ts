@@ -7,8 +7,8 @@ import type { FinishOutcome } from '../events/event-store.js';
 
 /**
  * Handles one event. `tx` is the fulfilment transaction, with the event's row locked; the outcome
- * is the status the row ends in: 'processed', 'ignored' (nothing for this module to do) or
- * 'duplicate' of the event that already produced the effect. Throw a PermanentError when retrying
+ * is the status the row ends in: 'processed', 'ignored' (nothing for this module to do, with a
+ * reason when an operator may wonder) or 'duplicate' of the event that already produced the effect. Throw a PermanentError when retrying
  * cannot help, a RetryLaterError when the event waits for another; any other error is transient.
  */
 export type EventHandler = (tx: Transaction<Database>, event: StripeEventRow) => Promise<FinishOutcome>;
@@ -46,11 +46,19 @@ export class PermanentError extends Error {
 
 /**
  * The event depends on something that has not happened yet (a refund before the payment it
- * refunds was fulfilled): retried with backoff, like any transient error, never dropped.
+ * refunds was fulfilled): retried with backoff, like any transient error, never dropped. Thrown
+ * before the handler writes anything: where several modules handle the type, another module's
+ * outcome wins over a RetryLaterError and the transaction commits (docs/handlers.md).
+ *
+ * `ignoreWhenExhausted`: what the event waits for may never come (a refund of a payment that is
+ * not ours); when the attempts run out it ends 'ignored' with this message, not 'failed'.
  */
 export class RetryLaterError extends Error {
-  constructor(message: string) {
+  readonly ignoreWhenExhausted: boolean;
+
+  constructor(message: string, options: { ignoreWhenExhausted?: boolean } = {}) {
     super(message);
     this.name = 'RetryLaterError';
+    this.ignoreWhenExhausted = options.ignoreWhenExhausted ?? false;
   }
 }

@@ -18,6 +18,7 @@ import { createHash } from 'node:crypto';
 import type { Response } from 'express';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
+import type { StripeCallFailure } from '../stripe/outbound.js';
 
 export interface HttpResult {
   status: number;
@@ -45,12 +46,17 @@ export interface IdempotentRequest<S extends KeySubject> {
 
 export const requestHash = (request: unknown) => createHash('sha256').update(JSON.stringify(request)).digest('hex');
 
-/** The answer for a request that could not get an outbound Stripe call slot (StripeBusyError). */
-export const STRIPE_BUSY: HttpResult = {
-  status: 503,
-  body: { error: 'too many calls to Stripe in flight; retry shortly' },
-  retryAfterSeconds: 2,
-};
+/**
+ * The answer to a request whose call to Stripe did not go through: 503 with Retry-After when no
+ * call slot was free, 502 when Stripe failed; either way the same Idempotency-Key retries it.
+ * `what` names the call ("create the checkout session"); `ids` name what was created before it.
+ */
+export function stripeCallFailed(failure: StripeCallFailure, what: string, ids: Record<string, string>): HttpResult {
+  if (failure.outcome === 'stripe_busy') {
+    return { status: 503, body: { error: 'too many calls to Stripe in flight; retry shortly', ...ids }, retryAfterSeconds: 2 };
+  }
+  return { status: 502, body: { error: `Stripe could not ${what} (${failure.reason}); retry with the same Idempotency-Key`, ...ids } };
+}
 
 const IN_FLIGHT: HttpResult = { status: 409, body: { error: 'a request with this Idempotency-Key is still in progress; retry shortly' } };
 

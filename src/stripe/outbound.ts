@@ -9,6 +9,9 @@ import type { Metrics } from '../metrics/metrics.js';
 /** Names the call in metrics and logs, snake case: 'checkout_session_create'. */
 export type StripeOperation = string;
 
+/** A call that did not go through: no slot was free (nothing was sent), or Stripe failed (`reason`: its error type). */
+export type StripeCallFailure = { outcome: 'stripe_busy' } | { outcome: 'stripe_failed'; reason: string };
+
 /** Too many Stripe calls in flight in this process. */
 export class StripeBusyError extends Error {
   constructor(readonly maxConcurrent: number) {
@@ -45,6 +48,19 @@ export class StripeCalls {
 
   get inFlight(): number {
     return this.#inFlight;
+  }
+
+  /**
+   * For a request: the call's result, or why it did not go through as an outcome the caller
+   * answers with (no slot free, or Stripe failed), never an exception.
+   */
+  async attempt<T>(operation: StripeOperation, call: (stripe: Stripe) => Promise<T>): Promise<{ outcome: 'done'; value: T } | StripeCallFailure> {
+    try {
+      return { outcome: 'done', value: await this.run(operation, call) };
+    } catch (error) {
+      if (error instanceof StripeBusyError) return { outcome: 'stripe_busy' };
+      return { outcome: 'stripe_failed', reason: describeStripeFailure(error) };
+    }
   }
 
   async run<T>(operation: StripeOperation, call: (stripe: Stripe) => Promise<T>): Promise<T> {

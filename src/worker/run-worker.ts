@@ -1,12 +1,12 @@
 // Starts graphile-worker with our task list. Signal handling is ours (main.ts): graphile-worker
 // would otherwise install its own SIGTERM handlers and race our graceful shutdown.
-import { run, type Runner } from 'graphile-worker';
+import { run, type Runner, type Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { processStripeEventsTask } from '../../tasks/process_stripe_event.js';
 import { pruneEventsTask } from '../../tasks/prune_events.js';
 import { sweepStaleEventsTask } from '../../tasks/sweep_stale_events.js';
-import type { BusinessModule } from '../business-module.js';
+import type { BusinessModule, TaskContext } from '../business-module.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/schema.js';
 import { PROCESS_EVENT_TASK } from '../events/enqueue.js';
@@ -14,12 +14,15 @@ import { createDispatch } from '../fulfilment/dispatch.js';
 import { fulfilEvents } from '../fulfilment/fulfil-event.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { StripeCalls } from '../stripe/outbound.js';
 import { PRUNE_TASK, pruneSchedule } from '../prune/prune-events.js';
 import { SWEEP_TASK, sweepSchedule } from '../sweep/sweep-stale-events.js';
 import { graphileLogger } from './graphile-logger.js';
 
 export interface WorkerDeps {
   config: Config;
+  /** For the modules' tasks: fulfilment itself never calls Stripe. */
+  stripeCalls: StripeCalls;
   /** The worker pool: graphile-worker's own queries and our fulfilment share it. */
   pool: pg.Pool;
   db: Kysely<Database>;
@@ -28,7 +31,7 @@ export interface WorkerDeps {
   metrics: Metrics;
 }
 
-export async function startWorker({ config, pool, db, modules, logger, metrics }: WorkerDeps): Promise<Runner> {
+export async function startWorker({ config, stripeCalls, pool, db, modules, logger, metrics }: WorkerDeps): Promise<Runner> {
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
   // A job carries the events claimed together (src/events/enqueue.ts); they are fulfilled in one
   // transaction, so a backlog costs one job fetch, one completion and one commit per batch.
@@ -54,9 +57,22 @@ export async function startWorker({ config, pool, db, modules, logger, metrics }
     },
     crontab: `${sweepSchedule(config.sweepCron)}\n${pruneSchedule()}\n`,
     taskList: {
+      ...moduleTasks(modules, { config, db, stripeCalls, logger }),
       [PROCESS_EVENT_TASK]: processStripeEventsTask({ fulfil: (eventIds) => fulfilEvents(db, eventIds, options), logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
       [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts, metrics }),
       [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: config.eventRetentionDays }),
     },
   });
+}
+
+function moduleTasks(modules: readonly BusinessModule[], context: TaskContext): Record<string, Task> {
+  const tasks: Record<string, Task> = {};
+  for (const module of modules) {
+    for (const [name, task] of Object.entries(module.tasks?.({ ...context, logger: context.logger.child({ module: module.name }) }) ?? {})) {
+      // A module's task name is stored in its queued jobs: a prefix keeps two modules from sharing one.
+      if (!name.startsWith(`${module.name}_`)) throw new Error(`task ${name} of module ${module.name} must start with "${module.name}_"`);
+      tasks[name] = task;
+    }
+  }
+  return tasks;
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import Stripe from 'stripe';
-import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe.js';
+import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';
 
 function checkoutParams(orderId: string, unitAmount = 1500): Stripe.Checkout.SessionCreateParams {
   return {

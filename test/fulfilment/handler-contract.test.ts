@@ -68,6 +68,21 @@ describe('one handler', () => {
     assert.equal(done!.row.status, 'failed');
   });
 
+  test("'ignored' with a reason keeps the reason for ops", async () => {
+    const event = anEvent();
+    const [done] = await fulfilWith(database, { [TYPE]: () => Promise.resolve({ status: 'ignored', reason: 'not one of our payments' }) }, [event]);
+    assert.deepEqual([done!.row.status, done!.row.last_error], ['ignored', 'not one of our payments']);
+  });
+
+  test('a RetryLaterError that may wait forever ends ignored, with its message, when the attempts run out', async () => {
+    const event = anEvent();
+    const waitForPayment = () => Promise.reject(new RetryLaterError('no payment pi_x known yet', { ignoreWhenExhausted: true }));
+    const [first] = await fulfilWith(database, { [TYPE]: waitForPayment }, [event], { maxAttempts: 2 });
+    assert.equal(first!.row.status, 'processing');
+    const [last] = await fulfilWith(database, { [TYPE]: waitForPayment }, [event], { maxAttempts: 2 });
+    assert.deepEqual([last!.row.status, last!.row.attempts, last!.row.last_error], ['ignored', 2, 'no payment pi_x known yet']);
+  });
+
   test('a type no module lists is stored and ends ignored', async () => {
     const event = anEvent('customer.created');
     const [done] = await fulfilWith(database, { [TYPE]: writesThen(() => Promise.resolve({ status: 'processed' })) }, [event]);
@@ -85,6 +100,21 @@ describe('modules sharing a type', () => {
     const [done] = await fulfilWith(database, [{ [TYPE]: notMine }, { [TYPE]: mine }], [event]);
     assert.equal(done!.row.status, 'processed');
     assert.deepEqual(await effectsOf(event.id), ['a', 'b']);
+  });
+
+  test('a RetryLaterError yields to a module that acted: the event is done, with that module’s write', async () => {
+    const event = anEvent();
+    const notYet = () => Promise.reject(new RetryLaterError('no order for this payment yet'));
+    const [done] = await fulfilWith(database, [{ [TYPE]: notYet }, { [TYPE]: writesThen(() => Promise.resolve({ status: 'processed' }), 'b') }], [event]);
+    assert.equal(done!.row.status, 'processed');
+    assert.deepEqual(await effectsOf(event.id), ['b']);
+  });
+
+  test('when no module acted, a RetryLaterError keeps the event for a retry', async () => {
+    const event = anEvent();
+    const notYet = () => Promise.reject(new RetryLaterError('no order for this payment yet'));
+    const [done] = await fulfilWith(database, [{ [TYPE]: notYet }, { [TYPE]: () => Promise.resolve({ status: 'ignored' }) }], [event]);
+    assert.deepEqual([done!.row.status, done!.row.last_error], ['processing', 'no order for this payment yet']);
   });
 
   test('one failing rolls back the other’s write too', async () => {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import type { RecordedStripeRequest } from '../../src/dev/offline-stripe.js';
+import type { RecordedStripeRequest } from '../../src/dev/offline-stripe/index.js';
 
 import { newAccountId } from '../support/factories.js';
 import { waitFor } from '../support/wait-for.js';

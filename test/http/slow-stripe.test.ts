@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe.js';
+import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { finishedEvent, givenOrder, newAccountId, paidEvent } from '../support/factories.js';
 import { requestHash } from '../../src/http/idempotent-request.js';

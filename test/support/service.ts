@@ -7,7 +7,7 @@ import { openServicePools, type ServicePools } from '../../src/db/pools.js';
 import { businessModules } from '../../src/modules/index.js';
 import { startService, type Service } from '../../src/service.js';
 import { createStripeClient } from '../../src/stripe/client.js';
-import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe.js';
+import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';
 import { signDelivery } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 

@@ -26,11 +26,12 @@ export function chargeRefunded(policy: RefundPolicy): EventHandler {
     const parsed = chargeEvent.safeParse(event.payload);
     if (!parsed.success) throw new PermanentError(`not a charge event: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     const charge = parsed.data.data.object;
-    if (!charge.payment_intent) throw new PermanentError(`charge ${charge.id} has no payment_intent: not one of our Checkout payments`);
+    if (!charge.payment_intent) return { status: 'ignored', reason: `charge ${charge.id} has no PaymentIntent: not a payment of ours` };
 
     const orders = await tx.selectFrom('orders').selectAll().where('payment_intent_id', '=', charge.payment_intent).forUpdate().execute();
-    // The refund can arrive before the payment it refunds was fulfilled: wait for it.
-    if (orders.length === 0) throw new RetryLaterError(`no paid order for payment intent ${charge.payment_intent} yet`);
+    // The refund can arrive before the payment it refunds was fulfilled: wait for it. A refund of
+    // a payment that is not a package's (a subscription's) never finds one: 'ignored' in the end.
+    if (orders.length === 0) throw new RetryLaterError(`no paid order for payment intent ${charge.payment_intent} (yet)`, { ignoreWhenExhausted: true });
     if (orders.length > 1) throw new PermanentError(`payment intent ${charge.payment_intent} names ${orders.length} orders`);
     const order = orders[0]!;
 

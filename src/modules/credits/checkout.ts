@@ -4,8 +4,7 @@
 // that a retry completes. The call carries `checkout-session:<order_id>`, so every retry for that
 // order creates one session. No transaction is open during the call.
 import type { Kysely } from 'kysely';
-import type Stripe from 'stripe';
-import { describeStripeFailure, StripeBusyError, type StripeCalls } from '../../stripe/outbound.js';
+import type { StripeCallFailure, StripeCalls } from '../../stripe/outbound.js';
 import { checkoutSessionKey } from './idempotency-keys.js';
 import { attachCheckoutSession } from './orders.js';
 import type { CreditsDatabase, OrderRow } from './tables.js';
@@ -17,17 +16,11 @@ export interface CheckoutDeps {
   cancelUrl: string;
 }
 
-export type CheckoutOutcome =
-  | { outcome: 'created'; orderId: string; checkoutSessionId: string; url: string | null }
-  /** Too many Stripe calls in flight in this process: nothing was sent, retry shortly. */
-  | { outcome: 'stripe_busy'; orderId: string }
-  | { outcome: 'stripe_failed'; orderId: string; reason: string };
+export type CheckoutOutcome = { outcome: 'created'; checkoutSessionId: string; url: string | null } | StripeCallFailure;
 
 export async function openCheckoutSession(deps: CheckoutDeps, order: OrderRow): Promise<CheckoutOutcome> {
   const pkg = await deps.db.selectFrom('packages').select('name').where('package_id', '=', order.package_id).executeTakeFirstOrThrow();
-  let session: Stripe.Checkout.Session;
-  try {
-    session = await deps.stripeCalls.run('checkout_session_create', (stripe) =>
+  const call = await deps.stripeCalls.attempt('checkout_session_create', (stripe) =>
       stripe.checkout.sessions.create(
         {
           mode: 'payment',
@@ -42,11 +35,8 @@ export async function openCheckoutSession(deps: CheckoutDeps, order: OrderRow): 
         },
         { idempotencyKey: checkoutSessionKey(order.order_id) },
       ),
-    );
-  } catch (error) {
-    if (error instanceof StripeBusyError) return { outcome: 'stripe_busy', orderId: order.order_id };
-    return { outcome: 'stripe_failed', orderId: order.order_id, reason: describeStripeFailure(error) };
-  }
-  await attachCheckoutSession(deps.db, order.order_id, session.id);
-  return { outcome: 'created', orderId: order.order_id, checkoutSessionId: session.id, url: session.url };
+  );
+  if (call.outcome !== 'done') return call;
+  await attachCheckoutSession(deps.db, order.order_id, call.value.id);
+  return { outcome: 'created', checkoutSessionId: call.value.id, url: call.value.url };
 }

@@ -31,3 +31,10 @@ export const creditsModule: BusinessModule = {
   eventRecords: orderOfEvent,
   searchEvents: eventsOfOrder,
 };
+
+// What other modules may use: the account ledger, since a subscription's paid periods grant into
+// the same quota (GET /api/accounts/:id/quota counts both), and the refund policy's arithmetic.
+export { addGrants, takeBackCredits } from './account-quota.js';
+export { revocationTarget } from './credit-revocations.js';
+export { accountId } from './routes.js';
+export type { CreditTables } from './tables.js';

@@ -7,7 +7,7 @@
 // them, so a retried request sends Stripe the same request with the same key and never refunds
 // twice, while a second partial refund (a new key) gets n + 1 and is not mistaken for a retry.
 import type { Kysely, Transaction } from 'kysely';
-import { describeStripeFailure, StripeBusyError, type StripeCalls } from '../../stripe/outbound.js';
+import type { StripeCallFailure, StripeCalls } from '../../stripe/outbound.js';
 import { refundKey } from './idempotency-keys.js';
 import { findOrder } from './orders.js';
 import type { CreditsDatabase } from './tables.js';
@@ -39,22 +39,15 @@ export async function planRefund(tx: Transaction<CreditsDatabase>, orderId: stri
   return { outcome: 'planned', refund: { orderId, seq: earlierRefunds + 1, amount: wanted } };
 }
 
-export type RefundOutcome =
-  | { outcome: 'created'; orderId: string; refundId: string; amount: number; status: string | null }
-  | { outcome: 'stripe_busy'; orderId: string }
-  | { outcome: 'stripe_failed'; orderId: string; reason: string };
+export type RefundOutcome = { outcome: 'created'; refundId: string; amount: number; status: string | null } | StripeCallFailure;
 
 export async function createRefund(deps: { db: Kysely<CreditsDatabase>; stripeCalls: StripeCalls }, refund: PlannedRefund): Promise<RefundOutcome> {
   const { orderId } = refund;
   const paymentIntent = (await findOrder(deps.db, orderId))?.payment_intent_id;
   if (!paymentIntent) throw new Error(`refund ${refund.seq} of order ${orderId} lost its order`);
-  try {
-    const created = await deps.stripeCalls.run('refund_create', (stripe) =>
-      stripe.refunds.create({ payment_intent: paymentIntent, amount: refund.amount, metadata: { order_id: orderId } }, { idempotencyKey: refundKey(orderId, refund.seq) }),
-    );
-    return { outcome: 'created', orderId, refundId: created.id, amount: created.amount, status: created.status };
-  } catch (error) {
-    if (error instanceof StripeBusyError) return { outcome: 'stripe_busy', orderId };
-    return { outcome: 'stripe_failed', orderId, reason: describeStripeFailure(error) };
-  }
+  const call = await deps.stripeCalls.attempt('refund_create', (stripe) =>
+    stripe.refunds.create({ payment_intent: paymentIntent, amount: refund.amount, metadata: { order_id: orderId } }, { idempotencyKey: refundKey(orderId, refund.seq) }),
+  );
+  if (call.outcome !== 'done') return call;
+  return { outcome: 'created', refundId: call.value.id, amount: call.value.amount, status: call.value.status };
 }

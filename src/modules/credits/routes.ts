@@ -5,7 +5,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import type { RouteContext } from '../../business-module.js';
-import { countKeys, runIdempotent, sendResult, STRIPE_BUSY, type HttpResult } from '../../http/idempotent-request.js';
+import { countKeys, runIdempotent, sendResult, stripeCallFailed, type HttpResult } from '../../http/idempotent-request.js';
 import { badRequest, checkIdParam, idempotencyKeyHeader } from '../../http/validation.js';
 import { consumeCredit, getQuota } from './account-quota.js';
 import { openCheckoutSession, type CheckoutDeps, type CheckoutOutcome } from './checkout.js';
@@ -13,8 +13,8 @@ import { createOrder, findOrder, listPackages } from './orders.js';
 import { createRefund, planRefund, type PlannedRefund, type RefundOutcome, type RefundPlan } from './refunds.js';
 import { withCreditTables } from './tables.js';
 
-// Account ids are the caller's own user ids: any short printable token.
-const accountId = z.string().regex(/^[\w.@:-]{1,128}$/, 'must be 1-128 letters, digits or . _ @ : -');
+/** Account ids are the caller's own user ids: any short printable token. */
+export const accountId = z.string().regex(/^[\w.@:-]{1,128}$/, 'must be 1-128 letters, digits or . _ @ : -');
 const checkoutBody = z.strictObject({
   package_id: z.string().regex(/^[a-z0-9_-]{1,64}$/, 'must be a package id from GET /api/packages'),
   account_id: accountId,
@@ -46,7 +46,7 @@ export function creditsApiRoutes(context: RouteContext): Router {
     const unknownPackage: HttpResult = { status: 400, body: { error: `unknown package_id "${input.packageId}"; GET /api/packages lists them` } };
     if (!key) {
       const order = await createOrder(db, input);
-      return sendResult(res, order ? checkoutAnswer(await openCheckoutSession(checkout, order)) : unknownPackage);
+      return sendResult(res, order ? checkoutAnswer(order.order_id, await openCheckoutSession(checkout, order)) : unknownPackage);
     }
     sendResult(res, await runIdempotent(context.db, {
       key: key.data,
@@ -60,7 +60,7 @@ export function creditsApiRoutes(context: RouteContext): Router {
       async execute({ orderId }: { orderId: string }) {
         const order = await findOrder(db, orderId);
         if (!order) throw new Error(`order ${orderId} of an idempotency key vanished`);
-        return checkoutAnswer(await openCheckoutSession(checkout, order));
+        return checkoutAnswer(orderId, await openCheckoutSession(checkout, order));
       },
     }));
   });
@@ -122,7 +122,7 @@ export function creditsAdminRoutes(context: RouteContext): Router {
         return plan.outcome === 'planned' ? { subject: plan.refund } : refusedRefund(plan);
       },
       async execute(refund: PlannedRefund) {
-        return refundAnswer(await createRefund({ db, stripeCalls: context.stripeCalls }, refund));
+        return refundAnswer(refund.orderId, await createRefund({ db, stripeCalls: context.stripeCalls }, refund));
       },
     }));
   });
@@ -130,15 +130,9 @@ export function creditsAdminRoutes(context: RouteContext): Router {
   return router;
 }
 
-function checkoutAnswer(outcome: CheckoutOutcome): HttpResult {
-  switch (outcome.outcome) {
-    case 'created':
-      return { status: 201, body: { order_id: outcome.orderId, checkout_session_id: outcome.checkoutSessionId, url: outcome.url } };
-    case 'stripe_busy':
-      return { ...STRIPE_BUSY, body: { ...STRIPE_BUSY.body, order_id: outcome.orderId } };
-    case 'stripe_failed':
-      return { status: 502, body: { error: `Stripe could not create the checkout session (${outcome.reason}); retry with the same Idempotency-Key`, order_id: outcome.orderId } };
-  }
+function checkoutAnswer(orderId: string, outcome: CheckoutOutcome): HttpResult {
+  if (outcome.outcome !== 'created') return stripeCallFailed(outcome, 'create the checkout session', { order_id: orderId });
+  return { status: 201, body: { order_id: orderId, checkout_session_id: outcome.checkoutSessionId, url: outcome.url } };
 }
 
 function refusedRefund(plan: Exclude<RefundPlan, { outcome: 'planned' }>): HttpResult {
@@ -152,13 +146,7 @@ function refusedRefund(plan: Exclude<RefundPlan, { outcome: 'planned' }>): HttpR
   }
 }
 
-function refundAnswer(outcome: RefundOutcome): HttpResult {
-  switch (outcome.outcome) {
-    case 'created':
-      return { status: 201, body: { order_id: outcome.orderId, refund_id: outcome.refundId, amount: outcome.amount, status: outcome.status } };
-    case 'stripe_busy':
-      return { ...STRIPE_BUSY, body: { ...STRIPE_BUSY.body, order_id: outcome.orderId } };
-    case 'stripe_failed':
-      return { status: 502, body: { error: `Stripe could not create the refund (${outcome.reason}); retry with the same Idempotency-Key`, order_id: outcome.orderId } };
-  }
+function refundAnswer(orderId: string, outcome: RefundOutcome): HttpResult {
+  if (outcome.outcome !== 'created') return stripeCallFailed(outcome, 'create the refund', { order_id: orderId });
+  return { status: 201, body: { order_id: orderId, refund_id: outcome.refundId, amount: outcome.amount, status: outcome.status } };
 }

@@ -1,0 +1,118 @@
+// The objects the offline Stripe stand-in keeps in memory, and its endpoints over them: Checkout
+// Sessions (payment and subscription mode), refunds, subscriptions (retrieve, and update for
+// cancel_at_period_end), the event list.
+import { invalid, isRecord, integer, missing, ok, randomId, StripeApiError, type Params, type Reply } from './wire.js';
+
+export const IMPLEMENTED = 'Checkout Session create and retrieve, refund create, subscription retrieve and update, and event list';
+
+export class Resources {
+  readonly sessions = new Map<string, Params>();
+  readonly refunds = new Map<string, Params>();
+  readonly subscriptions = new Map<string, Params>();
+  readonly events: Array<{ event: Params; delivered: boolean }> = [];
+
+  constructor(private readonly baseUrl: () => string) {}
+
+  /** The reply for a request this stand-in implements, or undefined. Throws StripeApiError for a refused one. */
+  route(method: string, path: string, params: Params): Reply | undefined {
+    if (method === 'POST' && path === '/v1/checkout/sessions') return ok(this.createSession(params));
+    if (method === 'POST' && path === '/v1/refunds') return ok(this.createRefund(params));
+    if (method === 'GET' && path === '/v1/events') return ok(this.listEvents(params));
+    const session = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(path)?.[1];
+    if (method === 'GET' && session !== undefined) return ok(found(this.sessions, session, 'checkout.session', 'session'));
+    const subscription = /^\/v1\/subscriptions\/([^/]+)$/.exec(path)?.[1];
+    if (method === 'GET' && subscription !== undefined) return ok(found(this.subscriptions, subscription, 'subscription', 'id'));
+    if (method === 'POST' && subscription !== undefined) return ok(this.updateSubscription(subscription, params));
+    return undefined;
+  }
+
+  private createSession(params: Params): Params {
+    if (params.mode === undefined) throw missing('mode');
+    if (!['payment', 'setup', 'subscription'].includes(params.mode as string)) throw invalid('Invalid mode: must be one of payment, setup, or subscription', 'mode');
+    const lineItems = params.line_items;
+    if (!Array.isArray(lineItems) || lineItems.length === 0) throw missing('line_items');
+    let amount = 0;
+    let currency: string | undefined;
+    lineItems.forEach((item: unknown, i) => {
+      const at = `line_items[${i}]`;
+      const priceData = isRecord(item) ? item.price_data : undefined;
+      // Price ids would need a price catalogue; inline price_data is all this service sends.
+      if (!isRecord(item) || !isRecord(priceData)) throw invalid(`The offline Stripe only supports ${at}[price_data].`, `${at}[price_data]`);
+      if (typeof priceData.currency !== 'string') throw missing(`${at}[price_data][currency]`);
+      // Stripe's rule: a subscription's prices recur, a payment's do not.
+      if ((params.mode === 'subscription') !== isRecord(priceData.recurring)) {
+        throw invalid(`${at}[price_data][recurring] is ${params.mode === 'subscription' ? 'required in subscription mode' : 'only allowed in subscription mode'}`, `${at}[price_data][recurring]`);
+      }
+      const itemCurrency = priceData.currency.toLowerCase();
+      if (currency !== undefined && itemCurrency !== currency) throw invalid('All line_items must use the same currency.', `${at}[price_data][currency]`);
+      currency = itemCurrency;
+      amount += integer(priceData.unit_amount, `${at}[price_data][unit_amount]`) * integer(item.quantity, `${at}[quantity]`);
+    });
+    const id = `cs_test_${randomId(58)}`;
+    const created = Math.floor(Date.now() / 1000);
+    const session: Params = {
+      id, object: 'checkout.session',
+      amount_subtotal: amount, amount_total: amount, currency,
+      cancel_url: params.cancel_url ?? null, success_url: params.success_url ?? null,
+      client_reference_id: params.client_reference_id ?? null, client_secret: null,
+      created, expires_at: created + 24 * 60 * 60,
+      customer: null, customer_details: null, customer_email: params.customer_email ?? null,
+      invoice: null, livemode: false, locale: null,
+      metadata: isRecord(params.metadata) ? params.metadata : {},
+      mode: params.mode, payment_intent: null, payment_link: null, payment_method_types: ['card'],
+      payment_status: 'unpaid', setup_intent: null, status: 'open', subscription: null,
+      total_details: { amount_discount: 0, amount_shipping: 0, amount_tax: 0 },
+      ui_mode: 'hosted', url: `${this.baseUrl()}/c/pay/${id}`,
+    };
+    this.sessions.set(id, session);
+    return session;
+  }
+
+  // The stand-in does not know PaymentIntents, so it needs the amount the service always sends.
+  private createRefund(params: Params): Params {
+    if (typeof params.payment_intent !== 'string') throw missing('payment_intent');
+    const refund: Params = {
+      id: `re_test_${randomId(24)}`, object: 'refund',
+      amount: integer(params.amount, 'amount'), currency: null, charge: null,
+      created: Math.floor(Date.now() / 1000),
+      metadata: isRecord(params.metadata) ? params.metadata : {},
+      payment_intent: params.payment_intent, reason: params.reason ?? null, status: 'succeeded',
+    };
+    this.refunds.set(refund.id as string, refund);
+    return refund;
+  }
+
+  private updateSubscription(id: string, params: Params): Params {
+    const subscription = found(this.subscriptions, id, 'subscription', 'id');
+    if (params.cancel_at_period_end !== undefined) {
+      if (params.cancel_at_period_end !== 'true' && params.cancel_at_period_end !== 'false') throw invalid('Invalid boolean: cancel_at_period_end', 'cancel_at_period_end');
+      subscription.cancel_at_period_end = params.cancel_at_period_end === 'true';
+    }
+    if (isRecord(params.metadata)) subscription.metadata = { ...(subscription.metadata as Params), ...params.metadata };
+    return subscription;
+  }
+
+  // Newest first, cursor by starting_after, like Stripe's list endpoints.
+  private listEvents(params: Params): Params {
+    const created = isRecord(params.created) ? params.created : {};
+    const gte = created.gte === undefined ? 0 : integer(created.gte, 'created[gte]');
+    const limit = params.limit === undefined ? 10 : integer(params.limit, 'limit');
+    if (limit < 1 || limit > 100) throw invalid('limit must be between 1 and 100', 'limit');
+    let matching = this.events
+      .filter((e) => (e.event.created as number) >= gte)
+      .filter((e) => params.delivery_success === undefined || String(e.delivered) === params.delivery_success)
+      .map((e) => e.event)
+      .sort((a, b) => (b.created as number) - (a.created as number));
+    if (typeof params.starting_after === 'string') {
+      const at = matching.findIndex((e) => e.id === params.starting_after);
+      matching = at === -1 ? [] : matching.slice(at + 1);
+    }
+    return { object: 'list', url: '/v1/events', has_more: matching.length > limit, data: matching.slice(0, limit) };
+  }
+}
+
+function found(objects: Map<string, Params>, id: string, type: string, param: string): Params {
+  const object = objects.get(id);
+  if (object !== undefined) return object;
+  throw new StripeApiError(404, { type: 'invalid_request_error', code: 'resource_missing', param, message: `No such ${type}: '${id}'` });
+}
