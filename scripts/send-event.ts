@@ -1,7 +1,8 @@
-// npm run send-event: the local stand-in for `stripe trigger`. Builds a realistic event from
-// Stripe's example objects, signs it with the configured webhook secret (as Stripe signs each
-// delivery) and posts it to a running instance.
-import { randomStripeId, checkoutSession, exampleObject, sampleEvent, signDelivery } from '../src/stripe/sample-events.js';
+// npm run send-event: the local stand-in for `stripe trigger`. Builds realistic events from
+// Stripe's example objects, signs each with the configured webhook secret (as Stripe signs each
+// delivery) and posts them to a running instance: one event, or a subscription's whole period.
+import { PERIOD_SECONDS, periodEvents } from '../src/modules/billing/sample-events.js';
+import { randomStripeId, checkoutSession, exampleObject, sampleEvent, signDelivery, type SampleEvent } from '../src/stripe/sample-events.js';
 import { runScript, UsageError } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
 
@@ -15,6 +16,7 @@ const EXAMPLES: Record<string, Parameters<typeof exampleObject>[0]> = {
 
 runScript({
   usage: `usage: npm run send-event -- <type> [--order <order_id>] [--event-id <evt_…>] [--times <n>] [--url <base>] [--json]
+       npm run send-event -- --subscription <subscription_id> [--cycle <n>] [--in-order] [--url <base>] [--json]
 
 Signs and posts one event to a running stripe-inbox (default ${'http://localhost:$PORT'}).
   ${CHECKOUT_TYPES.join(', ')}
@@ -22,24 +24,47 @@ Signs and posts one event to a running stripe-inbox (default ${'http://localhost
   ${Object.keys(EXAMPLES).join(', ')}
       Stripe's example object
   any other type: an object with an id only (stored and ignored by the service)
---event-id reuses an id (a retry of the same event); --times sends the same event n times.`,
+--event-id reuses an id (a retry of the same event); --times sends the same event n times.
+
+--subscription sends every event of one paid period of that subscription (from POST
+/api/subscriptions), shuffled as Stripe may deliver them: --cycle 1 (the default) is the first
+period (the subscription's creation, its checkout, the first invoice paid), --cycle 2 and on
+renewals. --in-order keeps Stripe's order.`,
   options: {
     order: { type: 'string' },
+    subscription: { type: 'string' },
+    cycle: { type: 'string', default: '1' },
+    'in-order': { type: 'boolean' },
     'event-id': { type: 'string' },
     times: { type: 'string', default: '1' },
     url: { type: 'string' },
   },
   positionals: true,
   async run({ values, positionals }, { config }) {
+    const base = typeof values.url === 'string' ? values.url : `http://localhost:${config.port}`;
+    const secret = config.webhookSecrets[0]!;
+    if (typeof values.subscription === 'string') {
+      if (positionals.length > 0) throw new UsageError('--subscription sends a whole period: give no event type with it');
+      const cycle = wholeNumberOption(values.cycle, '--cycle', { min: 1, max: 1000, example: '2' });
+      const subscription = await getJson<SubscriptionView>(base, `/api/subscriptions/${encodeURIComponent(values.subscription)}`, config.apiToken, 'POST /api/subscriptions');
+      const events = await subscriptionPeriod(base, config.apiToken, subscription, cycle);
+      const sent = values['in-order'] === true ? events : shuffle(events);
+      const replies = [];
+      for (const event of sent) replies.push({ event_id: event.id, type: event.type, ...(await post(base, event, secret)) });
+      return {
+        json: { subscription_id: subscription.subscription_id, cycle, replies },
+        text: replies.map((r) => `${r.event_id} ${r.type} → ${r.status} ${JSON.stringify(r.body)}`).join('\n'),
+        exitCode: replies.every((r) => r.status === 200) ? 0 : 1,
+      };
+    }
     const [type, ...extra] = positionals;
     if (!type || extra.length > 0) throw new UsageError('give exactly one event type, e.g. checkout.session.completed');
     const times = wholeNumberOption(values.times, '--times', { min: 1, max: 1000, example: '3' });
-    const base = typeof values.url === 'string' ? values.url : `http://localhost:${config.port}`;
 
     let object: Record<string, unknown>;
     if (CHECKOUT_TYPES.includes(type)) {
       if (typeof values.order !== 'string') throw new UsageError(`${type} needs --order <order_id> (from POST /api/checkout)`);
-      const order = await getOrder(base, values.order, config.apiToken);
+      const order = await getJson<OrderView>(base, `/api/orders/${encodeURIComponent(values.order)}`, config.apiToken, 'POST /api/checkout');
       object = checkoutSession({ orderId: order.order_id, amount: order.amount, currency: order.currency, ...(order.checkout_session_id && { sessionId: order.checkout_session_id }) });
     } else {
       object = EXAMPLES[type] ? exampleObject(EXAMPLES[type]) : { id: randomStripeId('obj'), object: type.split('.')[0] };
@@ -47,14 +72,7 @@ Signs and posts one event to a running stripe-inbox (default ${'http://localhost
     const event = sampleEvent(type, object, typeof values['event-id'] === 'string' ? { id: values['event-id'] } : {});
 
     const replies: Array<{ status: number; body: unknown }> = [];
-    for (let i = 0; i < times; i++) {
-      // Each attempt is signed anew, like each Stripe delivery: new timestamp, same event id.
-      const { body, headers } = signDelivery(event, config.webhookSecrets[0]!);
-      const response = await fetch(`${base}/webhooks/stripe`, { method: 'POST', body, headers }).catch((error: unknown) => {
-        throw new Error(`cannot reach ${base}: is the service running (npm start)?`, { cause: error });
-      });
-      replies.push({ status: response.status, body: await response.json() });
-    }
+    for (let i = 0; i < times; i++) replies.push(await post(base, event, secret));
     const ok = replies.every((r) => r.status === 200);
     return {
       json: { event_id: event.id, type, replies },
@@ -71,13 +89,55 @@ interface OrderView {
   checkout_session_id: string | null;
 }
 
-async function getOrder(base: string, orderId: string, apiToken: string): Promise<OrderView> {
-  const response = await fetch(`${base}/api/orders/${encodeURIComponent(orderId)}`, { headers: { authorization: `Bearer ${apiToken}` } }).catch(
-    (error: unknown) => {
-      throw new Error(`cannot reach ${base}: is the service running (npm start)?`, { cause: error });
-    },
-  );
-  if (response.status === 404) throw new UsageError(`order ${orderId} not found: create one with POST /api/checkout`);
-  if (!response.ok) throw new Error(`GET /api/orders/${orderId} answered ${response.status}`);
-  return (await response.json()) as OrderView;
+interface SubscriptionView {
+  subscription_id: string;
+  plan_id: string;
+  stripe_subscription_id: string | null;
+  current_period_end: string | null;
+}
+
+/** Signs the event anew, like each Stripe delivery attempt (new timestamp, same event id), and posts it. */
+async function post(base: string, event: SampleEvent, secret: string): Promise<{ status: number; body: unknown }> {
+  const { body, headers } = signDelivery(event, secret);
+  const response = await fetch(`${base}/webhooks/stripe`, { method: 'POST', body, headers }).catch((error: unknown) => {
+    throw new Error(`cannot reach ${base}: is the service running (npm start)?`, { cause: error });
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+async function getJson<T>(base: string, path: string, apiToken: string, howToMake: string): Promise<T> {
+  const response = await fetch(base + path, { headers: { authorization: `Bearer ${apiToken}` } }).catch((error: unknown) => {
+    throw new Error(`cannot reach ${base}: is the service running (npm start)?`, { cause: error });
+  });
+  if (response.status === 404) throw new UsageError(`${decodeURIComponent(path.split('/').at(-1)!)} not found: create one with ${howToMake}`);
+  if (!response.ok) throw new Error(`GET ${path} answered ${response.status}`);
+  return (await response.json()) as T;
+}
+
+/**
+ * The events of one period, at the plan's price. The Stripe subscription id follows from ours, so
+ * every cycle names the same one; a renewal's period follows the one the service holds.
+ */
+async function subscriptionPeriod(base: string, apiToken: string, subscription: SubscriptionView, cycle: number): Promise<SampleEvent[]> {
+  const plans = await getJson<Array<{ id: string; amount: number; currency: string }>>(base, '/api/plans', apiToken, 'a migration');
+  const plan = plans.find((p) => p.id === subscription.plan_id);
+  if (!plan) throw new Error(`plan ${subscription.plan_id} of subscription ${subscription.subscription_id} is not listed by GET /api/plans`);
+  const now = Math.floor(Date.now() / 1000);
+  const held = subscription.current_period_end === null ? undefined : Math.floor(Date.parse(subscription.current_period_end) / 1000);
+  const sample = {
+    subscriptionId: subscription.subscription_id,
+    stripeSubscriptionId: subscription.stripe_subscription_id ?? `sub_test_${subscription.subscription_id.replace(/^subscr_/, '')}`,
+    amount: plan.amount,
+    currency: plan.currency,
+  };
+  return periodEvents(sample, { cycle, at: now, periodEnd: (cycle > 1 && held !== undefined ? held : now) + PERIOD_SECONDS });
+}
+
+function shuffle<T>(items: readonly T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }

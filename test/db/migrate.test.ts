@@ -92,7 +92,7 @@ test("a module's migrations are applied in the core's sequence of versions", asy
   try {
     writeFileSync(path.join(dir, '9001_module_table.sql'), 'create table module_things (id int primary key);');
     const withModule = await readMigrations([{ name: 'things', migrations: pathToFileURL(dir + '/') }]);
-    assert.deepEqual(withModule.slice(0, -1), migrations.filter((m) => m.version < 9001));
+    assert.deepEqual(withModule.slice(0, -1), await readMigrations([]));
     assert.deepEqual(await migrate(database.pool, logger, withModule), { applied: ['9001_module_table.sql'] });
     const { rows } = await sql<{ t: string | null }>`select to_regclass('public.module_things')::text as t`.execute(database.db);
     assert.equal(rows[0]!.t, 'module_things');

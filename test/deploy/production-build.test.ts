@@ -116,8 +116,10 @@ test('the build emits src, tasks and scripts with their migrations and fixtures,
   for (const file of ['dist/src/main.js', 'dist/scripts/status.js', 'dist/tasks/process_stripe_event.js']) {
     assert.ok(existsSync(path.join(dir, file)), file);
   }
-  const sql = readdirSync(repoPath('sql')).filter((f) => f.endsWith('.sql'));
-  assert.deepEqual(readdirSync(path.join(dir, 'dist/sql')).sort(), sql.sort(), 'dist/sql/ next to dist/src/db/migrate.js');
+  // The core's migrations and the modules' folders (sql/billing/), the way migrate() reads them.
+  const migrations = (root: string) => readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.sql')).sort();
+  assert.deepEqual(migrations(path.join(dir, 'dist/sql')), migrations(repoPath('sql')), 'dist/sql/ next to dist/src/db/migrate.js');
+  assert.ok(migrations(path.join(dir, 'dist/sql')).some((f) => f.startsWith(`billing${path.sep}`)), 'a module folder is copied');
   assert.deepEqual(readdirSync(path.join(dir, 'dist/src/stripe/fixtures')).sort(), readdirSync(repoPath('src/stripe/fixtures')).sort());
   assert.equal(existsSync(path.join(dir, 'dist/test')), false);
   assert.equal(existsSync(path.join(dir, 'dist/bench')), false);

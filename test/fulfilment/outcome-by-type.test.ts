@@ -3,6 +3,7 @@
 // finished without touching the ledger; repeating types are never collapsed (DESIGN invariant 4).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { subscriptionObject } from '../../src/modules/billing/sample-events.js';
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 
 import { finishedEvent, givenOrder, grantsOf, orderRow, paidEvent } from '../support/factories.js';
@@ -65,7 +66,10 @@ describe('events that do not grant', () => {
 describe('a type that repeats for one object', () => {
   test('two customer.subscription.updated for one subscription are two rows, both finished, neither collapsed', async () => {
     const subscriptionId = randomStripeId('sub');
-    const events = ['active', 'past_due'].map((status) => sampleEvent('customer.subscription.updated', { id: subscriptionId, object: 'subscription', status }));
+    // A subscription not started here: each event ends 'ignored', with the reason.
+    const stranger = { subscriptionId: 'unused', stripeSubscriptionId: subscriptionId, amount: 1900, currency: 'chf' };
+    const periodEnd = Math.floor(Date.now() / 1000) + 86_400;
+    const events = ['active', 'past_due'].map((status) => sampleEvent('customer.subscription.updated', subscriptionObject(stranger, { status, periodEnd, metadata: false })));
     for (const event of events) assert.equal((await file.service.deliver(event)).status, 200);
 
     const rows = await Promise.all(events.map((e) => finishedEvent(file.database, e.id)));
@@ -73,6 +77,7 @@ describe('a type that repeats for one object', () => {
       rows.map((r) => ({ event_id: r.event_id, object_id: r.object_id, status: r.status, duplicate_of: r.duplicate_of })),
       events.map((e) => ({ event_id: e.id, object_id: subscriptionId, status: 'ignored', duplicate_of: null })),
     );
+    assert.match(rows[0]!.last_error ?? '', /was not started by POST \/api\/subscriptions/);
     const stored = await file.database.db.selectFrom('stripe_events').select('event_id').where('object_id', '=', subscriptionId).execute();
     assert.equal(stored.length, 2);
   });

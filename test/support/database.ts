@@ -6,12 +6,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Kysely } from 'kysely';
 import { openDatabase, type Db } from '../../src/db/database.js';
-import { withCreditTables, type CreditsDatabase } from '../../src/modules/credits/tables.js';
+import { withBillingTables, type BillingDatabase } from '../../src/modules/billing/tables.js';
 import { databaseUrl } from './database-url.js';
 
-/** Typed with the business modules' tables too: tests read orders and grants. */
+/** Typed with every business module's tables: tests read orders, subscriptions and grants. */
 export interface TestDatabase extends Omit<Db, 'db'> {
-  readonly db: Kysely<CreditsDatabase>;
+  readonly db: Kysely<BillingDatabase>;
   readonly url: string;
   readonly name: string;
 }
@@ -46,7 +46,7 @@ export async function createTestDatabase(options: { empty?: boolean; maxConnecti
   }
   const url = databaseUrl(adminUrl, name);
   const opened = openDatabase(url, { maxConnections: options.maxConnections ?? 20 });
-  return { ...opened, db: withCreditTables(opened.db), url, name };
+  return { ...opened, db: withBillingTables(opened.db), url, name };
 }
 
 /**

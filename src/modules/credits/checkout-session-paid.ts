@@ -16,6 +16,7 @@ const checkoutSessionEvent = z.object({
     object: z.object({
       id: z.string(),
       object: z.literal('checkout.session'),
+      mode: z.string(),
       payment_status: z.string(),
       amount_total: z.number().int().nullable(),
       currency: z.string().nullable(),
@@ -27,11 +28,15 @@ const checkoutSessionEvent = z.object({
 
 type CheckoutSession = z.infer<typeof checkoutSessionEvent>['data']['object'];
 
-/** What the event asks for: nothing (not paid yet), a payment to record, or an error it will always have. */
-function paymentOf(event: StripeEventRow): { session: CheckoutSession; payment?: OrderPayment } | PermanentError {
+/**
+ * What the event asks for: nothing (not paid yet, or a subscription's session, which the billing
+ * module handles), a payment to record, or an error it will always have.
+ */
+function paymentOf(event: StripeEventRow): { session: CheckoutSession; payment?: OrderPayment; notOurs?: true } | PermanentError {
   const parsed = checkoutSessionEvent.safeParse(event.payload);
   if (!parsed.success) return new PermanentError(`not a checkout session event: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
   const session = parsed.data.data.object;
+  if (session.mode !== 'payment') return { session, notOurs: true };
   // Delayed payment methods (SEPA, bank transfers) complete the session unpaid; the grant comes
   // with checkout.session.async_payment_succeeded.
   if (session.payment_status !== 'paid') return { session };
@@ -75,6 +80,7 @@ export const checkoutSessionPaid: BatchHandler = async (tx, events) => {
   const results = new Map((await recordOrderPayments(withCreditTables(tx), payments)).map((result, i) => [payments[i]!.eventId, result]));
   return asks.map((ask, i) => {
     if (ask instanceof Error) return ask;
+    if (ask.notOurs) return { status: 'ignored' };
     const result = results.get(events[i]!.event_id);
     return ask.payment && result ? outcomeOf(events[i]!, ask.session, ask.payment, result) : { status: 'processed' };
   });

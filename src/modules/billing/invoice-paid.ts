@@ -1,0 +1,84 @@
+// invoice.paid is the one source of truth for subscription fulfilment: it grants the plan's
+// credits, once per invoice. The invoice is the business key (invoice_grants' primary key), so a
+// second Event object for one invoice, a resend after prune or a replay grant nothing more.
+// invoice.payment_succeeded, charge.succeeded and payment_intent.succeeded tell of the same
+// payment and never grant.
+//
+// Which invoices grant (docs/billing.md): billing_reason 'subscription_create' (the first
+// period) and 'subscription_cycle' (each renewal). Prorations ('subscription_update'), manual and
+// threshold invoices end 'ignored' with the reason. A zero-amount invoice (a trial, a 100 %
+// coupon) grants nothing: credits come with paid periods.
+import type { Transaction } from 'kysely';
+import { PermanentError, RetryLaterError, type EventHandler } from '../../fulfilment/handler.js';
+import { addGrants } from '../credits/index.js';
+import { objectOf, stripeInvoice, stripeInvoicePayment, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+import { linkSubscription, lockSubscription } from './subscriptions.js';
+import { withBillingTables, type BillingDatabase } from './tables.js';
+
+export const GRANTING_BILLING_REASONS: ReadonlySet<string> = new Set(['subscription_create', 'subscription_cycle']);
+
+export const invoicePaid: EventHandler = async (transaction, event) => {
+  const invoice = objectOf(stripeInvoice, event);
+  const details = invoice.parent?.subscription_details;
+  if (!details) return { status: 'ignored', reason: `invoice ${invoice.id} is not a subscription invoice` };
+  const tx = withBillingTables(transaction);
+  const subscriptionId = details.metadata?.[SUBSCRIPTION_ID_KEY];
+  const subscription = await lockSubscription(tx, { subscriptionId, stripeSubscriptionId: details.subscription });
+  if (!subscription) {
+    if (subscriptionId !== undefined) throw new PermanentError(`unknown subscription ${subscriptionId} in invoice ${invoice.id}`);
+    // The subscription's metadata reaches its invoices, but an invoice can arrive before anything
+    // linked Stripe's subscription to ours; if nothing ever does, it was not ours.
+    throw new RetryLaterError(`invoice ${invoice.id} of Stripe subscription ${details.subscription} is not tied to a subscription of ours (yet)`, { ignoreWhenExhausted: true });
+  }
+  await linkSubscription(tx, subscription, { stripeSubscriptionId: details.subscription });
+  await linkPayments(tx, invoice.id, (invoice.payments?.data ?? []).map((p) => p.payment.payment_intent));
+
+  if (!invoice.billing_reason || !GRANTING_BILLING_REASONS.has(invoice.billing_reason)) {
+    return { status: 'ignored', reason: `billing_reason ${invoice.billing_reason ?? 'null'} does not grant credits` };
+  }
+  if (invoice.amount_paid === 0) return { status: 'ignored', reason: `invoice ${invoice.id} paid nothing: credits come with paid periods` };
+  if (invoice.currency.toLowerCase() !== subscription.currency) {
+    throw new PermanentError(`currency mismatch for subscription ${subscription.subscription_id}: invoice ${invoice.id} paid in ${invoice.currency}, the plan is in ${subscription.currency}`);
+  }
+
+  const granted = await tx
+    .insertInto('invoice_grants')
+    .values({
+      invoice_id: invoice.id,
+      subscription_id: subscription.subscription_id,
+      account_id: subscription.account_id,
+      credits: subscription.credits,
+      amount_paid: invoice.amount_paid,
+      currency: subscription.currency,
+      billing_reason: invoice.billing_reason,
+      event_id: event.event_id,
+    })
+    .onConflict((oc) => oc.column('invoice_id').doNothing())
+    .returning('event_id')
+    .executeTakeFirst();
+  if (granted) {
+    await addGrants(tx, [{ accountId: subscription.account_id, credits: subscription.credits }]);
+    return { status: 'processed' };
+  }
+  const { event_id: by } = await tx.selectFrom('invoice_grants').select('event_id').where('invoice_id', '=', invoice.id).executeTakeFirstOrThrow();
+  // Re-running the event that granted (a replay) is the same outcome, not a duplicate.
+  return by === event.event_id ? { status: 'processed' } : { status: 'duplicate', duplicateOf: by };
+};
+
+/** invoice_payment.paid: which PaymentIntent paid which invoice, so its refunds find the grant. */
+export const invoicePaymentPaid: EventHandler = async (transaction, event) => {
+  const payment = objectOf(stripeInvoicePayment, event);
+  if (!payment.payment.payment_intent) return { status: 'ignored', reason: `invoice ${payment.invoice} was paid without a PaymentIntent` };
+  await linkPayments(withBillingTables(transaction), payment.invoice, [payment.payment.payment_intent]);
+  return { status: 'processed' };
+};
+
+async function linkPayments(tx: Transaction<BillingDatabase>, invoiceId: string, paymentIntents: ReadonlyArray<string | null | undefined>): Promise<void> {
+  const ids = paymentIntents.filter((id): id is string => typeof id === 'string');
+  if (ids.length === 0) return;
+  await tx
+    .insertInto('invoice_payments')
+    .values(ids.map((payment_intent_id) => ({ payment_intent_id, invoice_id: invoiceId })))
+    .onConflict((oc) => oc.column('payment_intent_id').doNothing())
+    .execute();
+}

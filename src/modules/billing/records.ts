@@ -1,0 +1,55 @@
+// What the dashboard shows of billing beside an event: the subscription it names (our id in the
+// metadata, or the Stripe subscription it is about) and the invoice grant it made; and the events
+// that search by our subscription id finds.
+import { sql, type Kysely } from 'kysely';
+import type { Database, StripeEventRow } from '../../db/schema.js';
+import type { BusinessRecord } from '../../events/read-model.js';
+import { withBillingTables } from './tables.js';
+
+export async function subscriptionOfEvent(db: Kysely<Database>, event: Pick<StripeEventRow, 'event_id' | 'object_id' | 'payload'>): Promise<BusinessRecord[]> {
+  const billing = withBillingTables(db);
+  const named = namedSubscriptions(event.payload);
+  const subscriptions = await billing
+    .selectFrom('subscriptions')
+    .select(['subscription_id', 'status', 'plan_id', 'account_id', 'stripe_subscription_id', 'cancel_at_period_end'])
+    .where((eb) => eb.or([
+      ...(named.ours.length > 0 ? [eb('subscription_id', 'in', named.ours)] : []),
+      ...(named.stripe.length > 0 ? [eb('stripe_subscription_id', 'in', named.stripe)] : []),
+      eb('subscription_id', 'in', eb.selectFrom('invoice_grants').select('subscription_id').where('event_id', '=', event.event_id)),
+    ]))
+    .execute();
+  const grants = await billing.selectFrom('invoice_grants').select(['invoice_id', 'subscription_id', 'credits', 'amount_paid', 'currency', 'revoked_credits']).where('event_id', '=', event.event_id).execute();
+  return [
+    ...subscriptions.map(({ subscription_id, ...fields }) => ({ kind: 'subscription', id: subscription_id, fields })),
+    ...grants.map(({ invoice_id, ...fields }) => ({ kind: 'invoice grant', id: invoice_id, fields })),
+  ];
+}
+
+/** Our ids in the metadata of the object (or of its invoice's subscription), and Stripe subscription ids it names. */
+function namedSubscriptions(payload: unknown): { ours: string[]; stripe: string[] } {
+  const object = (payload as { data?: { object?: Record<string, unknown> } } | null)?.data?.object ?? {};
+  const details = (object.parent as { subscription_details?: { subscription?: unknown; metadata?: Record<string, unknown> | null } } | null | undefined)?.subscription_details;
+  const metadata = object.metadata as Record<string, unknown> | null | undefined;
+  const strings = (...values: unknown[]) => values.filter((v): v is string => typeof v === 'string');
+  return {
+    ours: strings(metadata?.subscription_id, details?.metadata?.subscription_id),
+    stripe: strings(object.object === 'subscription' ? object.id : undefined, object.subscription, details?.subscription),
+  };
+}
+
+/** Events that name the subscription in their metadata, are about its Stripe subscription, or granted one of its invoices. */
+export async function eventsOfSubscription(db: Kysely<Database>, subscriptionId: string): Promise<string[]> {
+  const billing = withBillingTables(db);
+  const rows = await billing
+    .selectFrom('stripe_events')
+    .select('event_id')
+    .where((eb) => eb.or([
+      eb(sql`payload #>> '{data,object,metadata,subscription_id}'`, '=', subscriptionId),
+      eb(sql`payload #>> '{data,object,parent,subscription_details,metadata,subscription_id}'`, '=', subscriptionId),
+      eb('object_id', 'in', eb.selectFrom('subscriptions').select('stripe_subscription_id').where('subscription_id', '=', subscriptionId).where('stripe_subscription_id', 'is not', null).$narrowType<{ stripe_subscription_id: string }>()),
+      eb('event_id', 'in', eb.selectFrom('invoice_grants').select('event_id').where('subscription_id', '=', subscriptionId)),
+    ]))
+    .limit(50)
+    .execute();
+  return rows.map((row) => row.event_id);
+}

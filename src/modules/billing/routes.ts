@@ -1,0 +1,99 @@
+// The billing module's HTTP, under /api: plans, starting a subscription (Checkout in subscription
+// mode), reading one, cancelling at period end. The same conventions as the package checkout:
+// bodies and ids checked here with errors that name the field, the caller's Idempotency-Key
+// honoured on the POST that creates, and each domain outcome mapped to its answer here only.
+import { Router, type Response } from 'express';
+import { z } from 'zod';
+import type { RouteContext } from '../../business-module.js';
+import { runIdempotent, sendResult, stripeCallFailed, type HttpResult } from '../../http/idempotent-request.js';
+import { badRequest, checkIdParam, idempotencyKeyHeader } from '../../http/validation.js';
+import { accountId } from '../credits/index.js';
+import { cancelAtPeriodEnd, openSubscriptionCheckout, type BillingCallDeps, type SubscriptionCheckoutOutcome } from './stripe-calls.js';
+import { createSubscription, findSubscription, listPlans } from './subscriptions.js';
+import { withBillingTables, type SubscriptionRow } from './tables.js';
+
+const subscriptionBody = z.strictObject({
+  plan_id: z.string().regex(/^[a-z0-9_-]{1,64}$/, 'must be a plan id from GET /api/plans'),
+  account_id: accountId,
+  email: z.email('must be an email address').max(254).optional(),
+});
+
+export function billingApiRoutes(context: RouteContext): Router {
+  const db = withBillingTables(context.db);
+  const calls: BillingCallDeps = { db, stripeCalls: context.stripeCalls, successUrl: context.config.checkoutSuccessUrl, cancelUrl: context.config.checkoutCancelUrl };
+  const router = Router();
+  router.param('id', checkIdParam);
+
+  router.get('/plans', async (_req, res) => {
+    const plans = await listPlans(db);
+    res.json(plans.map((p) => ({ id: p.plan_id, name: p.name, amount: p.amount, currency: p.currency, interval: p.interval, credits: p.credits })));
+  });
+
+  router.post('/subscriptions', async (req, res) => {
+    const body = subscriptionBody.safeParse(req.body ?? {});
+    if (!body.success) return badRequest(res, body.error);
+    const rawKey = req.headers['idempotency-key'];
+    const key = rawKey === undefined ? undefined : idempotencyKeyHeader.safeParse(rawKey);
+    if (key && !key.success) return badRequest(res, key.error);
+    const input = { planId: body.data.plan_id, accountId: body.data.account_id, email: body.data.email ?? null };
+    const unknownPlan: HttpResult = { status: 400, body: { error: `unknown plan_id "${input.planId}"; GET /api/plans lists them` } };
+    if (!key) {
+      const subscription = await createSubscription(db, input);
+      return sendResult(res, subscription ? checkoutAnswer(subscription.subscription_id, await openSubscriptionCheckout(calls, subscription)) : unknownPlan);
+    }
+    sendResult(res, await runIdempotent(context.db, {
+      key: key.data,
+      operation: 'subscription',
+      request: [input.planId, input.accountId, input.email],
+      leaseMs: context.idempotencyLeaseMs,
+      async register(tx) {
+        const subscription = await createSubscription(withBillingTables(tx), input);
+        return subscription ? { subject: { subscriptionId: subscription.subscription_id } } : unknownPlan;
+      },
+      async execute({ subscriptionId }: { subscriptionId: string }) {
+        const subscription = await findSubscription(db, subscriptionId);
+        if (!subscription) throw new Error(`subscription ${subscriptionId} of an idempotency key vanished`);
+        return checkoutAnswer(subscriptionId, await openSubscriptionCheckout(calls, subscription));
+      },
+    }));
+  });
+
+  router.get('/subscriptions/:id', async (req, res) => {
+    const subscription = await findSubscription(db, req.params.id);
+    if (!subscription) return notFound(res);
+    res.json(subscriptionView(subscription));
+  });
+
+  // Repeating a cancel is harmless: Stripe gets the same request with the same key.
+  router.post('/subscriptions/:id/cancel', async (req, res) => {
+    const subscription = await findSubscription(db, req.params.id);
+    if (!subscription) return notFound(res);
+    const outcome = await cancelAtPeriodEnd(calls, subscription);
+    if (outcome.outcome === 'not_linked') {
+      return void res.status(409).json({ error: 'the subscription has no Stripe subscription yet (its checkout is not completed): nothing to cancel' });
+    }
+    if (outcome.outcome !== 'canceling') return sendResult(res, stripeCallFailed(outcome, 'cancel the subscription', { subscription_id: subscription.subscription_id }));
+    res.json(subscriptionView(outcome.subscription));
+  });
+
+  return router;
+}
+
+function checkoutAnswer(subscriptionId: string, outcome: SubscriptionCheckoutOutcome): HttpResult {
+  if (outcome.outcome !== 'created') return stripeCallFailed(outcome, 'create the checkout session', { subscription_id: subscriptionId });
+  return { status: 201, body: { subscription_id: subscriptionId, checkout_session_id: outcome.checkoutSessionId, url: outcome.url } };
+}
+
+function subscriptionView(subscription: SubscriptionRow) {
+  return {
+    subscription_id: subscription.subscription_id,
+    status: subscription.status,
+    plan_id: subscription.plan_id,
+    account_id: subscription.account_id,
+    stripe_subscription_id: subscription.stripe_subscription_id,
+    current_period_end: subscription.current_period_end,
+    cancel_at_period_end: subscription.cancel_at_period_end,
+  };
+}
+
+const notFound = (res: Response) => void res.status(404).json({ error: 'subscription not found' });

@@ -1,0 +1,138 @@
+// Realistic Billing events built from Stripe's published example objects (src/stripe/fixtures/),
+// overriding only what matters: for `npm run send-event` and the tests, never the service. A
+// period's events come in the order Stripe emits them, each `created` a second after the last;
+// deliveries then arrive in any order.
+import { exampleObject, randomStripeId, sampleEvent, type SampleEvent } from '../../stripe/sample-events.js';
+import { SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+
+export interface SampleSubscription {
+  /** Ours (subscr_…), as POST /api/subscriptions made it. */
+  subscriptionId: string;
+  /** Stripe's (sub_…). */
+  stripeSubscriptionId: string;
+  amount: number;
+  currency: string;
+}
+
+const DAY_SECONDS = 24 * 60 * 60;
+/** A month, as the samples count it. */
+export const PERIOD_SECONDS = 30 * DAY_SECONDS;
+
+/** A Stripe subscription of ours, shaped as the current API sends it (the period on its items). */
+export function subscriptionObject(
+  subscription: SampleSubscription,
+  state: { status: string; periodEnd: number; cancelAtPeriodEnd?: boolean; metadata?: boolean },
+): Record<string, unknown> {
+  const example = exampleObject('subscription');
+  const items = example.items as { data: Array<Record<string, unknown>> };
+  return {
+    ...example,
+    id: subscription.stripeSubscriptionId,
+    status: state.status,
+    cancel_at_period_end: state.cancelAtPeriodEnd ?? false,
+    cancel_at: null,
+    canceled_at: null,
+    ended_at: null,
+    currency: subscription.currency,
+    metadata: state.metadata === false ? {} : { [SUBSCRIPTION_ID_KEY]: subscription.subscriptionId },
+    items: { ...items, data: items.data.map((item) => ({ ...item, subscription: subscription.stripeSubscriptionId, current_period_end: state.periodEnd, current_period_start: state.periodEnd - PERIOD_SECONDS })) },
+  };
+}
+
+/** An invoice of the subscription, its subscription and our id under parent.subscription_details. */
+export function invoiceObject(
+  subscription: SampleSubscription,
+  invoice: { id?: string; billingReason: string; status: 'draft' | 'open' | 'paid'; amountPaid?: number; currency?: string; metadata?: boolean },
+): Record<string, unknown> {
+  const paid = invoice.status === 'paid' ? (invoice.amountPaid ?? subscription.amount) : 0;
+  return {
+    ...exampleObject('invoice'),
+    id: invoice.id ?? randomStripeId('in'),
+    billing_reason: invoice.billingReason,
+    status: invoice.status,
+    currency: invoice.currency ?? subscription.currency,
+    amount_due: invoice.amountPaid ?? subscription.amount,
+    amount_paid: paid,
+    amount_remaining: invoice.status === 'paid' ? 0 : subscription.amount,
+    total: subscription.amount,
+    subtotal: subscription.amount,
+    parent: {
+      type: 'subscription_details',
+      quote_details: null,
+      subscription_details: {
+        subscription: subscription.stripeSubscriptionId,
+        metadata: invoice.metadata === false ? null : { [SUBSCRIPTION_ID_KEY]: subscription.subscriptionId },
+      },
+    },
+  };
+}
+
+/**
+ * Which PaymentIntent paid which invoice. Stripe publishes no example object of this type; the
+ * fields are its API reference's.
+ */
+export function invoicePaymentObject(invoiceId: string, paymentIntentId: string, amount: number, currency: string): Record<string, unknown> {
+  return {
+    id: randomStripeId('inpay'),
+    object: 'invoice_payment',
+    amount_paid: amount,
+    amount_requested: amount,
+    created: Math.floor(Date.now() / 1000),
+    currency,
+    invoice: invoiceId,
+    is_default: true,
+    livemode: false,
+    payment: { type: 'payment_intent', payment_intent: paymentIntentId },
+    status: 'paid',
+    status_transitions: { canceled_at: null, paid_at: Math.floor(Date.now() / 1000) },
+  };
+}
+
+/**
+ * Every event of one period of the subscription, in Stripe's order: the first (cycle 1) starts
+ * with the subscription's creation and the completed checkout; each later cycle is a renewal.
+ * The first event is `created` at `at` (seconds), each next one a second later; the period ends at `periodEnd`.
+ */
+export function periodEvents(subscription: SampleSubscription, period: { cycle: number; at: number; periodEnd: number }): SampleEvent[] {
+  const { cycle, at, periodEnd } = period;
+  const invoiceId = randomStripeId('in');
+  const paymentIntentId = randomStripeId('pi');
+  const reason = cycle === 1 ? 'subscription_create' : 'subscription_cycle';
+  const paidInvoice = invoiceObject(subscription, { id: invoiceId, billingReason: reason, status: 'paid' });
+  const money = { amount: subscription.amount, currency: subscription.currency, payment_intent: paymentIntentId };
+  const objects: Array<[string, Record<string, unknown>]> = [
+    ...(cycle === 1
+      ? ([
+          ['customer.subscription.created', subscriptionObject(subscription, { status: 'incomplete', periodEnd })],
+          ['checkout.session.completed', checkoutSessionObject(subscription)],
+        ] as Array<[string, Record<string, unknown>]>)
+      : []),
+    ['invoice.created', invoiceObject(subscription, { id: invoiceId, billingReason: reason, status: 'draft' })],
+    ['invoice.finalized', invoiceObject(subscription, { id: invoiceId, billingReason: reason, status: 'open' })],
+    ['payment_intent.succeeded', { ...exampleObject('payment_intent'), id: paymentIntentId, amount: money.amount, amount_received: money.amount, currency: money.currency, status: 'succeeded', metadata: {} }],
+    ['charge.succeeded', { ...exampleObject('charge'), id: randomStripeId('ch'), amount: money.amount, amount_captured: money.amount, currency: money.currency, payment_intent: paymentIntentId, paid: true, refunded: false, amount_refunded: 0 }],
+    ['invoice_payment.paid', invoicePaymentObject(invoiceId, paymentIntentId, money.amount, money.currency)],
+    ['invoice.paid', paidInvoice],
+    ['invoice.payment_succeeded', paidInvoice],
+    ['customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd })],
+  ];
+  return objects.map(([type, object], i) => sampleEvent(type, object, { created: at + i }));
+}
+
+/** The completed Checkout Session that started the subscription. */
+export function checkoutSessionObject(subscription: SampleSubscription): Record<string, unknown> {
+  return {
+    ...exampleObject('checkout.session'),
+    id: randomStripeId('cs'),
+    mode: 'subscription',
+    status: 'complete',
+    payment_status: 'paid',
+    amount_subtotal: subscription.amount,
+    amount_total: subscription.amount,
+    currency: subscription.currency,
+    client_reference_id: subscription.subscriptionId,
+    metadata: { [SUBSCRIPTION_ID_KEY]: subscription.subscriptionId },
+    payment_intent: null,
+    subscription: subscription.stripeSubscriptionId,
+  };
+}

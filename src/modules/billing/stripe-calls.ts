@@ -1,0 +1,79 @@
+// Billing's calls to Stripe, each with an Idempotency-Key derived from our subscription (DESIGN
+// invariant 9), so every retry of the same operation, from any process, does it once.
+import type { Kysely } from 'kysely';
+import type Stripe from 'stripe';
+import type { StripeCallFailure, StripeCalls } from '../../stripe/outbound.js';
+import { stripeSubscription, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+import { applyState, stateOf } from './subscription-state.js';
+import type { BillingDatabase, SubscriptionRow } from './tables.js';
+
+export const subscriptionCheckoutKey = (subscriptionId: string) => `checkout-session:${subscriptionId}`;
+export const subscriptionCancelKey = (subscriptionId: string) => `subscription-cancel:${subscriptionId}`;
+
+export interface BillingCallDeps {
+  db: Kysely<BillingDatabase>;
+  stripeCalls: StripeCalls;
+  successUrl: string;
+  cancelUrl: string;
+}
+
+export type SubscriptionCheckoutOutcome = { outcome: 'created'; checkoutSessionId: string; url: string | null } | StripeCallFailure;
+
+/**
+ * The Checkout Session that starts the subscription, the plan inline as a recurring price. Our id
+ * goes in the session's metadata and, through subscription_data, in the subscription's, which
+ * Stripe copies to each of its invoices: every event of this subscription names our row.
+ */
+export async function openSubscriptionCheckout(deps: BillingCallDeps, subscription: SubscriptionRow): Promise<SubscriptionCheckoutOutcome> {
+  const plan = await deps.db.selectFrom('plans').select(['name', 'interval']).where('plan_id', '=', subscription.plan_id).executeTakeFirstOrThrow();
+  const metadata = { [SUBSCRIPTION_ID_KEY]: subscription.subscription_id };
+  const call = await deps.stripeCalls.attempt('subscription_checkout_session_create', (stripe) =>
+    stripe.checkout.sessions.create(
+      {
+        mode: 'subscription',
+        line_items: [{
+          quantity: 1,
+          price_data: { currency: subscription.currency, unit_amount: subscription.amount, recurring: { interval: plan.interval }, product_data: { name: plan.name } },
+        }],
+        metadata,
+        subscription_data: { metadata },
+        client_reference_id: subscription.subscription_id,
+        ...(subscription.email && { customer_email: subscription.email }),
+        success_url: deps.successUrl,
+        cancel_url: deps.cancelUrl,
+      },
+      { idempotencyKey: subscriptionCheckoutKey(subscription.subscription_id) },
+    ),
+  );
+  if (call.outcome !== 'done') return call;
+  await deps.db
+    .updateTable('subscriptions')
+    .set({ checkout_session_id: call.value.id })
+    .where('subscription_id', '=', subscription.subscription_id)
+    .where('checkout_session_id', 'is', null)
+    .execute();
+  return { outcome: 'created', checkoutSessionId: call.value.id, url: call.value.url };
+}
+
+export type CancelOutcome = { outcome: 'canceling'; subscription: SubscriptionRow } | { outcome: 'not_linked' } | StripeCallFailure;
+
+/**
+ * Cancels at the end of the period through Stripe. The state Stripe answers with is applied like a
+ * fetch (as of when the call began), so the answer is right at once and a later event still wins.
+ */
+export async function cancelAtPeriodEnd(deps: Pick<BillingCallDeps, 'db' | 'stripeCalls'>, subscription: SubscriptionRow): Promise<CancelOutcome> {
+  const stripeId = subscription.stripe_subscription_id;
+  if (stripeId === null) return { outcome: 'not_linked' };
+  const began = new Date();
+  const call = await deps.stripeCalls.attempt('subscription_cancel', (stripe): Promise<Stripe.Subscription> =>
+    stripe.subscriptions.update(stripeId, { cancel_at_period_end: true }, { idempotencyKey: subscriptionCancelKey(subscription.subscription_id) }),
+  );
+  if (call.outcome !== 'done') return call;
+  const answered = stripeSubscription.parse(call.value);
+  const updated = await deps.db.transaction().execute(async (tx) => {
+    const row = await tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscription_id).forUpdate().executeTakeFirstOrThrow();
+    await applyState(tx, row, stateOf(answered), began, 'fetch');
+    return tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscription_id).executeTakeFirstOrThrow();
+  });
+  return { outcome: 'canceling', subscription: updated };
+}

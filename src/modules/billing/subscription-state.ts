@@ -1,0 +1,100 @@
+// Our copy of a Stripe subscription's state (status, current period end, cancel_at_period_end),
+// kept true to Stripe whatever order its events arrive in. Each state is stamped with when it was
+// true: an event's `created`, or the moment we fetched it. A state older than the one held is
+// dropped, a newer one replaces it.
+//
+// `created` has one-second resolution, so two events of one second cannot be ordered (a
+// subscription created and made active in the same second). When such a tie carries a different
+// state, neither is trusted: a job asks Stripe for the subscription as it is now
+// (refreshSubscriptionTask), as dj-stripe and Pay do for every event. The fetched state is
+// stamped with the second the fetch began, so it wins over every event of that second or before.
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Task } from 'graphile-worker';
+import { z } from 'zod';
+import type { TaskContext } from '../../business-module.js';
+import { addModuleJob } from '../../events/enqueue.js';
+import { stripeSubscription, type StripeSubscription } from './stripe-objects.js';
+import { withBillingTables, type BillingDatabase, type SubscriptionRow } from './tables.js';
+
+export const REFRESH_TASK = 'billing_refresh_subscription';
+// Stripe may be down for a while; the job retries with graphile-worker's backoff meanwhile.
+const REFRESH_MAX_ATTEMPTS = 12;
+
+export interface SubscriptionState {
+  status: string;
+  currentPeriodEnd: Date | null;
+  cancelAtPeriodEnd: boolean;
+}
+
+export function stateOf(subscription: StripeSubscription): SubscriptionState {
+  const ends = subscription.items.data.flatMap((item) => (item.current_period_end === undefined ? [] : [item.current_period_end]));
+  return {
+    status: subscription.status,
+    currentPeriodEnd: ends.length > 0 ? new Date(Math.max(...ends) * 1000) : null,
+    cancelAtPeriodEnd: subscription.cancel_at_period_end,
+  };
+}
+
+export type StateChange = 'applied' | 'older' | 'unchanged' | 'tie';
+
+/**
+ * Applies `state`, true at `at` (whole seconds), to the locked subscription row. An event's state
+ * ties with one held from the same second unless they are equal; a fetched state never ties (the
+ * fetch began after every event of that second was created).
+ */
+export async function applyState(
+  tx: Kysely<BillingDatabase>,
+  subscription: SubscriptionRow,
+  state: SubscriptionState,
+  at: Date,
+  source: 'event' | 'fetch',
+): Promise<StateChange> {
+  const held = subscription.stripe_state_at?.getTime();
+  const when = Math.floor(at.getTime() / 1000) * 1000;
+  if (held !== undefined && when < held) return 'older';
+  const same =
+    subscription.status === state.status &&
+    subscription.cancel_at_period_end === state.cancelAtPeriodEnd &&
+    (subscription.current_period_end?.getTime() ?? null) === (state.currentPeriodEnd?.getTime() ?? null);
+  if (held !== undefined && when === held && source === 'event') return same ? 'unchanged' : 'tie';
+  await tx
+    .updateTable('subscriptions')
+    .set({
+      status: state.status,
+      current_period_end: state.currentPeriodEnd,
+      cancel_at_period_end: state.cancelAtPeriodEnd,
+      stripe_state_at: new Date(when),
+      updated_at: sql`now()`,
+    })
+    .where('subscription_id', '=', subscription.subscription_id)
+    .execute();
+  return same ? 'unchanged' : 'applied';
+}
+
+/** Queues a fetch of the subscription from Stripe, in the caller's transaction; a burst makes one job. */
+export async function requestRefresh(tx: Transaction<BillingDatabase>, subscription: SubscriptionRow, stripeSubscriptionId: string): Promise<void> {
+  await addModuleJob(tx, REFRESH_TASK, { subscriptionId: subscription.subscription_id, stripeSubscriptionId }, {
+    key: `${REFRESH_TASK}:${subscription.subscription_id}`,
+    maxAttempts: REFRESH_MAX_ATTEMPTS,
+  });
+}
+
+const refreshPayload = z.object({ subscriptionId: z.string(), stripeSubscriptionId: z.string() });
+
+/** graphile-worker task: fetches the subscription from Stripe and applies it as of when the fetch began. */
+export function refreshSubscriptionTask({ db, stripeCalls, logger }: TaskContext): Task {
+  const billing = withBillingTables(db);
+  return async (payload) => {
+    const job = refreshPayload.safeParse(payload);
+    if (!job.success) return void logger.error({ payload }, 'refresh job without a subscription: dropped');
+    const { subscriptionId, stripeSubscriptionId } = job.data;
+    const began = new Date();
+    // A busy or failing Stripe throws here: graphile-worker retries the job with its backoff.
+    const fetched = stripeSubscription.parse(await stripeCalls.run('subscription_retrieve', (stripe) => stripe.subscriptions.retrieve(stripeSubscriptionId)));
+    const change = await billing.transaction().execute(async (tx) => {
+      const subscription = await tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).forUpdate().executeTakeFirst();
+      return subscription ? applyState(tx, subscription, stateOf(fetched), began, 'fetch') : undefined;
+    });
+    logger.info({ subscriptionId, stripeSubscriptionId, change: change ?? 'no such subscription' }, 'subscription refreshed from Stripe');
+  };
+}

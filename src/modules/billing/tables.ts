@@ -1,0 +1,80 @@
+// Kysely's view of the billing module's tables (sql/billing/). Its code reaches them, and the
+// account ledger it grants through, with `withBillingTables(db)`.
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Database, Defaulted } from '../../db/schema.js';
+import type { CreditTables } from '../credits/index.js';
+
+export const PLAN_INTERVALS = ['month', 'year'] as const;
+export type PlanInterval = (typeof PLAN_INTERVALS)[number];
+
+export interface PlansTable {
+  plan_id: string;
+  name: string;
+  amount: number;
+  currency: string;
+  interval: PlanInterval;
+  credits: number;
+  active: Defaulted<boolean>;
+}
+
+export interface SubscriptionsTable {
+  subscription_id: string;
+  plan_id: string;
+  account_id: string;
+  email: string | null;
+  amount: number;
+  currency: string;
+  credits: number;
+  /** 'pending' until Stripe's subscription is known, then Stripe's own status. */
+  status: Defaulted<string>;
+  checkout_session_id: string | null;
+  stripe_subscription_id: string | null;
+  current_period_end: Date | null;
+  cancel_at_period_end: Defaulted<boolean>;
+  stripe_state_at: Date | null;
+  created_at: Defaulted<Date>;
+  updated_at: Defaulted<Date>;
+}
+
+export interface InvoiceGrantsTable {
+  invoice_id: string;
+  subscription_id: string;
+  account_id: string;
+  credits: number;
+  amount_paid: number;
+  currency: string;
+  billing_reason: string;
+  event_id: string;
+  granted_at: Defaulted<Date>;
+  refunded_amount: Defaulted<number>;
+  revocation_target: Defaulted<number>;
+  revoked_credits: Defaulted<number>;
+}
+
+export interface InvoicePaymentsTable {
+  payment_intent_id: string;
+  invoice_id: string;
+  linked_at: Defaulted<Date>;
+}
+
+// A type, not an interface: Kysely's withTables wants a record type.
+export type BillingTables = {
+  plans: PlansTable;
+  /** Written by subscriptions.ts (created, linked) and subscription-state.ts (Stripe's state) only. */
+  subscriptions: SubscriptionsTable;
+  /** Written by invoice-paid.ts (grants) and invoice-refunds.ts (refunds) only. */
+  invoice_grants: InvoiceGrantsTable;
+  invoice_payments: InvoicePaymentsTable;
+};
+
+export type BillingDatabase = Database & CreditTables & BillingTables;
+export type PlanRow = Selectable<PlansTable>;
+export type SubscriptionRow = Selectable<SubscriptionsTable>;
+export type InvoiceGrantRow = Selectable<InvoiceGrantsTable>;
+
+/** The same connection or transaction, typed with this module's tables and the account ledger's. */
+export function withBillingTables(db: Transaction<Database>): Transaction<BillingDatabase>;
+export function withBillingTables(db: Kysely<Database>): Kysely<BillingDatabase>;
+export function withBillingTables(db: Kysely<Database>): Kysely<BillingDatabase> {
+  return db.withTables<CreditTables & BillingTables>();
+}

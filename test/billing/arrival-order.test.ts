@@ -1,0 +1,119 @@
+// Billing's handlers driven attempt by attempt, without a worker (fulfilWith): an invoice that
+// arrives before anything tied its Stripe subscription to ours waits and then grants once; one
+// that is never tied ends 'ignored'; an older subscription state never overwrites a newer one;
+// a refund takes back that period's credits once, and one that maps to no grant ends 'ignored'.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { billingModule } from '../../src/modules/billing/index.js';
+import { invoiceObject, invoicePaymentObject, subscriptionObject, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
+import { createSubscription } from '../../src/modules/billing/subscriptions.js';
+import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
+import { databaseForFile } from '../support/database.js';
+import { newAccountId, quotaOf } from '../support/factories.js';
+import { fulfilWith } from '../support/handlers.js';
+import { testConfig } from '../support/service.js';
+
+const database = databaseForFile({ maxConnections: 4 });
+const billing = billingModule.handlers(testConfig());
+
+async function givenSubscription(): Promise<SampleSubscription & { accountId: string }> {
+  const accountId = newAccountId();
+  const row = await createSubscription(database.db, { planId: 'pro_monthly', accountId, email: null });
+  return { subscriptionId: row!.subscription_id, stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf', accountId };
+}
+const subscriptionRow = (subscriptionId: string) =>
+  database.db.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
+
+describe('an invoice before its subscription is tied to ours', () => {
+  test('waits (retried, counted), and grants once when the subscription event links it', async () => {
+    const subscription = await givenSubscription();
+    // An invoice whose metadata did not carry our id (created before the subscription's metadata was set).
+    const paid = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid', metadata: false }));
+    const [waiting] = await fulfilWith(database, billing, [paid]);
+    assert.deepEqual([waiting!.row.status, waiting!.row.attempts], ['processing', 1]);
+    assert.match(waiting!.row.last_error ?? '', /not tied to a subscription of ours \(yet\)/);
+
+    const created = sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'incomplete', periodEnd: Math.floor(Date.now() / 1000) + 86_400 }));
+    await fulfilWith(database, billing, [created]);
+    const [granted] = await fulfilWith(database, billing, [paid]);
+    assert.equal(granted!.row.status, 'processed');
+    assert.equal((await quotaOf(database, subscription.accountId)).granted, 100);
+  });
+
+  test("one that no event ever ties ends 'ignored' with the reason when its attempts run out", async () => {
+    const stranger = { subscriptionId: 'unused', stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf' };
+    const paid = sampleEvent('invoice.paid', invoiceObject(stranger, { billingReason: 'subscription_cycle', status: 'paid', metadata: false }));
+    await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
+    const [last] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
+    assert.equal(last!.row.status, 'ignored');
+    assert.match(last!.row.last_error ?? '', new RegExp(`Stripe subscription ${stranger.stripeSubscriptionId} is not tied to a subscription of ours`));
+  });
+});
+
+describe("the subscription's state", () => {
+  test('an older delivery never overwrites what a newer one set, in either arrival order', async () => {
+    for (const newerFirst of [true, false]) {
+      const subscription = await givenSubscription();
+      const t = Math.floor(Date.now() / 1000) - 100;
+      const created = sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'incomplete', periodEnd: t + 86_400 }), { created: t });
+      const updated = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd: t + 86_400, cancelAtPeriodEnd: true }), { created: t + 5 });
+      for (const event of newerFirst ? [updated, created] : [created, updated]) {
+        const [done] = await fulfilWith(database, billing, [event]);
+        assert.equal(done!.row.status, 'processed');
+      }
+      const row = await subscriptionRow(subscription.subscriptionId);
+      assert.deepEqual([row.status, row.cancel_at_period_end, row.stripe_state_at?.getTime()], ['active', true, (t + 5) * 1000], `newer first: ${newerFirst}`);
+    }
+  });
+
+  test('two different states of one second are not guessed between: a fetch from Stripe is queued', async () => {
+    const subscription = await givenSubscription();
+    const t = Math.floor(Date.now() / 1000) - 100;
+    const periodEnd = t + 86_400;
+    const a = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: true }), { created: t });
+    const b = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: false }), { created: t });
+    await fulfilWith(database, billing, [a]);
+    await fulfilWith(database, billing, [b]);
+    // The first state stays until the fetch; the job names the subscription.
+    assert.equal((await subscriptionRow(subscription.subscriptionId)).cancel_at_period_end, true);
+    const { rows } = await sql<{ task_identifier: string }>`
+      select task_identifier from graphile_worker.jobs where key = ${`billing_refresh_subscription:${subscription.subscriptionId}`}`.execute(database.db);
+    assert.deepEqual(rows, [{ task_identifier: 'billing_refresh_subscription' }]);
+  });
+});
+
+describe('refunds of a subscription payment', () => {
+  async function paidPeriod() {
+    const subscription = await givenSubscription();
+    const invoiceId = randomStripeId('in');
+    const paymentIntentId = randomStripeId('pi');
+    await fulfilWith(database, billing, [
+      sampleEvent('invoice.paid', invoiceObject(subscription, { id: invoiceId, billingReason: 'subscription_create', status: 'paid' })),
+      sampleEvent('invoice_payment.paid', invoicePaymentObject(invoiceId, paymentIntentId, 1900, 'chf')),
+    ]);
+    return { ...subscription, invoiceId, paymentIntentId };
+  }
+  const refunded = (paymentIntentId: string, amountRefunded: number) =>
+    sampleEvent('charge.refunded', { ...exampleObject('charge'), id: randomStripeId('ch'), amount: 1900, currency: 'chf', payment_intent: paymentIntentId, amount_refunded: amountRefunded, refunded: amountRefunded >= 1900 });
+
+  test("a full refund takes back the period's credits once, however often it is told", async () => {
+    const period = await paidPeriod();
+    for (const event of [refunded(period.paymentIntentId, 1900), refunded(period.paymentIntentId, 1900), refunded(period.paymentIntentId, 900)]) {
+      const [done] = await fulfilWith(database, billing, [event]);
+      assert.equal(done!.row.status, 'processed');
+    }
+    assert.deepEqual(await quotaOf(database, period.accountId), { account_id: period.accountId, granted: 0, used: 0, remaining: 0 });
+    const grant = await database.db.selectFrom('invoice_grants').selectAll().where('invoice_id', '=', period.invoiceId).executeTakeFirstOrThrow();
+    assert.deepEqual([grant.refunded_amount, grant.revocation_target, grant.revoked_credits], [1900, 100, 100]);
+  });
+
+  test("a refund that maps to no grant waits, then ends 'ignored' with the reason", async () => {
+    const event = refunded(randomStripeId('pi'), 1900);
+    const [first] = await fulfilWith(database, billing, [event], { maxAttempts: 2 });
+    assert.equal(first!.row.status, 'processing');
+    const [last] = await fulfilWith(database, billing, [event], { maxAttempts: 2 });
+    assert.equal(last!.row.status, 'ignored');
+    assert.match(last!.row.last_error ?? '', /no granted invoice paid by payment intent/);
+  });
+});

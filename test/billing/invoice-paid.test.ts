@@ -1,0 +1,131 @@
+// Subscription fulfilment through the real service and worker: invoice.paid grants the plan's
+// credits once per invoice, whatever order a period's events arrive in and however often; every
+// other type only links ids or keeps the subscription's state; renewals grant again; invoices
+// that must not grant end 'ignored' with the reason.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { invoiceObject, PERIOD_SECONDS, periodEvents, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
+import { randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
+import { finishedEvent, newAccountId, quotaOf } from '../support/factories.js';
+import { serviceForFile } from '../support/service.js';
+
+const file = serviceForFile();
+
+async function givenSubscription(): Promise<SampleSubscription & { accountId: string }> {
+  const accountId = newAccountId();
+  const reply = await file.service.call('POST', '/api/subscriptions', { body: { plan_id: 'pro_monthly', account_id: accountId } });
+  assert.equal(reply.status, 201);
+  return { subscriptionId: reply.body.subscription_id as string, stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf', accountId };
+}
+
+/** A reproducible shuffle: the same seed, the same order. */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items];
+  let state = seed;
+  const next = () => ((state = (state * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+async function deliverAll(events: readonly SampleEvent[]): Promise<Map<string, string>> {
+  for (const event of events) assert.equal((await file.service.deliver(event)).status, 200, event.type);
+  const statuses = new Map<string, string>();
+  for (const event of events) statuses.set(event.type, (await finishedEvent(file.database, event.id)).status);
+  return statuses;
+}
+
+const subscriptionRow = (subscriptionId: string) =>
+  file.database.db.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
+
+describe('a first period', () => {
+  for (const [name, order] of [
+    ["in Stripe's order", (events: SampleEvent[]) => events],
+    ['in reverse', (events: SampleEvent[]) => [...events].reverse()],
+    ['shuffled (seed 7)', (events: SampleEvent[]) => shuffled(events, 7)],
+    ['shuffled (seed 2026)', (events: SampleEvent[]) => shuffled(events, 2026)],
+  ] as const) {
+    test(`${name}: grants the plan's credits once and leaves the subscription active with its period`, async () => {
+      const subscription = await givenSubscription();
+      const start = Math.floor(Date.now() / 1000) - 60;
+      const events = periodEvents(subscription, { cycle: 1, at: start, periodEnd: start + PERIOD_SECONDS });
+      const statuses = await deliverAll(order(events));
+
+      assert.deepEqual(await quotaOf(file.database, subscription.accountId), { account_id: subscription.accountId, granted: 100, used: 0, remaining: 100 });
+      assert.equal(statuses.get('invoice.paid'), 'processed');
+      for (const type of ['invoice.payment_succeeded', 'charge.succeeded', 'payment_intent.succeeded', 'checkout.session.completed', 'invoice_payment.paid']) {
+        assert.equal(statuses.get(type), 'processed', type);
+      }
+      const row = await subscriptionRow(subscription.subscriptionId);
+      assert.deepEqual(
+        [row.status, row.stripe_subscription_id, row.current_period_end?.getTime(), row.cancel_at_period_end],
+        ['active', subscription.stripeSubscriptionId, (start + PERIOD_SECONDS) * 1000, false],
+      );
+      const grants = await file.database.db.selectFrom('invoice_grants').selectAll().where('subscription_id', '=', subscription.subscriptionId).execute();
+      assert.equal(grants.length, 1);
+      assert.deepEqual([grants[0]!.credits, grants[0]!.amount_paid, grants[0]!.billing_reason], [100, 1900, 'subscription_create']);
+    });
+  }
+});
+
+test('every delivery again, a second Event object for the same invoice, and a renewal: one grant per invoice', async () => {
+  const subscription = await givenSubscription();
+  const start = Math.floor(Date.now() / 1000) - 60;
+  const first = periodEvents(subscription, { cycle: 1, at: start, periodEnd: start + PERIOD_SECONDS });
+  await deliverAll(first);
+  // Stripe retries every one of them.
+  for (const event of first) assert.deepEqual((await file.service.deliver(event)).body, { received: true, duplicate: true });
+  // A second Event object for the paid invoice (Stripe documents that this happens).
+  const paid = first.find((e) => e.type === 'invoice.paid')!;
+  const again = sampleEvent('invoice.paid', paid.data.object, { created: paid.created });
+  await file.service.deliver(again);
+  const twin = await finishedEvent(file.database, again.id);
+  assert.deepEqual([twin.status, twin.duplicate_of], ['duplicate', paid.id]);
+  assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
+
+  // The next period, shuffled: a second grant, for the new invoice.
+  await deliverAll(shuffled(periodEvents(subscription, { cycle: 2, at: start + 30, periodEnd: start + 2 * PERIOD_SECONDS }), 11));
+  assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 200);
+  const row = await subscriptionRow(subscription.subscriptionId);
+  assert.equal(row.current_period_end?.getTime(), (start + 2 * PERIOD_SECONDS) * 1000);
+});
+
+describe('invoices that do not grant', () => {
+  test("a proration, a manual invoice and a zero-amount invoice end 'ignored' with the reason", async () => {
+    const subscription = await givenSubscription();
+    const start = Math.floor(Date.now() / 1000) - 60;
+    await deliverAll(periodEvents(subscription, { cycle: 1, at: start, periodEnd: start + PERIOD_SECONDS }));
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [invoiceObject(subscription, { billingReason: 'subscription_update', status: 'paid', amountPaid: 350 }), /billing_reason subscription_update does not grant/],
+      [invoiceObject(subscription, { billingReason: 'manual', status: 'paid' }), /billing_reason manual does not grant/],
+      [invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'paid', amountPaid: 0 }), /paid nothing: credits come with paid periods/],
+    ];
+    for (const [invoice, reason] of cases) {
+      const event = sampleEvent('invoice.paid', invoice);
+      await file.service.deliver(event);
+      const row = await finishedEvent(file.database, event.id);
+      assert.equal(row.status, 'ignored');
+      assert.match(row.last_error ?? '', reason);
+    }
+    assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
+  });
+
+  test('an invoice in another currency than the plan fails visibly and grants nothing', async () => {
+    const subscription = await givenSubscription();
+    const event = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid', currency: 'eur' }));
+    await file.service.deliver(event);
+    const row = await finishedEvent(file.database, event.id);
+    assert.equal(row.status, 'failed');
+    assert.match(row.last_error ?? '', /currency mismatch/);
+    assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 0);
+  });
+
+  test("an invoice that is not a subscription's is ignored", async () => {
+    const event = sampleEvent('invoice.paid', { ...invoiceObject({ subscriptionId: 'x', stripeSubscriptionId: 'sub_x', amount: 100, currency: 'chf' }, { billingReason: 'manual', status: 'paid' }), parent: null });
+    await file.service.deliver(event);
+    const row = await finishedEvent(file.database, event.id);
+    assert.deepEqual([row.status, row.last_error], ['ignored', `invoice ${(event.data.object as { id: string }).id} is not a subscription invoice`]);
+  });
+});

@@ -1,0 +1,54 @@
+// The tie-break of subscription state through the real worker: two different states stamped with
+// the same second are resolved by fetching the subscription from Stripe (here the offline
+// stand-in), and invoice.payment_failed fetches it too, since the status is changing.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { invoiceObject, subscriptionObject, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
+import { randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
+import { finishedEvent, newAccountId } from '../support/factories.js';
+import { serviceForFile } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
+
+const file = serviceForFile();
+
+async function givenSubscription(): Promise<SampleSubscription> {
+  const reply = await file.service.call('POST', '/api/subscriptions', { body: { plan_id: 'pro_monthly', account_id: newAccountId() } });
+  return { subscriptionId: reply.body.subscription_id as string, stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf' };
+}
+const stateOf = async (subscriptionId: string) => {
+  const row = await file.database.db.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
+  return { status: row.status, cancelAtPeriodEnd: row.cancel_at_period_end };
+};
+
+for (const truthFirst of [false, true]) {
+  test(`two states of the same second (${truthFirst ? 'Stripe\'s arriving first' : 'the stale one first'}): the one Stripe holds now wins`, async () => {
+    const subscription = await givenSubscription();
+    const t = Math.floor(Date.now() / 1000) - 100;
+    const periodEnd = t + 86_400;
+    // Stripe's truth: cancelling at period end. The deliveries carry both states, stamped alike.
+    file.service.stripe.addSubscription(subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: true }));
+    const truth = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: true }), { created: t });
+    const stale = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: false }), { created: t });
+    for (const event of truthFirst ? [truth, stale] : [stale, truth]) {
+      await file.service.deliver(event);
+      assert.equal((await finishedEvent(file.database, event.id)).status, 'processed');
+    }
+    await waitFor('the subscription to be fetched from Stripe', () => Promise.resolve(file.service.stripe.requests.some((r) => r.method === 'GET' && r.path === `/v1/subscriptions/${subscription.stripeSubscriptionId}`)));
+    await waitFor('the fetched state to be applied', async () => (await stateOf(subscription.subscriptionId)).cancelAtPeriodEnd);
+    assert.deepEqual(await stateOf(subscription.subscriptionId), { status: 'active', cancelAtPeriodEnd: true });
+  });
+}
+
+test('invoice.payment_failed fetches the subscription, whose status Stripe is changing', async () => {
+  const subscription = await givenSubscription();
+  const t = Math.floor(Date.now() / 1000) - 100;
+  const active = sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'active', periodEnd: t + 86_400 }), { created: t });
+  await file.service.deliver(active);
+  await finishedEvent(file.database, active.id);
+  file.service.stripe.addSubscription(subscriptionObject(subscription, { status: 'past_due', periodEnd: t + 86_400 }));
+
+  const failed = sampleEvent('invoice.payment_failed', invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'open' }), { created: t + 10 });
+  await file.service.deliver(failed);
+  assert.equal((await finishedEvent(file.database, failed.id)).status, 'processed');
+  await waitFor('the past_due status from Stripe', async () => (await stateOf(subscription.subscriptionId)).status === 'past_due');
+});

@@ -1,0 +1,150 @@
+// The billing API: plans, starting a subscription (our row first, then Checkout in subscription
+// mode with the outbound key `checkout-session:<subscription_id>`), the caller's Idempotency-Key as
+// on POST /api/checkout, reading one, and cancelling at period end through Stripe with
+// `subscription-cancel:<subscription_id>`. The worker role is off: events are fulfilled in the
+// tests that need them.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, test } from 'node:test';
+import { subscriptionObject } from '../../src/modules/billing/sample-events.js';
+import { randomStripeId } from '../../src/stripe/sample-events.js';
+import { newAccountId } from '../support/factories.js';
+import { ADMIN_TOKEN, serviceForFile, type HttpReply } from '../support/service.js';
+
+const file = serviceForFile({ env: { ROLE: 'web' } });
+
+const subscribe = (body: unknown, idempotencyKey?: string): Promise<HttpReply> =>
+  file.service.call('POST', '/api/subscriptions', { body, ...(idempotencyKey !== undefined && { headers: { 'idempotency-key': idempotencyKey } }) });
+const sessionCreatesFor = (subscriptionId: unknown) =>
+  file.service.stripe.requests.filter((r) => r.method === 'POST' && r.path === '/v1/checkout/sessions' && r.params.client_reference_id === subscriptionId);
+
+test('GET /api/plans lists the seeded plan, credits per period', async () => {
+  const reply = await file.service.call('GET', '/api/plans');
+  assert.equal(reply.status, 200);
+  assert.deepEqual(reply.body, [{ id: 'pro_monthly', name: 'Pro: 100 runs a month', amount: 1900, currency: 'chf', interval: 'month', credits: 100 }]);
+});
+
+test('the billing routes need the API token', async () => {
+  for (const [method, path] of [['GET', '/api/plans'], ['POST', '/api/subscriptions'], ['GET', '/api/subscriptions/subscr_x'], ['POST', '/api/subscriptions/subscr_x/cancel']] as const) {
+    for (const token of [null, ADMIN_TOKEN]) assert.equal((await file.service.call(method, path, { token })).status, 401, `${method} ${path}`);
+  }
+});
+
+describe('POST /api/subscriptions', () => {
+  test('stores a pending subscription, then opens Checkout in subscription mode that names it everywhere', async () => {
+    const accountId = newAccountId();
+    const reply = await subscribe({ plan_id: 'pro_monthly', account_id: accountId, email: 'ada@example.test' });
+    assert.equal(reply.status, 201);
+    const subscriptionId = reply.body.subscription_id as string;
+    assert.match(subscriptionId, /^subscr_[0-9a-f]{32}$/);
+    assert.match(reply.body.checkout_session_id as string, /^cs_test_/);
+    assert.match(reply.body.url as string, /^http:\/\/127\.0\.0\.1:\d+\/c\/pay\/cs_test_/);
+
+    const [create, ...more] = sessionCreatesFor(subscriptionId);
+    assert.equal(more.length, 0);
+    assert.equal(create!.idempotencyKey, `checkout-session:${subscriptionId}`);
+    assert.deepEqual(create!.params.line_items, [{ quantity: '1', price_data: { currency: 'chf', unit_amount: '1900', recurring: { interval: 'month' }, product_data: { name: 'Pro: 100 runs a month' } } }]);
+    assert.equal(create!.params.mode, 'subscription');
+    assert.deepEqual(create!.params.metadata, { subscription_id: subscriptionId });
+    assert.deepEqual(create!.params.subscription_data, { metadata: { subscription_id: subscriptionId } });
+    assert.equal(create!.params.customer_email, 'ada@example.test');
+
+    const row = await file.database.db.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
+    assert.deepEqual(
+      [row.status, row.account_id, row.plan_id, row.amount, row.currency, row.credits, row.checkout_session_id],
+      ['pending', accountId, 'pro_monthly', 1900, 'chf', 100, reply.body.checkout_session_id],
+    );
+  });
+
+  test('names what is wrong with the body, and makes nothing', async () => {
+    const accountId = newAccountId();
+    for (const [body, message] of [
+      [{ plan_id: 'gold', account_id: accountId }, /unknown plan_id "gold"; GET \/api\/plans lists them/],
+      [{ plan_id: 'pro_monthly' }, /account_id/],
+      [{ plan_id: 'pro_monthly', account_id: accountId, email: 'not-an-email' }, /email: must be an email address/],
+      [{ plan_id: 'pro_monthly', account_id: accountId, coupon: 'FREE' }, /coupon/],
+    ] as const) {
+      const reply = await subscribe(body);
+      assert.equal(reply.status, 400, JSON.stringify(body));
+      assert.match(reply.body.error as string, message);
+    }
+    assert.deepEqual(await file.database.db.selectFrom('subscriptions').select('subscription_id').where('account_id', '=', accountId).execute(), []);
+  });
+
+  test('an Idempotency-Key replays the first answer with one subscription and one session; another body with it is 422', async () => {
+    const accountId = newAccountId();
+    const key = randomUUID();
+    const body = { plan_id: 'pro_monthly', account_id: accountId };
+    const first = await subscribe(body, key);
+    const again = await subscribe(body, key);
+    assert.equal(first.status, 201);
+    assert.deepEqual(again, first);
+    assert.equal(sessionCreatesFor(first.body.subscription_id).length, 1);
+    assert.equal((await subscribe({ ...body, email: 'other@example.test' }, key)).status, 422);
+    // The same key on the package checkout is another key: scoped by operation.
+    assert.equal((await file.service.call('POST', '/api/checkout', { body: { package_id: 'starter', account_id: accountId }, headers: { 'idempotency-key': key } })).status, 201);
+    assert.equal((await file.database.db.selectFrom('subscriptions').select('subscription_id').where('account_id', '=', accountId).execute()).length, 1);
+  });
+
+  test('a Stripe failure is 502 with the subscription id; the retry with the same key creates one session', async () => {
+    const key = randomUUID();
+    const body = { plan_id: 'pro_monthly', account_id: newAccountId() };
+    file.service.stripe.failNext(2); // the SDK's first try and its one retry (src/stripe/client.ts)
+    const failed = await subscribe(body, key);
+    assert.equal(failed.status, 502);
+    assert.match(failed.body.error as string, /Stripe could not create the checkout session/);
+    const retried = await subscribe(body, key);
+    assert.equal(retried.status, 201);
+    assert.equal(retried.body.subscription_id, failed.body.subscription_id);
+    assert.equal([...file.service.stripe.sessions.values()].filter((s) => s.client_reference_id === failed.body.subscription_id).length, 1);
+  });
+});
+
+describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', () => {
+  async function givenSubscription(): Promise<string> {
+    const reply = await subscribe({ plan_id: 'pro_monthly', account_id: newAccountId() });
+    return reply.body.subscription_id as string;
+  }
+
+  test('a new subscription reads as pending, with no Stripe subscription yet; cancelling it is 409', async () => {
+    const subscriptionId = await givenSubscription();
+    const reply = await file.service.call('GET', `/api/subscriptions/${subscriptionId}`);
+    assert.equal(reply.status, 200);
+    assert.deepEqual(reply.body, {
+      subscription_id: subscriptionId, status: 'pending', plan_id: 'pro_monthly', account_id: reply.body.account_id,
+      stripe_subscription_id: null, current_period_end: null, cancel_at_period_end: false,
+    });
+    const cancel = await file.service.call('POST', `/api/subscriptions/${subscriptionId}/cancel`);
+    assert.equal(cancel.status, 409);
+    assert.match(cancel.body.error as string, /no Stripe subscription yet/);
+  });
+
+  test('unknown ids are 404; malformed ones 400', async () => {
+    assert.equal((await file.service.call('GET', '/api/subscriptions/subscr_unknown')).status, 404);
+    assert.equal((await file.service.call('POST', '/api/subscriptions/subscr_unknown/cancel')).status, 404);
+    assert.equal((await file.service.call('GET', `/api/subscriptions/${encodeURIComponent('a b')}`)).status, 400);
+  });
+
+  test('cancel goes to Stripe with its key, and answers with the state Stripe gave back; repeating it is the same request', async () => {
+    const subscriptionId = await givenSubscription();
+    const stripeSubscriptionId = randomStripeId('sub');
+    const periodEnd = Math.floor(Date.now() / 1000) + 30 * 24 * 3600;
+    file.service.stripe.addSubscription(subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'active', periodEnd }));
+    await file.database.db.updateTable('subscriptions').set({ stripe_subscription_id: stripeSubscriptionId }).where('subscription_id', '=', subscriptionId).execute();
+
+    for (const attempt of [1, 2]) {
+      const reply = await file.service.call('POST', `/api/subscriptions/${subscriptionId}/cancel`);
+      assert.equal(reply.status, 200, `attempt ${attempt}`);
+      assert.deepEqual(
+        [reply.body.status, reply.body.cancel_at_period_end, reply.body.stripe_subscription_id, reply.body.current_period_end],
+        ['active', true, stripeSubscriptionId, new Date(periodEnd * 1000).toISOString()],
+      );
+    }
+    const updates = file.service.stripe.requests.filter((r) => r.method === 'POST' && r.path === `/v1/subscriptions/${stripeSubscriptionId}`);
+    assert.equal(updates.length, 2);
+    for (const update of updates) {
+      assert.equal(update.idempotencyKey, `subscription-cancel:${subscriptionId}`);
+      assert.deepEqual(update.params, { cancel_at_period_end: 'true' });
+    }
+  });
+});
