@@ -115,8 +115,9 @@ async function getJson<T>(base: string, path: string, apiToken: string, howToMak
 }
 
 /**
- * The events of one period, at the plan's price. The Stripe subscription id follows from ours, so
- * every cycle names the same one; a renewal's period follows the one the service holds.
+ * The events of one period, at the plan's price. The Stripe subscription is the one the offline
+ * stand-in made for the checkout (`sub_test_<subscription_id>`, src/dev/offline-stripe/), so every
+ * cycle names the same one; a renewal's period follows the one the service holds.
  */
 async function subscriptionPeriod(base: string, apiToken: string, subscription: SubscriptionView, cycle: number): Promise<SampleEvent[]> {
   const plans = await getJson<Array<{ id: string; amount: number; currency: string }>>(base, '/api/plans', apiToken, 'a migration');
@@ -126,11 +127,14 @@ async function subscriptionPeriod(base: string, apiToken: string, subscription: 
   const held = subscription.current_period_end === null ? undefined : Math.floor(Date.parse(subscription.current_period_end) / 1000);
   const sample = {
     subscriptionId: subscription.subscription_id,
-    stripeSubscriptionId: subscription.stripe_subscription_id ?? `sub_test_${subscription.subscription_id.replace(/^subscr_/, '')}`,
+    stripeSubscriptionId: subscription.stripe_subscription_id ?? `sub_test_${subscription.subscription_id}`,
     amount: plan.amount,
     currency: plan.currency,
   };
-  return periodEvents(sample, { cycle, at: now, periodEnd: (cycle > 1 && held !== undefined ? held : now) + PERIOD_SECONDS });
+  // Events are never from the future: the period's last one is created now. A renewal extends the
+  // period the service holds (or, if it has not fulfilled the previous period yet, counts from now).
+  const periodStart = cycle > 1 && held !== undefined ? held : now + (cycle - 1) * PERIOD_SECONDS;
+  return periodEvents(sample, { cycle, lastAt: now, periodEnd: periodStart + PERIOD_SECONDS });
 }
 
 function shuffle<T>(items: readonly T[]): T[] {

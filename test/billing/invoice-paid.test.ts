@@ -50,7 +50,7 @@ describe('a first period', () => {
     test(`${name}: grants the plan's credits once and leaves the subscription active with its period`, async () => {
       const subscription = await givenSubscription();
       const start = Math.floor(Date.now() / 1000) - 60;
-      const events = periodEvents(subscription, { cycle: 1, at: start, periodEnd: start + PERIOD_SECONDS });
+      const events = periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS });
       const statuses = await deliverAll(order(events));
 
       assert.deepEqual(await quotaOf(file.database, subscription.accountId), { account_id: subscription.accountId, granted: 100, used: 0, remaining: 100 });
@@ -73,7 +73,7 @@ describe('a first period', () => {
 test('every delivery again, a second Event object for the same invoice, and a renewal: one grant per invoice', async () => {
   const subscription = await givenSubscription();
   const start = Math.floor(Date.now() / 1000) - 60;
-  const first = periodEvents(subscription, { cycle: 1, at: start, periodEnd: start + PERIOD_SECONDS });
+  const first = periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS });
   await deliverAll(first);
   // Stripe retries every one of them.
   for (const event of first) assert.deepEqual((await file.service.deliver(event)).body, { received: true, duplicate: true });
@@ -86,7 +86,7 @@ test('every delivery again, a second Event object for the same invoice, and a re
   assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
 
   // The next period, shuffled: a second grant, for the new invoice.
-  await deliverAll(shuffled(periodEvents(subscription, { cycle: 2, at: start + 30, periodEnd: start + 2 * PERIOD_SECONDS }), 11));
+  await deliverAll(shuffled(periodEvents(subscription, { cycle: 2, lastAt: start + 30, periodEnd: start + 2 * PERIOD_SECONDS }), 11));
   assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 200);
   const row = await subscriptionRow(subscription.subscriptionId);
   assert.equal(row.current_period_end?.getTime(), (start + 2 * PERIOD_SECONDS) * 1000);
@@ -96,7 +96,7 @@ describe('invoices that do not grant', () => {
   test("a proration, a manual invoice and a zero-amount invoice end 'ignored' with the reason", async () => {
     const subscription = await givenSubscription();
     const start = Math.floor(Date.now() / 1000) - 60;
-    await deliverAll(periodEvents(subscription, { cycle: 1, at: start, periodEnd: start + PERIOD_SECONDS }));
+    await deliverAll(periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS }));
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       [invoiceObject(subscription, { billingReason: 'subscription_update', status: 'paid', amountPaid: 350 }), /billing_reason subscription_update does not grant/],
       [invoiceObject(subscription, { billingReason: 'manual', status: 'paid' }), /billing_reason manual does not grant/],

@@ -165,4 +165,24 @@ void describe('offline Stripe driven by the real stripe SDK', () => {
     assert.equal(unknown.status, 404);
     assert.equal(((await unknown.json()) as { error: { type: string } }).error.type, 'invalid_request_error');
   });
+
+  void it('a subscription-mode session needs recurring prices and makes its subscription, which can be retrieved and cancelled at period end', async () => {
+    const params = checkoutParams('subscr_1');
+    await assert.rejects(stripe.checkout.sessions.create({ ...params, mode: 'subscription' }), /recurring\] is required in subscription mode/);
+    await assert.rejects(
+      stripe.checkout.sessions.create({ ...params, line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 900, recurring: { interval: 'month' }, product_data: { name: 'Pro' } } }] }),
+      /only allowed in subscription mode/,
+    );
+    await stripe.checkout.sessions.create({
+      ...params,
+      mode: 'subscription',
+      line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 900, recurring: { interval: 'month' }, product_data: { name: 'Pro' } } }],
+      subscription_data: { metadata: { subscription_id: 'subscr_1' } },
+    });
+    const subscription = await stripe.subscriptions.retrieve('sub_test_subscr_1');
+    assert.deepEqual([subscription.status, subscription.cancel_at_period_end, subscription.metadata], ['active', false, { subscription_id: 'subscr_1' }]);
+    const cancelled = await stripe.subscriptions.update('sub_test_subscr_1', { cancel_at_period_end: true }, { idempotencyKey: 'cancel-1' });
+    assert.equal(cancelled.cancel_at_period_end, true);
+    await assert.rejects(stripe.subscriptions.retrieve('sub_unknown'), (error: unknown) => error instanceof Stripe.errors.StripeInvalidRequestError && error.code === 'resource_missing');
+  });
 });

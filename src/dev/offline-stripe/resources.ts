@@ -65,7 +65,27 @@ export class Resources {
       ui_mode: 'hosted', url: `${this.baseUrl()}/c/pay/${id}`,
     };
     this.sessions.set(id, session);
+    if (params.mode === 'subscription') this.subscribe(session, params, created);
     return session;
+  }
+
+  /**
+   * A subscription-mode session also creates its subscription at once, active, as if the customer
+   * had paid right away (there is no customer here to pay). It is named after the session's
+   * client_reference_id, `sub_test_<client_reference_id>`, so that `npm run send-event --
+   * --subscription` names the subscription this stand-in holds, and cancelling it works offline.
+   */
+  private subscribe(session: Params, params: Params, created: number): void {
+    const reference = typeof params.client_reference_id === 'string' ? params.client_reference_id : randomId(24);
+    const id = `sub_test_${reference}`;
+    const data = isRecord(params.subscription_data) ? params.subscription_data : {};
+    const periodEnd = created + 30 * 24 * 60 * 60;
+    this.subscriptions.set(id, {
+      id, object: 'subscription', created, currency: session.currency, customer: null, livemode: false,
+      status: 'active', cancel_at_period_end: false, cancel_at: null, canceled_at: null, ended_at: null,
+      metadata: isRecord(data.metadata) ? data.metadata : {},
+      items: { object: 'list', data: [{ object: 'subscription_item', current_period_start: created, current_period_end: periodEnd }] },
+    });
   }
 
   // The stand-in does not know PaymentIntents, so it needs the amount the service always sends.

@@ -91,10 +91,10 @@ export function invoicePaymentObject(invoiceId: string, paymentIntentId: string,
 /**
  * Every event of one period of the subscription, in Stripe's order: the first (cycle 1) starts
  * with the subscription's creation and the completed checkout; each later cycle is a renewal.
- * The first event is `created` at `at` (seconds), each next one a second later; the period ends at `periodEnd`.
+ * Each is `created` a second after the one before, the last at `lastAt` (seconds); the period ends at `periodEnd`.
  */
-export function periodEvents(subscription: SampleSubscription, period: { cycle: number; at: number; periodEnd: number }): SampleEvent[] {
-  const { cycle, at, periodEnd } = period;
+export function periodEvents(subscription: SampleSubscription, period: { cycle: number; lastAt: number; periodEnd: number }): SampleEvent[] {
+  const { cycle, lastAt, periodEnd } = period;
   const invoiceId = randomStripeId('in');
   const paymentIntentId = randomStripeId('pi');
   const reason = cycle === 1 ? 'subscription_create' : 'subscription_cycle';
@@ -116,7 +116,7 @@ export function periodEvents(subscription: SampleSubscription, period: { cycle: 
     ['invoice.payment_succeeded', paidInvoice],
     ['customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd })],
   ];
-  return objects.map(([type, object], i) => sampleEvent(type, object, { created: at + i }));
+  return objects.map(([type, object], i) => sampleEvent(type, object, { created: lastAt - (objects.length - 1 - i) }));
 }
 
 /** The completed Checkout Session that started the subscription. */
