@@ -160,6 +160,28 @@ async function takeLease<S extends KeySubject>(db: Kysely<Database>, key: string
   return IN_FLIGHT;
 }
 
+/**
+ * A POST that creates something (an order, a subscription) and then calls Stripe for it. With the
+ * caller's Idempotency-Key, through runIdempotent: the thing is created once, in the key's
+ * transaction, and every retry completes that one. Without a key, created and completed once.
+ */
+export async function createThenCall<S extends KeySubject>(
+  db: Kysely<Database>,
+  key: string | undefined,
+  request: Pick<IdempotentRequest<S>, 'operation' | 'request' | 'leaseMs'> & {
+    /** Creates the subject in `db` (the key's transaction, when there is a key), or refuses with an answer. */
+    create: (db: Kysely<Database>) => Promise<{ subject: S } | HttpResult>;
+    /** Calls Stripe for the subject, outside any transaction. */
+    complete: (subject: S) => Promise<HttpResult>;
+  },
+): Promise<HttpResult> {
+  if (key === undefined) {
+    const created = await request.create(db);
+    return 'status' in created ? created : request.complete(created.subject);
+  }
+  return runIdempotent(db, { ...request, key, register: request.create, execute: request.complete });
+}
+
 /** Sends a result, with Retry-After when it has one. */
 export function sendResult(res: Response, result: HttpResult): void {
   if (result.retryAfterSeconds !== undefined) res.set('Retry-After', String(result.retryAfterSeconds));

@@ -1,9 +1,11 @@
 // What the API and admin routes share to check input at the edge: errors name the field and
 // what is expected.
-import type { RequestParamHandler, Response } from 'express';
+import type { Request, RequestParamHandler, Response } from 'express';
 import { z } from 'zod';
 
 export const idempotencyKeyHeader = z.string().regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1-255 printable ASCII characters');
+/** The Idempotency-Key header where it is optional: undefined when absent. */
+export const optionalIdempotencyKey = (req: Request) => idempotencyKeyHeader.optional().safeParse(req.headers['idempotency-key']);
 
 // Every id we look up (event, order, object, account) is printable ASCII without spaces, as
 // parseWebhook stores them; anything else cannot match, and a NUL byte would reach Postgres, whose

@@ -11,7 +11,8 @@
 import type { Transaction } from 'kysely';
 import { PermanentError, RetryLaterError, type EventHandler } from '../../fulfilment/handler.js';
 import { addGrants } from '../credits/index.js';
-import { objectOf, stripeInvoice, stripeInvoicePayment, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+import { objectOf } from '../../stripe/stripe-objects.js';
+import { stripeInvoice, stripeInvoicePayment, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { linkSubscription, lockSubscription } from './subscriptions.js';
 import { withBillingTables, type BillingDatabase } from './tables.js';
 

@@ -2,19 +2,11 @@
 // invoice_payment.paid) keeps the largest amount Stripe has reported refunded, and the credits of
 // that period are taken back under the same REFUND_POLICY as packages, converging on one target
 // per invoice, so a repeated or reordered refund event never takes back twice.
-import { z } from 'zod';
 import type { RefundPolicy } from '../../config.js';
 import { RetryLaterError, type EventHandler } from '../../fulfilment/handler.js';
 import { revocationTarget, takeBackCredits } from '../credits/index.js';
-import { objectOf } from './stripe-objects.js';
+import { objectOf, refundedCharge } from '../../stripe/stripe-objects.js';
 import { withBillingTables } from './tables.js';
-
-const refundedCharge = z.object({
-  id: z.string(),
-  object: z.literal('charge'),
-  amount_refunded: z.number().int().nonnegative(),
-  payment_intent: z.string().nullable(),
-});
 
 export function invoiceChargeRefunded(policy: RefundPolicy): EventHandler {
   return async (transaction, event) => {

@@ -5,8 +5,8 @@
 import { Router, type Response } from 'express';
 import { z } from 'zod';
 import type { RouteContext } from '../../business-module.js';
-import { runIdempotent, sendResult, stripeCallFailed, type HttpResult } from '../../http/idempotent-request.js';
-import { badRequest, checkIdParam, idempotencyKeyHeader } from '../../http/validation.js';
+import { createThenCall, sendResult, stripeCallFailed, type HttpResult } from '../../http/idempotent-request.js';
+import { badRequest, checkIdParam, optionalIdempotencyKey } from '../../http/validation.js';
 import { accountId } from '../credits/index.js';
 import { cancelAtPeriodEnd, openSubscriptionCheckout, type BillingCallDeps, type SubscriptionCheckoutOutcome } from './stripe-calls.js';
 import { createSubscription, findSubscription, listPlans } from './subscriptions.js';
@@ -32,25 +32,19 @@ export function billingApiRoutes(context: RouteContext): Router {
   router.post('/subscriptions', async (req, res) => {
     const body = subscriptionBody.safeParse(req.body ?? {});
     if (!body.success) return badRequest(res, body.error);
-    const rawKey = req.headers['idempotency-key'];
-    const key = rawKey === undefined ? undefined : idempotencyKeyHeader.safeParse(rawKey);
-    if (key && !key.success) return badRequest(res, key.error);
+    const key = optionalIdempotencyKey(req);
+    if (!key.success) return badRequest(res, key.error);
     const input = { planId: body.data.plan_id, accountId: body.data.account_id, email: body.data.email ?? null };
-    const unknownPlan: HttpResult = { status: 400, body: { error: `unknown plan_id "${input.planId}"; GET /api/plans lists them` } };
-    if (!key) {
-      const subscription = await createSubscription(db, input);
-      return sendResult(res, subscription ? checkoutAnswer(subscription.subscription_id, await openSubscriptionCheckout(calls, subscription)) : unknownPlan);
-    }
-    sendResult(res, await runIdempotent(context.db, {
-      key: key.data,
+    sendResult(res, await createThenCall(context.db, key.data, {
       operation: 'subscription',
       request: [input.planId, input.accountId, input.email],
       leaseMs: context.idempotencyLeaseMs,
-      async register(tx) {
+      async create(tx) {
         const subscription = await createSubscription(withBillingTables(tx), input);
-        return subscription ? { subject: { subscriptionId: subscription.subscription_id } } : unknownPlan;
+        if (!subscription) return { status: 400, body: { error: `unknown plan_id "${input.planId}"; GET /api/plans lists them` } };
+        return { subject: { subscriptionId: subscription.subscription_id } };
       },
-      async execute({ subscriptionId }: { subscriptionId: string }) {
+      async complete({ subscriptionId }: { subscriptionId: string }) {
         const subscription = await findSubscription(db, subscriptionId);
         if (!subscription) throw new Error(`subscription ${subscriptionId} of an idempotency key vanished`);
         return checkoutAnswer(subscriptionId, await openSubscriptionCheckout(calls, subscription));

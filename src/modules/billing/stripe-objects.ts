@@ -1,10 +1,8 @@
-// The fields of Stripe's objects that billing depends on, checked with zod; the rest of each
-// object stays in the stored payload. Shapes follow the API version of Stripe's current objects
+// The fields of Stripe's objects that billing depends on, read with objectOf
+// (src/stripe/stripe-objects.ts); the rest of each object stays in the stored payload. Shapes follow the API version of Stripe's current objects
 // (2025-03-31 onwards): an invoice names its subscription under parent.subscription_details, and a
 // subscription's period is on its items.
 import { z } from 'zod';
-import type { StripeEventRow } from '../../db/schema.js';
-import { PermanentError } from '../../fulfilment/handler.js';
 
 const metadata = z.record(z.string(), z.string()).nullable().optional();
 
@@ -48,16 +46,6 @@ export const subscriptionCheckoutSession = z.object({
   subscription: z.string().nullable(),
   metadata,
 });
-
-/** data.object of a stored event, checked against `schema`: a payload that never parses is a PermanentError. */
-export function objectOf<T extends z.ZodType>(schema: T, event: StripeEventRow): z.infer<T> {
-  const parsed = z.object({ data: z.object({ object: schema }) }).safeParse(event.payload);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new PermanentError(`not the ${event.type} object billing expects: ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`);
-  }
-  return (parsed.data as { data: { object: z.infer<T> } }).data.object;
-}
 
 /** Our id, which POST /api/subscriptions puts in the metadata of every Stripe object it starts. */
 export const SUBSCRIPTION_ID_KEY = 'subscription_id';

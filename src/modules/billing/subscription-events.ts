@@ -3,7 +3,8 @@
 // checkout.session.completed links our row to Stripe's subscription; invoice.payment_failed means
 // the status is changing, so the subscription is fetched from Stripe.
 import { PermanentError, type EventHandler } from '../../fulfilment/handler.js';
-import { objectOf, stripeInvoice, stripeSubscription, subscriptionCheckoutSession, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+import { objectOf } from '../../stripe/stripe-objects.js';
+import { stripeInvoice, stripeSubscription, subscriptionCheckoutSession, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { applyState, requestRefresh, stateOf } from './subscription-state.js';
 import { linkSubscription, lockSubscription } from './subscriptions.js';
 import { withBillingTables, type SubscriptionRow } from './tables.js';

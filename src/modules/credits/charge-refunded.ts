@@ -3,29 +3,16 @@
 // largest amount Stripe has reported: repeated, reordered or stale events (a retry carrying an
 // old charge) can only confirm it, never lower it. Credits are taken back per REFUND_POLICY,
 // converging on one target per order, so a refund never revokes twice.
-import { z } from 'zod';
 import type { RefundPolicy } from '../../config.js';
 import { PermanentError, RetryLaterError, type EventHandler } from '../../fulfilment/handler.js';
+import { objectOf, refundedCharge } from '../../stripe/stripe-objects.js';
 import { revocationTarget, revokeCredits } from './credit-revocations.js';
 import { withCreditTables } from './tables.js';
-
-const chargeEvent = z.object({
-  data: z.object({
-    object: z.object({
-      id: z.string(),
-      object: z.literal('charge'),
-      amount_refunded: z.number().int().nonnegative(),
-      payment_intent: z.string().nullable(),
-    }),
-  }),
-});
 
 export function chargeRefunded(policy: RefundPolicy): EventHandler {
   return async (transaction, event) => {
     const tx = withCreditTables(transaction);
-    const parsed = chargeEvent.safeParse(event.payload);
-    if (!parsed.success) throw new PermanentError(`not a charge event: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-    const charge = parsed.data.data.object;
+    const charge = objectOf(refundedCharge, event);
     if (!charge.payment_intent) return { status: 'ignored', reason: `charge ${charge.id} has no PaymentIntent: not a payment of ours` };
 
     const orders = await tx.selectFrom('orders').selectAll().where('payment_intent_id', '=', charge.payment_intent).forUpdate().execute();

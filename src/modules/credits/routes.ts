@@ -5,8 +5,8 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import type { RouteContext } from '../../business-module.js';
-import { countKeys, runIdempotent, sendResult, stripeCallFailed, type HttpResult } from '../../http/idempotent-request.js';
-import { badRequest, checkIdParam, idempotencyKeyHeader } from '../../http/validation.js';
+import { countKeys, createThenCall, runIdempotent, sendResult, stripeCallFailed, type HttpResult } from '../../http/idempotent-request.js';
+import { badRequest, checkIdParam, idempotencyKeyHeader, optionalIdempotencyKey } from '../../http/validation.js';
 import { consumeCredit, getQuota } from './account-quota.js';
 import { openCheckoutSession, type CheckoutDeps, type CheckoutOutcome } from './checkout.js';
 import { createOrder, findOrder, listPackages } from './orders.js';
@@ -39,25 +39,19 @@ export function creditsApiRoutes(context: RouteContext): Router {
   router.post('/checkout', async (req, res) => {
     const body = checkoutBody.safeParse(req.body ?? {});
     if (!body.success) return badRequest(res, body.error);
-    const rawKey = req.headers['idempotency-key'];
-    const key = rawKey === undefined ? undefined : idempotencyKeyHeader.safeParse(rawKey);
-    if (key && !key.success) return badRequest(res, key.error);
+    const key = optionalIdempotencyKey(req);
+    if (!key.success) return badRequest(res, key.error);
     const input = { packageId: body.data.package_id, accountId: body.data.account_id, email: body.data.email ?? null };
-    const unknownPackage: HttpResult = { status: 400, body: { error: `unknown package_id "${input.packageId}"; GET /api/packages lists them` } };
-    if (!key) {
-      const order = await createOrder(db, input);
-      return sendResult(res, order ? checkoutAnswer(order.order_id, await openCheckoutSession(checkout, order)) : unknownPackage);
-    }
-    sendResult(res, await runIdempotent(context.db, {
-      key: key.data,
+    sendResult(res, await createThenCall(context.db, key.data, {
       operation: 'checkout',
       request: [input.packageId, input.accountId, input.email],
       leaseMs: context.idempotencyLeaseMs,
-      async register(tx) {
+      async create(tx) {
         const order = await createOrder(withCreditTables(tx), input);
-        return order ? { subject: { orderId: order.order_id } } : unknownPackage;
+        if (!order) return { status: 400, body: { error: `unknown package_id "${input.packageId}"; GET /api/packages lists them` } };
+        return { subject: { orderId: order.order_id } };
       },
-      async execute({ orderId }: { orderId: string }) {
+      async complete({ orderId }: { orderId: string }) {
         const order = await findOrder(db, orderId);
         if (!order) throw new Error(`order ${orderId} of an idempotency key vanished`);
         return checkoutAnswer(orderId, await openCheckoutSession(checkout, order));

@@ -1,0 +1,27 @@
+// Reading Stripe's objects out of stored events: the fields a handler depends on, checked with
+// zod; the rest stays in the payload. Shapes every business shares live here (a refunded charge);
+// a module keeps its own next to its handlers.
+import { z } from 'zod';
+import type { StripeEventRow } from '../db/schema.js';
+import { PermanentError } from '../fulfilment/handler.js';
+
+/** data.object of a stored event, checked against `schema`: a payload that never parses is a PermanentError. */
+export function objectOf<T extends z.ZodType>(schema: T, event: Pick<StripeEventRow, 'type' | 'payload'>): z.infer<T> {
+  const parsed = z.object({ data: z.object({ object: schema }) }).safeParse(event.payload);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new PermanentError(`not the ${event.type} object expected: ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`);
+  }
+  return (parsed.data as { data: { object: z.infer<T> } }).data.object;
+}
+
+/**
+ * charge.refunded's charge. Stripe sends it once per refund with the cumulative amount_refunded,
+ * and names the payment by its PaymentIntent.
+ */
+export const refundedCharge = z.object({
+  id: z.string(),
+  object: z.literal('charge'),
+  amount_refunded: z.number().int().nonnegative(),
+  payment_intent: z.string().nullable(),
+});
