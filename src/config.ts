@@ -105,6 +105,10 @@ const settings = {
   workerConcurrency: { env: 'WORKER_CONCURRENCY', schema: int(1, 100), example: '5', default: '5' },
   staleAfterMs: { env: 'STALE_AFTER_SECONDS', schema: int(1, 86_400).transform(toMs), example: '300', default: '300' },
   sweepCron: { env: 'SWEEP_CRON', schema: z.string().regex(/^(\S+\s+){4}\S+$/, 'must have five crontab fields'), example: '* * * * *', default: '* * * * *' },
+  /**
+   * An event's attempts, handler failures and reclaims together, counted on its row; the row
+   * decides when it is a dead letter. Its fulfilment job is given the same limit.
+   */
   maxAttempts: { env: 'MAX_ATTEMPTS', schema: int(1, 100), example: '10', default: '10' },
   /**
    * At least 31: Stripe resends events for up to 30 days, and pruning sooner would let a late

@@ -9,7 +9,9 @@
 // `select count(*) from graphile_worker.jobs where key like 'stripe_event:%'` is 0 everywhere.
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
-import type { FulfilResult } from '../src/fulfilment/fulfil-event.js';
+import type { Kysely } from 'kysely';
+import type { Database } from '../src/db/schema.js';
+import { fulfilEvents, type FulfilOptions, type FulfilResult } from '../src/fulfilment/fulfil-event.js';
 import type { Logger } from '../src/logger.js';
 import type { Metrics } from '../src/metrics/metrics.js';
 
@@ -17,14 +19,14 @@ const eventRef = z.object({ eventId: z.string().min(1) });
 // The job's payload: which events to fulfil (the events' own payloads are in their rows).
 const eventRefs = z.union([z.array(eventRef).min(1), eventRef]);
 
-export interface ProcessStripeEventDeps {
-  /** fulfilEvents, bound to the database and the handlers (src/worker/run-worker.ts). */
-  fulfil: (eventIds: readonly string[]) => Promise<FulfilResult[]>;
+export interface ProcessStripeEventDeps extends FulfilOptions {
+  /** The worker pool. */
+  db: Kysely<Database>;
   logger: Logger;
   metrics: Metrics;
 }
 
-export function processStripeEventsTask({ fulfil, logger, metrics }: ProcessStripeEventDeps): Task {
+export function processStripeEventsTask({ db, logger, metrics, ...fulfilOptions }: ProcessStripeEventDeps): Task {
   /** Logs and counts one event's result; returns the error that should make it retry. */
   const report = (eventId: string, jobId: string, result: FulfilResult): Error | undefined => {
     const fields = { eventId, jobId, ...('type' in result ? { type: result.type, attempt: result.attempt } : {}), status: result.status };
@@ -57,7 +59,7 @@ export function processStripeEventsTask({ fulfil, logger, metrics }: ProcessStri
       return;
     }
     const refs = Array.isArray(parsed.data) ? parsed.data : [parsed.data];
-    const results = await fulfil(refs.map((ref) => ref.eventId));
+    const results = await fulfilEvents(db, refs.map((ref) => ref.eventId), fulfilOptions);
     const retries = refs.map((ref, i) => report(ref.eventId, helpers.job.id, results[i]!));
     if (!Array.isArray(parsed.data)) {
       // Rethrown so graphile-worker schedules the retry with its exponential backoff.

@@ -11,7 +11,6 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/schema.js';
 import { PROCESS_EVENT_TASK } from '../events/enqueue.js';
 import { createDispatch } from '../fulfilment/dispatch.js';
-import { fulfilEvents } from '../fulfilment/fulfil-event.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { StripeCalls } from '../stripe/outbound.js';
@@ -36,7 +35,6 @@ export async function startWorker({ config, stripeCalls, pool, db, modules, logg
   // A job carries the events claimed together (src/events/enqueue.ts); they are fulfilled in one
   // transaction, so a backlog costs one job fetch, one completion and one commit per batch.
   const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config)) });
-  const options = { maxAttempts, dispatch };
   return run({
     pgPool: pool,
     concurrency,
@@ -58,7 +56,7 @@ export async function startWorker({ config, stripeCalls, pool, db, modules, logg
     crontab: `${sweepSchedule(config.sweepCron)}\n${pruneSchedule()}\n`,
     taskList: {
       ...moduleTasks(modules, { config, db, stripeCalls, logger }),
-      [PROCESS_EVENT_TASK]: processStripeEventsTask({ fulfil: (eventIds) => fulfilEvents(db, eventIds, options), logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
+      [PROCESS_EVENT_TASK]: processStripeEventsTask({ db, maxAttempts, dispatch, logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
       [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts, metrics }),
       [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: config.eventRetentionDays }),
     },

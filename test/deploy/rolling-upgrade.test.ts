@@ -10,7 +10,6 @@ import { run as runPreviousWorker, type Runner as PreviousRunner } from 'graphil
 import { sql } from 'kysely';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { migrate } from '../../src/db/migrate.js';
-import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
 import { serviceDispatch } from '../support/handlers.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
@@ -29,7 +28,7 @@ const logger = createLogger('silent');
 /** A graphile-worker 0.17 process running the fulfilment task; `hold` makes it a worker that took its jobs and died. */
 async function previousWorker(database: TestDatabase, { concurrency, hold = false }: { concurrency: number; hold?: boolean }) {
   const options = { maxAttempts: MAX_ATTEMPTS, dispatch: serviceDispatch() };
-  const fulfil = processStripeEventsTask({ fulfil: (ids) => fulfilEvents(database.db, ids, options), logger, metrics: new Metrics(database.db) });
+  const fulfil = processStripeEventsTask({ db: database.db, ...options, logger, metrics: new Metrics(database.db) });
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let taken = 0;

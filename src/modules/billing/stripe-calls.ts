@@ -5,6 +5,7 @@ import type Stripe from 'stripe';
 import type { StripeCallFailure, StripeCalls } from '../../stripe/outbound.js';
 import { stripeSubscription, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { applyState, stateOf } from './subscription-state.js';
+import { linkSubscription } from './subscriptions.js';
 import type { BillingDatabase, SubscriptionRow } from './tables.js';
 
 export const subscriptionCheckoutKey = (subscriptionId: string) => `checkout-session:${subscriptionId}`;
@@ -46,12 +47,7 @@ export async function openSubscriptionCheckout(deps: BillingCallDeps, subscripti
     ),
   );
   if (call.outcome !== 'done') return call;
-  await deps.db
-    .updateTable('subscriptions')
-    .set({ checkout_session_id: call.value.id })
-    .where('subscription_id', '=', subscription.subscription_id)
-    .where('checkout_session_id', 'is', null)
-    .execute();
+  await linkSubscription(deps.db, subscription, { checkoutSessionId: call.value.id });
   return { outcome: 'created', checkoutSessionId: call.value.id, url: call.value.url };
 }
 

@@ -2,7 +2,7 @@
 // Checkout Session or Stripe subscription of ours always names a row we know; Stripe's own state
 // (status, period, cancellation) is kept by subscription-state.ts.
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { BillingDatabase, PlanRow, SubscriptionRow } from './tables.js';
 
 export async function listPlans(db: Kysely<BillingDatabase>): Promise<PlanRow[]> {
@@ -52,14 +52,25 @@ export async function lockSubscription(
   return tx.selectFrom('subscriptions').selectAll().where('stripe_subscription_id', '=', names.stripeSubscriptionId).forUpdate().executeTakeFirst();
 }
 
-/** Records the Checkout Session and the Stripe subscription of ours they name, the first time each is learnt. */
+/**
+ * Records the Checkout Session and the Stripe subscription of ours they name, the first time each
+ * is learnt: an id once set is kept (coalesce), so a concurrent link (the API's answer and the
+ * checkout event) cannot replace it.
+ */
 export async function linkSubscription(
-  tx: Kysely<BillingDatabase>,
+  db: Kysely<BillingDatabase>,
   subscription: SubscriptionRow,
   ids: { checkoutSessionId?: string | null; stripeSubscriptionId?: string | null },
 ): Promise<void> {
-  const checkout = subscription.checkout_session_id === null && ids.checkoutSessionId ? { checkout_session_id: ids.checkoutSessionId } : {};
-  const stripe = subscription.stripe_subscription_id === null && ids.stripeSubscriptionId ? { stripe_subscription_id: ids.stripeSubscriptionId } : {};
-  if (Object.keys(checkout).length + Object.keys(stripe).length === 0) return;
-  await tx.updateTable('subscriptions').set({ ...checkout, ...stripe }).where('subscription_id', '=', subscription.subscription_id).execute();
+  const checkout = subscription.checkout_session_id === null ? (ids.checkoutSessionId ?? null) : null;
+  const stripe = subscription.stripe_subscription_id === null ? (ids.stripeSubscriptionId ?? null) : null;
+  if (checkout === null && stripe === null) return;
+  await db
+    .updateTable('subscriptions')
+    .set({
+      checkout_session_id: sql`coalesce(checkout_session_id, ${checkout})`,
+      stripe_subscription_id: sql`coalesce(stripe_subscription_id, ${stripe})`,
+    })
+    .where('subscription_id', '=', subscription.subscription_id)
+    .execute();
 }
