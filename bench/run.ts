@@ -1,6 +1,6 @@
 // `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]…`
-// Runs the parts of issue 4's benchmarks, each on its own throwaway database, baselines and the
-// service in the same run, and prints figures, ratios and the issue's targets beside them.
+// Runs the benchmark parts, each on its own throwaway database, baselines and the service in the
+// same run, and prints figures, ratios to the baselines and the targets beside them.
 // Method and the figures measured so far: docs/benchmarks.md.
 import { parseArgs } from 'node:util';
 import { benchAbuse } from './parts/abuse.js';
@@ -20,8 +20,9 @@ type PartName = keyof typeof PARTS;
 
 const USAGE = `usage: npm run bench -- [ingest|drain|latency|sweep|abuse|all] [options]
 
-  ingest    webhook POSTs/s at 50 connections: Express ceiling, naive INSERT, bare group-commit INSERT,
-            the service (ROLE=web)
+  ingest    webhook POSTs at 50 connections: Express ceiling, naive INSERT, bare group-commit INSERT,
+            the service with ROLE=web and with the defaults (ROLE=all, fulfilling all it accepts);
+            req/s, p99 and CPU per event (the process and its Postgres backends) against naive
   drain     20k checkout.session.completed events fulfilled by ROLE=worker vs bare graphile-worker
   latency   webhook 2xx → order paid at 50 events/s (ROLE=all)
   sweep     sweep with nothing to do, and 10k stale rows reclaimed, at 100k and 1M finished events
