@@ -5,9 +5,19 @@ import { z } from 'zod';
 import type { StripeEventRow } from '../db/schema.js';
 import { PermanentError } from '../fulfilment/handler.js';
 
+// The envelope around each object schema, built once per schema: building a zod schema costs far
+// more than parsing with it, and handlers read an object per event (a CPU profile of the default
+// container put 8 % of its time in building these).
+const envelopes = new WeakMap<z.ZodType, z.ZodType>();
+const envelopeOf = (schema: z.ZodType): z.ZodType => {
+  let envelope = envelopes.get(schema);
+  if (!envelope) envelopes.set(schema, (envelope = z.object({ data: z.object({ object: schema }) })));
+  return envelope;
+};
+
 /** data.object of a stored event, checked against `schema`: a payload that never parses is a PermanentError. */
 export function objectOf<T extends z.ZodType>(schema: T, event: Pick<StripeEventRow, 'type' | 'payload'>): z.infer<T> {
-  const parsed = z.object({ data: z.object({ object: schema }) }).safeParse(event.payload);
+  const parsed = envelopeOf(schema).safeParse(event.payload);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new PermanentError(`not the ${event.type} object expected: ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`);
