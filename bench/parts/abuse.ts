@@ -1,4 +1,4 @@
-// Part 5, abuse (issue 14): the service as an unlucky operator and an attacker meet it, with its
+// Part 5, abuse: the service as an unlucky operator and an attacker meet it, with its
 // default limits. Three scenarios against the compiled service, one after another:
 // - slow Stripe: Stripe's API accepts connections and never answers; CHECKOUTS checkouts with
 //   different Idempotency-Keys hang or are refused while signed webhooks arrive at WEBHOOK_RATE.
