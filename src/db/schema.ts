@@ -36,8 +36,8 @@ export interface ApiIdempotencyKeysTable {
   request_hash: string;
   /**
    * What the key names, created once when it was registered (a new order, the next refund of an
-   * order): the module's JSON. Null only on rows a release before sql/0010 wrote, whose subject
-   * is in the columns that release used (order_id, refund_seq, refund_amount; not listed here).
+   * order): the module's JSON. (The columns the release before sql/0010 used, order_id,
+   * refund_seq and refund_amount, are kept in step with it by a trigger and not listed here.)
    */
   subject: ColumnType<unknown, string, never>;
   response_status: number | null;

@@ -88,17 +88,11 @@ export async function runIdempotent<S extends KeySubject>(db: Kysely<Database>, 
 
 class KeyTakenError extends Error {}
 
-// A row written by a release before sql/0010 during a rolling deploy has its subject in the
-// columns that release used (sql/0010 converted the rows before it). Once no such release runs, a
-// migration can convert those rows too and `subject` alone will do.
-const subjectOf = sql<unknown>`coalesce(subject, jsonb_strip_nulls(jsonb_build_object(
-  'orderId', order_id, 'seq', refund_seq, 'amount', refund_amount)))`;
-
 /** How many keys of `operation` name a subject containing `match` (e.g. the refunds of one order). */
 export async function countKeys(tx: Transaction<Database>, operation: string, match: KeySubject): Promise<number> {
   const { rows } = await sql<{ n: number }>`
     select count(*)::int as n from api_idempotency_keys
-    where operation = ${operation} and ${subjectOf} @> ${JSON.stringify(match)}::jsonb`.execute(tx);
+    where operation = ${operation} and subject @> ${JSON.stringify(match)}::jsonb`.execute(tx);
   return rows[0]!.n;
 }
 
@@ -114,7 +108,7 @@ async function takeLease<S extends KeySubject>(db: Kysely<Database>, key: string
         // A short wait at most: other requests hold this lock only for their own short transaction.
         const row = await tx
           .selectFrom('api_idempotency_keys')
-          .select(['operation', 'request_hash', 'response_status', 'response_body', subjectOf.as('subject')])
+          .select(['operation', 'request_hash', 'response_status', 'response_body', 'subject'])
           .where('idempotency_key', '=', key)
           .forUpdate()
           .executeTakeFirst();
