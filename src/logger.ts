@@ -10,7 +10,7 @@ export interface LogDestination {
   /**
    * false for the service: a line is handed to a write already in flight instead of costing its
    * own blocking write, so under load many lines share one write (one log line per request or
-   * event was about 5 % of the service's CPU). pino writes what is buffered when the process
+   * event is a measurable share of the service's CPU: docs/benchmarks.md). pino writes what is buffered when the process
    * exits, also on process.exit(); only a SIGKILL or a power cut can lose the last lines.
    */
   sync?: boolean;

@@ -6,8 +6,8 @@ import type { StripeEventRow } from '../db/schema.js';
 import { PermanentError } from '../fulfilment/handler.js';
 
 // The envelope around each object schema, built once per schema: building a zod schema costs far
-// more than parsing with it, and handlers read an object per event (a CPU profile of the default
-// container put 8 % of its time in building these).
+// more than parsing with it, and handlers read an object per event, several modules the same one
+// (docs/benchmarks.md, run 9).
 const envelopes = new WeakMap<z.ZodType, z.ZodType>();
 const envelopeOf = (schema: z.ZodType): z.ZodType => {
   let envelope = envelopes.get(schema);
