@@ -13,7 +13,7 @@ export type StripeOperation = string;
 export type StripeCallFailure = { outcome: 'stripe_busy' } | { outcome: 'stripe_failed'; reason: string };
 
 /** Too many Stripe calls in flight in this process. */
-export class StripeBusyError extends Error {
+class StripeBusyError extends Error {
   constructor(readonly maxConcurrent: number) {
     super(`${maxConcurrent} Stripe calls are already in flight`);
   }
@@ -93,7 +93,7 @@ function isStripeTimeout(error: unknown): boolean {
 }
 
 /** A short, safe reason for a failed Stripe call: its error type, never its raw message. */
-export function describeStripeFailure(error: unknown): string {
+function describeStripeFailure(error: unknown): string {
   if (error instanceof StripeTimeoutError || isStripeTimeout(error)) return 'timeout';
   return error instanceof Stripe.errors.StripeError ? error.type : 'network error';
 }

@@ -16,7 +16,7 @@ import { stripeInvoice, stripeInvoicePayment, SUBSCRIPTION_ID_KEY } from './stri
 import { linkSubscription, lockSubscription } from './subscriptions.js';
 import { withBillingTables, type BillingDatabase } from './tables.js';
 
-export const GRANTING_BILLING_REASONS: ReadonlySet<string> = new Set(['subscription_create', 'subscription_cycle']);
+const GRANTING_BILLING_REASONS: ReadonlySet<string> = new Set(['subscription_create', 'subscription_cycle']);
 
 export const invoicePaid: EventHandler = async (transaction, event) => {
   const invoice = objectOf(stripeInvoice, event);

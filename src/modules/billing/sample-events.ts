@@ -120,7 +120,7 @@ export function periodEvents(subscription: SampleSubscription, period: { cycle: 
 }
 
 /** The completed Checkout Session that started the subscription. */
-export function checkoutSessionObject(subscription: SampleSubscription): Record<string, unknown> {
+function checkoutSessionObject(subscription: SampleSubscription): Record<string, unknown> {
   return {
     ...exampleObject('checkout.session'),
     id: randomStripeId('cs'),

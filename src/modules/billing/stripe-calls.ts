@@ -8,8 +8,8 @@ import { applyState, stateOf } from './subscription-state.js';
 import { linkSubscription } from './subscriptions.js';
 import type { BillingDatabase, SubscriptionRow } from './tables.js';
 
-export const subscriptionCheckoutKey = (subscriptionId: string) => `checkout-session:${subscriptionId}`;
-export const subscriptionCancelKey = (subscriptionId: string) => `subscription-cancel:${subscriptionId}`;
+const subscriptionCheckoutKey = (subscriptionId: string) => `checkout-session:${subscriptionId}`;
+const subscriptionCancelKey = (subscriptionId: string) => `subscription-cancel:${subscriptionId}`;
 
 export interface BillingCallDeps {
   db: Kysely<BillingDatabase>;

@@ -9,7 +9,7 @@ export async function listPlans(db: Kysely<BillingDatabase>): Promise<PlanRow[]>
   return db.selectFrom('plans').selectAll().where('active', '=', true).orderBy('amount').execute();
 }
 
-export const newSubscriptionId = () => `subscr_${randomUUID().replaceAll('-', '')}`;
+const newSubscriptionId = () => `subscr_${randomUUID().replaceAll('-', '')}`;
 
 /** Creates a pending subscription priced from the plan, or returns undefined for an unknown plan. */
 export async function createSubscription(

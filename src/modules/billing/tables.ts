@@ -4,8 +4,8 @@ import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database, Defaulted } from '../../db/schema.js';
 import type { CreditTables } from '../credits/index.js';
 
-export const PLAN_INTERVALS = ['month', 'year'] as const;
-export type PlanInterval = (typeof PLAN_INTERVALS)[number];
+/** As the CHECK of plans.interval, and as Stripe's recurring price names it. */
+export type PlanInterval = 'month' | 'year';
 
 export interface PlansTable {
   plan_id: string;
