@@ -95,8 +95,13 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
       const answers = handlersOf(event).map((handler) => byHandler.get(handler)!);
       const acted = answers.find((answer): answer is FinishOutcome => !(answer instanceof Error) && answer.status !== 'ignored');
       if (acted) return acted;
-      const waiting = answers.find((answer) => answer instanceof RetryLaterError);
-      if (waiting) throw new HandlerError(event, waiting);
+      // Every module that waits says for what; the event ends 'ignored' only if all of them may.
+      const waiting = answers.filter((answer) => answer instanceof RetryLaterError);
+      if (waiting.length === 1) throw new HandlerError(event, waiting[0]);
+      if (waiting.length > 1) {
+        const message = waiting.map((error) => error.message).join('; ');
+        throw new HandlerError(event, new RetryLaterError(message, { ignoreWhenExhausted: waiting.every((error) => error.ignoreWhenExhausted) }));
+      }
       return answers.find((answer): answer is FinishOutcome => !(answer instanceof Error) && answer.status === 'ignored' && answer.reason !== undefined) ?? { status: 'ignored' };
     });
   };

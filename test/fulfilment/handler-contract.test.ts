@@ -117,6 +117,18 @@ describe('modules sharing a type', () => {
     assert.deepEqual([done!.row.status, done!.row.last_error], ['processing', 'no order for this payment yet']);
   });
 
+  test("when several wait, the event says for what each waits, and ends 'ignored' only if every one may", async () => {
+    for (const [mayIgnore, ends] of [[true, 'ignored'], [false, 'failed']] as const) {
+      const event = anEvent();
+      const handlers = [
+        { [TYPE]: () => Promise.reject(new RetryLaterError('no order yet', { ignoreWhenExhausted: true })) },
+        { [TYPE]: () => Promise.reject(new RetryLaterError('no invoice yet', { ignoreWhenExhausted: mayIgnore })) },
+      ];
+      const [done] = await fulfilWith(database, handlers, [event], { maxAttempts: 1 });
+      assert.deepEqual([done!.row.status, done!.row.last_error], [ends, 'no order yet; no invoice yet']);
+    }
+  });
+
   test('one failing rolls back the other’s write too', async () => {
     const event = anEvent();
     const [done] = await fulfilWith(database, [{ [TYPE]: writesThen(() => Promise.resolve({ status: 'processed' }), 'a') }, { [TYPE]: () => Promise.reject(new PermanentError('bad')) }], [event]);
