@@ -79,7 +79,9 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
         }
         if (batchesRun.has(handler.batch)) continue;
         batchesRun.add(handler.batch);
-        const group = events.filter((e) => handlersOf(e).includes(handler));
+        // A module registers one { batch } per type: the function, not the registration, is the batch.
+        const wrapperOf = (e: StripeEventRow) => handlersOf(e).find((h) => typeof h !== 'function' && h.batch === handler.batch);
+        const group = events.filter((e) => wrapperOf(e) !== undefined);
         let batchResults: Array<FinishOutcome | Error>;
         try {
           batchResults = await handler.batch(tx, group);
@@ -87,7 +89,7 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
           if (group.length === 1) throw new HandlerError(event, error);
           throw error;
         }
-        for (const [i, member] of group.entries()) record(member, handler, batchResults[i]!);
+        for (const [i, member] of group.entries()) record(member, wrapperOf(member)!, batchResults[i]!);
       }
     }
     return events.map((event) => {
