@@ -1,8 +1,9 @@
 // graphile-worker task `process_stripe_event` (the name is stored in every queued job, so it stays):
 // fulfils the events a job names. The job's payload is a batch of event ids, [{ eventId }, ...]
-// (src/events/enqueue.ts); the rows hold the rest. The batch is fulfilled together
-// (src/fulfilment/fulfil-event.ts) and each event reported on its own: graphile-worker retries,
-// with its backoff, only the events whose entry in the returned list rejects.
+// (src/events/enqueue.ts); the rows hold the rest. The batch is fulfilled together, with the
+// batches of the jobs running at once (src/fulfilment/fulfilment-batcher.ts), and each event
+// reported on its own: graphile-worker retries, with its backoff, only the events whose entry in
+// the returned list rejects.
 //
 // A job of a release before batch jobs (sql/0006) carries one { eventId } and the key
 // `stripe_event:<id>`. That shape can go once no deployment can still hold such a job:
@@ -11,7 +12,8 @@ import type { Task } from 'graphile-worker';
 import { z } from 'zod';
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
-import { fulfilEvents, type FulfilOptions, type FulfilResult } from '../src/fulfilment/fulfil-event.js';
+import type { FulfilResult } from '../src/fulfilment/fulfil-event.js';
+import { FulfilmentBatcher, type FulfilmentBatcherOptions } from '../src/fulfilment/fulfilment-batcher.js';
 import type { Logger } from '../src/logger.js';
 import type { Metrics } from '../src/metrics/metrics.js';
 
@@ -19,7 +21,7 @@ const eventRef = z.object({ eventId: z.string().min(1) });
 // The job's payload: which events to fulfil (the events' own payloads are in their rows).
 const eventRefs = z.union([z.array(eventRef).min(1), eventRef]);
 
-export interface ProcessStripeEventDeps extends FulfilOptions {
+export interface ProcessStripeEventDeps extends FulfilmentBatcherOptions {
   /** The worker pool. */
   db: Kysely<Database>;
   logger: Logger;
@@ -27,6 +29,7 @@ export interface ProcessStripeEventDeps extends FulfilOptions {
 }
 
 export function processStripeEventsTask({ db, logger, metrics, ...fulfilOptions }: ProcessStripeEventDeps): Task {
+  const fulfilment = new FulfilmentBatcher(db, fulfilOptions);
   /** Logs and counts one event's result; returns the error that should make it retry. */
   const report = (eventId: string, jobId: string, result: FulfilResult): Error | undefined => {
     const fields = { eventId, jobId, ...('type' in result ? { type: result.type, attempt: result.attempt } : {}), status: result.status };
@@ -59,7 +62,7 @@ export function processStripeEventsTask({ db, logger, metrics, ...fulfilOptions 
       return;
     }
     const refs = Array.isArray(parsed.data) ? parsed.data : [parsed.data];
-    const results = await fulfilEvents(db, refs.map((ref) => ref.eventId), fulfilOptions);
+    const results = await fulfilment.fulfil(refs.map((ref) => ref.eventId), { retry: helpers.job.attempts > 1 });
     const retries = refs.map((ref, i) => report(ref.eventId, helpers.job.id, results[i]!));
     if (!Array.isArray(parsed.data)) {
       // Rethrown so graphile-worker schedules the retry with its exponential backoff.

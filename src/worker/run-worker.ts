@@ -32,8 +32,9 @@ export interface WorkerDeps {
 
 export async function startWorker({ config, stripeCalls, pool, db, modules, logger, metrics }: WorkerDeps): Promise<Runner> {
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
-  // A job carries the events claimed together (src/events/enqueue.ts); they are fulfilled in one
-  // transaction, so a backlog costs one job fetch, one completion and one commit per batch.
+  // A job carries the events claimed together (src/events/enqueue.ts), and the jobs running at once
+  // are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog costs a few
+  // round trips per hundred events.
   const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config)) });
   return run({
     pgPool: pool,
@@ -56,7 +57,7 @@ export async function startWorker({ config, stripeCalls, pool, db, modules, logg
     crontab: `${sweepSchedule(config.sweepCron)}\n${pruneSchedule()}\n`,
     taskList: {
       ...moduleTasks(modules, { config, db, stripeCalls, logger }),
-      [PROCESS_EVENT_TASK]: processStripeEventsTask({ db, maxAttempts, dispatch, logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
+      [PROCESS_EVENT_TASK]: processStripeEventsTask({ db, maxAttempts, dispatch, maxJobs: concurrency, logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
       [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts, metrics }),
       [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: config.eventRetentionDays }),
     },

@@ -27,7 +27,7 @@ const logger = createLogger('silent');
 
 /** A graphile-worker 0.17 process running the fulfilment task; `hold` makes it a worker that took its jobs and died. */
 async function previousWorker(database: TestDatabase, { concurrency, hold = false }: { concurrency: number; hold?: boolean }) {
-  const options = { maxAttempts: MAX_ATTEMPTS, dispatch: serviceDispatch() };
+  const options = { maxAttempts: MAX_ATTEMPTS, dispatch: serviceDispatch(), maxJobs: 4 };
   const fulfil = processStripeEventsTask({ db: database.db, ...options, logger, metrics: new Metrics(database.db) });
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));

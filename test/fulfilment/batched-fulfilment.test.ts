@@ -3,7 +3,8 @@
 // while the rest of its job is fulfilled; an event that fails transiently is the only one left in
 // the job for graphile-worker's retry; two Event objects for one order in one batch grant once;
 // one event twice in a batch is fulfilled once; the payments of several orders of one account,
-// recorded by one statement, add up. Jobs run through the real task with
+// recorded by one statement, add up; jobs that run at once share a transaction, and a poison event
+// among them still fails alone. Jobs run through the real task with
 // graphile-worker's runOnce; no service runs on this database.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -12,6 +13,7 @@ import { sql } from 'kysely';
 import { processStripeEventsTask } from '../../tasks/process_stripe_event.js';
 import { claimEvents } from '../../src/events/event-store.js';
 import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
+import { FulfilmentBatcher } from '../../src/fulfilment/fulfilment-batcher.js';
 import { serviceDispatch } from '../support/handlers.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
@@ -20,7 +22,7 @@ import { databaseForFile } from '../support/database.js';
 import { eventRow, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
 import { deleteJobs, fulfilmentJobs, holdJobs } from '../support/jobs.js';
 
-const options = { maxAttempts: 3, dispatch: serviceDispatch() };
+const options = { maxAttempts: 3, dispatch: serviceDispatch(), maxJobs: 4 };
 const database = databaseForFile({ maxConnections: 6 });
 
 /** Runs the jobs that are due, once, through the real task. */
@@ -128,4 +130,36 @@ test('one job paying three orders of one account, and one order paid before: eac
     assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: i === 3 ? earlier.id : events[i]!.id, credits: order.credits }]);
   }
   assert.equal((await quotaOf(database, accountId)).granted, orders.reduce((sum, order) => sum + order.credits, 0));
+});
+
+test('jobs running at once share a transaction; a poison event among them fails alone, a retried job runs on its own', async () => {
+  const orders = await Promise.all(Array.from({ length: 10 }, () => givenOrder(database)));
+  const events = orders.map((order, i) => paidEvent(order, i === 7 ? { currency: 'usd' } : {}));
+  // Five claims, so five jobs of two events, as five bursts of deliveries would leave them.
+  const jobs = Array.from({ length: 5 }, (_, i) => events.slice(2 * i, 2 * i + 2));
+  for (const job of jobs) await claimEvents(database.db, job.map(incomingEvent), options);
+  const batcher = new FulfilmentBatcher(database.db, options);
+
+  const results = await Promise.all(jobs.map((job) => batcher.fulfil(job.map((e) => e.id), { retry: false })));
+
+  assert.deepEqual(results.map((job) => job.map((r) => r.status)), [['processed', 'processed'], ['processed', 'processed'], ['processed', 'processed'], ['processed', 'failed'], ['processed', 'processed']]);
+  const { transactions, jobs: committed } = batcher.stats;
+  assert.equal(committed, 5);
+  assert.ok(transactions < 5, `five jobs at once took ${transactions} transactions`);
+  for (const [i, order] of orders.entries()) {
+    const row = await eventRow(database, events[i]!.id);
+    if (i === 7) {
+      assert.deepEqual([row.status, row.attempts], ['failed', 1]);
+      assert.deepEqual(await grantsOf(database, order.order_id), []);
+    } else {
+      assert.deepEqual([row.status, row.attempts], ['processed', 0]);
+      assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: events[i]!.id, credits: order.credits }]);
+    }
+  }
+
+  const again = paidEvent(orders[0]!, { sessionId: events[0]!.data.object.id as string });
+  await claimEvents(database.db, [incomingEvent(again)], options);
+  assert.deepEqual((await batcher.fulfil([again.id], { retry: true })).map((r) => r.status), ['duplicate']);
+  assert.deepEqual(batcher.stats, { transactions, jobs: 5 }, 'a retry does not wait for, or join, a shared transaction');
+  await deleteJobs(database.db);
 });

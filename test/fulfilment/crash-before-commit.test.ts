@@ -102,14 +102,14 @@ describe('a worker killed between claim and commit', () => {
   test('after inserting the grant, before the balance and the status flip: the grant is rolled back with it', async () => {
     const order = await givenOrder(file.database);
     const event = paidEvent(order);
-    // The balance row is written after the grant row, in the same transaction (order-payment.ts):
+    // The balance row is written after the grant row, by the same statement (order-payment.ts):
     // holding it stops the worker with its credit_grants insert done but not committed.
     await file.database.db.insertInto('account_credits').values({ account_id: order.account_id }).execute();
     const lock = await holdLock('select account_id from account_credits where account_id = $1 for update', [order.account_id]);
     try {
       assert.equal((await file.service.deliver(event)).status, 200);
       const worker = await blockedWorker(lock);
-      assert.match(worker.query, /insert into "account_credits"/);
+      assert.match(worker.query, /grant_rows as \(\s+insert into credit_grants/, 'blocked in the statement that grants, and adds to the balance');
       // Its uncommitted grant row is there: the worker holds a write lock on credit_grants.
       const { rows } = await sql<{ mode: string }>`
         select mode from pg_locks where pid = ${worker.pid}::int and relation = 'credit_grants'::regclass`.execute(file.database.db);

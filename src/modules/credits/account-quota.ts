@@ -1,7 +1,7 @@
 // An account's quota, and the one writer of its running balance (account_credits): grants add to
 // it, revocations take back from it, runs use it. Quota = granted - used; the grants themselves
 // are credit_grants, one per order (order-payment.ts).
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { CreditsDatabase } from './tables.js';
 
 export interface Quota {
@@ -40,13 +40,20 @@ export async function consumeCredit(db: Kysely<CreditsDatabase>, accountId: stri
  */
 export async function addGrants(tx: Transaction<CreditsDatabase>, grants: ReadonlyArray<{ accountId: string; credits: number }>): Promise<void> {
   if (grants.length === 0) return;
-  const sums = new Map<string, number>();
-  for (const { accountId, credits } of grants) sums.set(accountId, (sums.get(accountId) ?? 0) + credits);
-  await tx
-    .insertInto('account_credits')
-    .values([...sums].sort(([a], [b]) => (a < b ? -1 : 1)).map(([account_id, granted]) => ({ account_id, granted })))
-    .onConflict((oc) => oc.column('account_id').doUpdateSet({ granted: sql`account_credits.granted + excluded.granted` }))
-    .execute();
+  await grantsAdded(sql`select * from unnest(${grants.map((g) => g.accountId)}::text[], ${grants.map((g) => g.credits)}::int[])`).execute(tx);
+}
+
+/**
+ * addGrants as a statement for the rows `granted` yields (account_id, credits): a data-modifying
+ * CTE, so the statement that records the grants also adds them, with no round trip of its own.
+ */
+export function grantsAdded(granted: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`
+    insert into account_credits (account_id, granted)
+    select account_id, sum(credits) from (${granted}) as g(account_id, credits)
+    group by account_id
+    order by account_id
+    on conflict (account_id) do update set granted = account_credits.granted + excluded.granted`;
 }
 
 /**

@@ -1,9 +1,9 @@
 // Recording Checkout payments against their orders: check the price, grant each order's credits
-// once, mark the orders paid, then add the grants to the accounts' balances (account-quota.ts).
+// once, mark the orders paid and add the grants to the accounts' balances (account-quota.ts).
 // One statement for all the payments of a job's batch, because each round trip to Postgres costs
 // more than the work in it (docs/benchmarks.md, drain). The one writer of credit_grants.
 import { sql, type Transaction } from 'kysely';
-import { addGrants } from './account-quota.js';
+import { grantsAdded } from './account-quota.js';
 import type { CreditsDatabase } from './tables.js';
 
 export interface OrderPayment {
@@ -35,7 +35,7 @@ export type PaymentResult =
 export async function recordOrderPayments(tx: Transaction<CreditsDatabase>, payments: readonly OrderPayment[]): Promise<PaymentResult[]> {
   if (payments.length === 0) return [];
   const incoming = JSON.stringify(payments.map((p, i) => ({ i, ...p })));
-  const { rows } = await sql<{ amount: number | null; currency: string | null; granted_to: string | null; account_id: string | null; credits: number | null }>`
+  const { rows } = await sql<{ amount: number | null; currency: string | null; granted_to: string | null }>`
     with incoming as (
       select * from jsonb_to_recordset(${incoming}::jsonb) as p(
         i int, "orderId" text, "eventId" text, amount int, currency text, "checkoutSessionId" text, "paymentIntentId" text)
@@ -61,15 +61,14 @@ export async function recordOrderPayments(tx: Transaction<CreditsDatabase>, paym
         payment_intent_id = p."paymentIntentId"
       from grant_rows g join incoming p on p."eventId" = g.event_id
       where orders.order_id = g.order_id and orders.status = 'pending'
+    ), balances as (
+      ${grantsAdded(sql`select account_id, credits from grant_rows`)}
     )
-    select o.amount, o.currency, g.event_id as granted_to, g.account_id, g.credits
+    select o.amount, o.currency, g.event_id as granted_to
     from incoming p
     left join locked_orders o on o.order_id = p."orderId"
     left join grant_rows g on g.order_id = p."orderId"
     order by p.i`.execute(tx);
-
-  // A grant row appears once per order, on each payment of that order: counted at its own event.
-  await addGrants(tx, rows.flatMap((row, i) => (row.granted_to === payments[i]!.eventId ? [{ accountId: row.account_id!, credits: row.credits! }] : [])));
 
   const results = payments.map((payment, i): PaymentResult | undefined => {
     const order = rows[i]!;
