@@ -1,4 +1,4 @@
-// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]…`
+// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]…`
 // Runs the benchmark parts, each on its own throwaway database, baselines and the service in the
 // same run, and prints figures, ratios to the baselines and the targets beside them.
 // Method and the figures measured so far: docs/benchmarks.md.
@@ -34,6 +34,7 @@ options:
   --json               machine-readable output on stdout
   --concurrency N      WORKER_CONCURRENCY for drain, service and baseline alike (default 10)
   --env KEY=VALUE      extra environment for every service process (repeatable)
+  --node-flag FLAG     a flag for node in every service process, e.g. --node-flag=--max-semi-space-size=2 (repeatable)
 
 Postgres: DATABASE_URL (the server; each part creates and drops stripe_inbox_bench_<random>),
 default ${DEFAULT_SERVER_URL}.`;
@@ -50,6 +51,7 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
       json: { type: 'boolean' },
       concurrency: { type: 'string' },
       env: { type: 'string', multiple: true },
+      'node-flag': { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -59,6 +61,9 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   if (part !== 'all' && !(part in PARTS)) throw new UsageError(`unknown part '${part}'`);
   const concurrency = Number(values.concurrency ?? '10');
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 100) throw new UsageError('--concurrency must be a whole number from 1 to 100');
+  const nodeFlags = values['node-flag'] ?? [];
+  const wrong = nodeFlags.find((flag) => !flag.startsWith('--'));
+  if (wrong !== undefined) throw new UsageError(`--node-flag wants a flag starting with --, got '${wrong}' (write --node-flag=--max-semi-space-size=2)`);
   const env: Record<string, string> = {};
   for (const pair of values.env ?? []) {
     const match = /^([A-Z_][A-Z0-9_]*)=(.*)$/s.exec(pair);
@@ -68,7 +73,7 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   return {
     parts: part === 'all' ? (Object.keys(PARTS) as PartName[]) : [part as PartName],
     json: values.json === true,
-    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, env },
+    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env },
   };
 }
 
@@ -92,6 +97,7 @@ async function main(): Promise<number> {
 
   const machine = await machineFacts(options.serverUrl);
   out(Object.entries({ ...machine, mode: options.short ? 'short (CI smoke: numbers not meaningful)' : 'full' }).map(([k, v]) => `${k}: ${v}`).join('\n'));
+  if (options.nodeFlags.length > 0) out(`service node flags: ${options.nodeFlags.join(' ')}`);
   if (Object.keys(options.env).length > 0) out(`service env: ${Object.entries(options.env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
 
   if (parts.some((part) => part !== 'sweep')) {
@@ -114,7 +120,7 @@ async function main(): Promise<number> {
     }
   }
   const seconds = (Date.now() - started) / 1000;
-  if (json) process.stdout.write(`${JSON.stringify({ machine, short: options.short, env: options.env, seconds, figures, failures }, null, 2)}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ machine, short: options.short, nodeFlags: options.nodeFlags, env: options.env, seconds, figures, failures }, null, 2)}\n`);
   else if (parts.length > 1) out(`\nsummary (${seconds.toFixed(0)} s)\n${formatTable(figures)}`);
   return failures.length > 0 ? 1 : 0;
 }

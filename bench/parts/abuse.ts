@@ -40,6 +40,7 @@ export async function benchAbuse(options: BenchOptions): Promise<Figure[]> {
         ...(size.requestTimeoutSeconds !== undefined && { HTTP_REQUEST_TIMEOUT_SECONDS: String(size.requestTimeoutSeconds) }),
         ...options.env,
       }),
+      options.nodeFlags,
     );
     try {
       options.log('abuse: slow Stripe');
@@ -104,7 +105,7 @@ async function bigBodies(service: BenchChild, settleSeconds: number) {
   const { port } = new URL(service.url);
   const rssMb = () => (statusKb(service.pid, 'VmRSS') ?? 0) / 1024;
   const idleMb = rssMb();
-  const sampler = sampleRss(service.pid);
+  const sampler = sampleRss([service.pid]);
   const body = Buffer.alloc(1024 * 1024 - 1, 'x');
   let refused = 0;
   const sockets = await Promise.all(

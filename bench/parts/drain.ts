@@ -91,7 +91,7 @@ export async function benchDrain(options: BenchOptions): Promise<Figure[]> {
     await analyze(db);
     options.log(`drain: the service, ROLE=worker, WORKER_CONCURRENCY=${concurrency}`);
     const service = await timeDrain(
-      () => spawnBenchService(serviceEnv(db.url, 'worker', { WORKER_CONCURRENCY: concurrency, ...options.env })),
+      () => spawnBenchService(serviceEnv(db.url, 'worker', { WORKER_CONCURRENCY: concurrency, ...options.env }), options.nodeFlags),
       () => count(db, `select count(*)::int as n from stripe_events where status = 'processing'`),
       size.events,
       size.timeoutMs,

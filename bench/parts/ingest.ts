@@ -4,11 +4,13 @@
 // 10; (c) group-commit: the bare batched INSERT, no verification, claim or job; (d) web: the
 // compiled service with ROLE=web; (e) all: the compiled service with the defaults (ROLE=all, the
 // single container a small VPS runs), which also fulfils every event it accepts, on its own
-// database with the events' orders in it, so each fulfilment grants as in production.
+// database with the events' orders in it, so each fulfilment grants as in production; (f) split:
+// the same work as two processes, ROLE=web and ROLE=worker (two containers of the image), which
+// is how the second core is used today: measured beside `all`, without a target of its own.
 //
 // What is compared is work per event, which does not move with the host: CPU time of the server
-// process and of the Postgres backends serving it (/proc), over the measured run, per accepted
-// event; for `all`, until every event it accepted is fulfilled, per accepted event. Throughput
+// processes and of the Postgres backends serving them (/proc), over the measured run, per
+// accepted event; for `all` and `split`, until every event accepted is fulfilled. Throughput
 // and p99 are compared to the naive handler's in the same run.
 //
 // The machine's speed drifts by up to 2× within a minute (a shared host), so the full run measures
@@ -18,7 +20,7 @@ import autocannon from 'autocannon';
 import { createBenchDatabase, type BenchDatabase } from '../support/database.js';
 import type { BenchOptions } from '../support/options.js';
 import { postgresCpu } from '../support/postgres-cpu.js';
-import { spawnBaseline, spawnBenchService, type BenchChild } from '../support/processes.js';
+import { spawnBaseline, spawnBenchService, spawnSplitService, type BenchChild } from '../support/processes.js';
 import { ratio, type Figure } from '../support/report.js';
 import { BENCH_WEBHOOK_SECRET, serviceEnv } from '../support/service-env.js';
 import { cpuSeconds, percentile, pollUntil, sampleRss } from '../support/stats.js';
@@ -32,7 +34,7 @@ const FULL = { warmupSeconds: 2, measureSeconds: 10, events: 200_000, rounds: 2,
 const SHORT = { warmupSeconds: 0.5, measureSeconds: 2, events: 20_000, rounds: 1, drainTimeoutMs: 60_000 };
 type Size = typeof FULL;
 
-const SERVERS = ['ceiling', 'naive', 'group-commit', 'web', 'all'] as const;
+const SERVERS = ['ceiling', 'naive', 'group-commit', 'web', 'all', 'split'] as const;
 type ServerName = (typeof SERVERS)[number];
 
 interface Requests {
@@ -47,7 +49,7 @@ interface Measured {
   warmup2xx: number;
   /** Seconds the CPU was counted over: the measured run, and for `all` the drain after it. */
   cpuSeconds: number;
-  /** CPU seconds used in that time: the server process, its Postgres backends, this (load generator) process. */
+  /** CPU seconds used in that time: the server's processes, its Postgres backends, this (load generator) process. */
   serverCpu: number;
   postgresCpu: number;
   generatorCpu: number;
@@ -82,7 +84,7 @@ interface Server {
   start(): Promise<BenchChild>;
   /** The database whose backends serve it; none for the ceiling. */
   db?: BenchDatabase;
-  /** The service processes: their resident set is sampled. */
+  /** The service's processes: their resident set is sampled. */
   service?: true;
   /** Fulfils what it accepts: measured until it has. */
   drains?: true;
@@ -92,10 +94,11 @@ async function measure(server: Server, child: BenchChild, requests: Requests, si
   // Signed now: the service refuses signatures older than 300 s, and each server runs for seconds.
   const timestamp = Math.floor(Date.now() / 1000);
   requests.signatures = requests.bodies.map((body) => signatureHeader(body, BENCH_WEBHOOK_SECRET, timestamp));
-  const rss = server.service ? sampleRss(child.pid) : undefined;
+  const rss = server.service ? sampleRss(child.pids) : undefined;
+  const processCpu = () => child.pids.reduce((total, pid) => total + cpuSeconds(pid), 0);
   const warmup = await load(child.url, requests, size.warmupSeconds);
   const postgres = server.db ? await postgresCpu(server.db.pool, server.db.name) : undefined;
-  const [serverCpu, generatorCpu, started] = [cpuSeconds(child.pid), process.cpuUsage(), performance.now()];
+  const [serverCpu, generatorCpu, started] = [processCpu(), process.cpuUsage(), performance.now()];
   const result = await load(child.url, requests, size.measureSeconds);
   const loaded = performance.now();
   if (server.drains) {
@@ -107,7 +110,7 @@ async function measure(server: Server, child: BenchChild, requests: Requests, si
     result,
     warmup2xx: warmup['2xx'],
     cpuSeconds: seconds,
-    serverCpu: cpuSeconds(child.pid) - serverCpu,
+    serverCpu: processCpu() - serverCpu,
     postgresCpu: postgres ? await postgres.stop() : 0,
     generatorCpu: (generator.user + generator.system) / 1e6,
     ...(rss && { rssMb: rss.stop() }),
@@ -210,18 +213,21 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
   const requests: Requests = { bodies: Array.from({ length: events.count }, (_, i) => Buffer.from(events.body(i))), signatures: [], next: 0 };
   const db = await createBenchDatabase(options.serverUrl, { maxConnections: 2 });
   const allDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2 });
+  const splitDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2 });
   try {
     const commitMs = await commitLatencyMs(db, options.short ? 50 : 300);
     await seedOrders(allDb, events);
+    await seedOrders(splitDb, events);
     const servers: Record<ServerName, Server> = {
       ceiling: { start: () => spawnBaseline('ceiling', {}) },
       naive: { start: () => spawnBaseline('naive', { DATABASE_URL: db.url, POOL_SIZE: '10' }), db },
       'group-commit': { start: () => spawnBaseline('group-commit', { DATABASE_URL: db.url, POOL_SIZE: '10' }), db },
-      web: { start: () => spawnBenchService(serviceEnv(db.url, 'web', options.env)), db, service: true },
-      all: { start: () => spawnBenchService(serviceEnv(allDb.url, 'all', options.env)), db: allDb, service: true, drains: true },
+      web: { start: () => spawnBenchService(serviceEnv(db.url, 'web', options.env), options.nodeFlags), db, service: true },
+      all: { start: () => spawnBenchService(serviceEnv(allDb.url, 'all', options.env), options.nodeFlags), db: allDb, service: true, drains: true },
+      split: { start: () => spawnSplitService((role) => serviceEnv(splitDb.url, role, options.env), options.nodeFlags), db: splitDb, service: true, drains: true },
     };
     // Every service run gets events it has not seen; the baselines start over each time.
-    const sent: Partial<Record<ServerName, number>> = { web: 0, all: 0 };
+    const sent: Partial<Record<ServerName, number>> = { web: 0, all: 0, split: 0 };
     const runs = Object.fromEntries(SERVERS.map((name) => [name, [] as Measured[]])) as Record<ServerName, Measured[]>;
     for (let round = 0; round < size.rounds; round++) {
       for (const name of round % 2 === 0 ? SERVERS : [...SERVERS].reverse()) {
@@ -230,11 +236,12 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
         if (name in sent) sent[name] = requests.next;
       }
     }
-    const { ceiling, naive, 'group-commit': groupCommit, web, all } = runs;
+    const { ceiling, naive, 'group-commit': groupCommit, web, all, split } = runs;
     const cycled = Object.values(sent).some((n) => n > events.count) ? `; REQUESTS CYCLED: raise ${options.short ? 'SHORT' : 'FULL'}.events in bench/parts/ingest.ts` : '';
     const rss = all.map((m) => m.rssMb!);
     const webRss = web.map((m) => m.rssMb!);
-    const left = await storedCounts(allDb);
+    const splitRss = split.map((m) => m.rssMb!);
+    const left = (await storedCounts(allDb)).processing + (await storedCounts(splitDb)).processing;
     return [
       { part: 'ingest', name: 'postgres commit p50, 1 client', value: commitMs, unit: 'ms', note: 'one-row INSERT, autocommit: WAL flush latency' },
       ...SERVERS.flatMap((name) => serverFigures(name, runs[name])),
@@ -246,12 +253,19 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
       { part: 'ingest', name: 'all p99 ÷ naive p99', value: ratio(latency(all, 'p99'), latency(naive, 'p99')), unit: '×', target: { op: '≤', value: 1.25 } },
       {
         part: 'ingest',
+        name: 'split ÷ naive: CPU, req/s, p99',
+        value: ratio(cpuPerEvent(split), cpuPerEvent(naive)),
+        unit: '×',
+        note: `${ratio(rate(split), rate(naive)).toFixed(2)} ×, ${ratio(latency(split, 'p99'), latency(naive, 'p99')).toFixed(2)} ×; peak RSS of the two processes ${Math.max(...splitRss.map((r) => r.peakMb)).toFixed(0)} MB, ${Math.max(...splitRss.map((r) => r.startMb)).toFixed(0)} MB idle (summed)`,
+      },
+      {
+        part: 'ingest',
         name: 'web ÷ group-commit req/s',
         value: ratio(rate(web), rate(groupCommit)),
         unit: '×',
         note: `what verifying, claiming and enqueueing cost over the batching itself; the ceiling: ${ratio(rate(web), rate(ceiling)).toFixed(2)} ×`,
       },
-      { part: 'ingest', name: 'web, all non-2xx/errors', value: failures(web) + failures(all), unit: '', target: { op: '≤', value: 0 } },
+      { part: 'ingest', name: 'web, all, split non-2xx/errors', value: failures(web) + failures(all) + failures(split), unit: '', target: { op: '≤', value: 0 } },
       {
         part: 'ingest',
         name: 'all peak RSS',
@@ -261,11 +275,13 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
         note: `sampled every 100 ms from warm-up to fulfilled, the larger of ${rss.length} run(s), VmHWM ${Math.max(...rss.map((r) => r.hwmMb)).toFixed(0)} MB; web: ${Math.max(...webRss.map((r) => r.peakMb)).toFixed(0)} MB, ${Math.max(...webRss.map((r) => r.startMb)).toFixed(0)} MB idle`,
       },
       { part: 'ingest', name: 'all idle RSS', value: Math.max(...rss.map((r) => r.startMb)), unit: 'MB', target: { op: '<', value: 90 }, note: 'started, before the first request' },
-      { part: 'ingest', name: 'all events left processing', value: left.processing, unit: '', target: { op: '≤', value: 0 } },
+      { part: 'ingest', name: 'all, split events left processing', value: left, unit: '', target: { op: '≤', value: 0 } },
       await unstored('web', web, db, cycled),
       await unstored('all', all, allDb, cycled),
+      await unstored('split', split, splitDb, cycled),
     ];
   } finally {
+    await splitDb.drop();
     await allDb.drop();
     await db.drop();
   }

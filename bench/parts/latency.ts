@@ -91,7 +91,7 @@ export async function benchLatency(options: BenchOptions): Promise<Figure[]> {
       await createOrder(db.db, { orderId: events.orderId(i), packageId: BENCH_PACKAGE.id, accountId: `acct_bench_${i}`, email: null });
     }
     options.log(`latency: ${RATE_PER_SECOND} events/s for ${size.warmupSeconds} s warm-up + ${size.seconds} s to the service (ROLE=all)`);
-    const child = await spawnBenchService(serviceEnv(db.url, 'all', options.env));
+    const child = await spawnBenchService(serviceEnv(db.url, 'all', options.env), options.nodeFlags);
     const timings: Timings = { acked: [], paid: [], outstanding: new Map(), failures: 0, pollCycles: [] };
     let serviceCores = Number.NaN;
     try {

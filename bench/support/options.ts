@@ -6,6 +6,8 @@ export interface BenchOptions {
   short: boolean;
   /** WORKER_CONCURRENCY of the service (and the bare graphile-worker baseline) in `drain`. */
   concurrency: number;
+  /** Flags for node in every service process (`--node-flag`), e.g. V8's heap sizes. */
+  nodeFlags: readonly string[];
   /** Extra environment for every service process (`--env KEY=VALUE`). */
   env: Record<string, string>;
   /** Progress lines (stderr), so stdout stays the table or the JSON. */

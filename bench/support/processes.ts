@@ -15,7 +15,10 @@ const START_TIMEOUT_MS = 60_000;
 const STDERR_TAIL_CHARS = 4_096;
 
 export interface BenchChild {
+  /** The process that serves HTTP. */
   readonly pid: number;
+  /** Every process of the server, that one first: CPU and memory are theirs together. */
+  readonly pids: readonly number[];
   /** Set for HTTP servers. */
   readonly url: string;
   stop(): Promise<void>;
@@ -54,7 +57,7 @@ export async function spawnBaseline(name: string, env: Record<string, string>): 
       child.once('exit', (code) => reject(new Error(`baseline ${name} exited with ${code} before it was ready:\n${stderr}`)));
       timer = setTimeout(() => reject(new Error(`baseline ${name} not ready within ${START_TIMEOUT_MS} ms:\n${stderr}`)), START_TIMEOUT_MS);
     });
-    return { pid: child.pid!, url, stop };
+    return { pid: child.pid!, pids: [child.pid!], url, stop };
   } catch (error) {
     await stop();
     throw error;
@@ -64,9 +67,24 @@ export async function spawnBaseline(name: string, env: Record<string, string>): 
 }
 
 /** The compiled service (built by bench/run.ts first) with `env` on top of the bench's settings. */
-export async function spawnBenchService(env: Record<string, string>): Promise<BenchChild> {
+export async function spawnBenchService(env: Record<string, string>, nodeFlags: readonly string[]): Promise<BenchChild> {
   // Nothing is kept: at LOG_LEVEL=info the webhook route logs one line per request.
-  const service = await spawnService(env, { keepLog: () => false, startTimeoutMs: START_TIMEOUT_MS, compiledMain: COMPILED_MAIN });
+  const service = await spawnService(env, { keepLog: () => false, startTimeoutMs: START_TIMEOUT_MS, compiledMain: COMPILED_MAIN, nodeFlags });
   const stop = stopper(service.process, 'service');
-  return { pid: service.process.pid!, url: service.url, stop };
+  return { pid: service.process.pid!, pids: [service.process.pid!], url: service.url, stop };
+}
+
+/**
+ * The service as two processes on one database, as two containers of the image would run it:
+ * ROLE=web answers, ROLE=worker fulfils. The web process is the server's URL.
+ */
+export async function spawnSplitService(env: (role: 'web' | 'worker') => Record<string, string>, nodeFlags: readonly string[]): Promise<BenchChild> {
+  const web = await spawnBenchService(env('web'), nodeFlags);
+  try {
+    const worker = await spawnBenchService(env('worker'), nodeFlags);
+    return { pid: web.pid, pids: [web.pid, worker.pid], url: web.url, stop: async () => void (await Promise.all([web.stop(), worker.stop()])) };
+  } catch (error) {
+    await web.stop();
+    throw error;
+  }
 }

@@ -22,20 +22,23 @@ export function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefi
 }
 
 /**
- * Samples a process's resident set every `intervalMs` until stopped. The peak reported is the
- * larger of the sampled maximum and the kernel's own high-water mark (VmHWM), which also
- * covers spikes between samples (and start-up, which is not part of the run: say so).
+ * Samples the resident set of a server's processes (summed) every `intervalMs` until stopped.
+ * The peak reported is the larger of the sampled maximum and the sum of the kernel's own
+ * high-water marks (VmHWM), which also covers spikes between samples (and start-up, which is not
+ * part of the run: say so). Summed RSS counts the pages two processes of one binary share twice;
+ * a container's memory counts them once.
  */
-export function sampleRss(pid: number, intervalMs = 100): { stop(): { startMb: number; peakMb: number; hwmMb: number } } {
-  const startKb = statusKb(pid, 'VmRSS') ?? 0;
+export function sampleRss(pids: readonly number[], intervalMs = 100): { stop(): { startMb: number; peakMb: number; hwmMb: number } } {
+  const kb = (field: 'VmRSS' | 'VmHWM') => pids.reduce((total, pid) => total + (statusKb(pid, field) ?? 0), 0);
+  const startKb = kb('VmRSS');
   let peakKb = startKb;
   // unref: a run that fails before stop() must still let the bench exit.
-  const timer = setInterval(() => (peakKb = Math.max(peakKb, statusKb(pid, 'VmRSS') ?? 0)), intervalMs).unref();
+  const timer = setInterval(() => (peakKb = Math.max(peakKb, kb('VmRSS'))), intervalMs).unref();
   return {
     stop() {
       clearInterval(timer);
-      const hwmKb = statusKb(pid, 'VmHWM') ?? 0;
-      return { startMb: startKb / 1024, peakMb: Math.max(peakKb, statusKb(pid, 'VmRSS') ?? 0) / 1024, hwmMb: hwmKb / 1024 };
+      const hwmKb = kb('VmHWM');
+      return { startMb: startKb / 1024, peakMb: Math.max(peakKb, kb('VmRSS')) / 1024, hwmMb: hwmKb / 1024 };
     },
   };
 }

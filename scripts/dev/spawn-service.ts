@@ -31,11 +31,13 @@ export interface SpawnOptions {
   signal?: AbortSignal;
   /** A compiled main.js (`npm run build`) to run with plain node instead of src/main.ts under tsx. */
   compiledMain?: string;
+  /** Flags for node itself (V8's heap flags are refused in NODE_OPTIONS). */
+  nodeFlags?: readonly string[];
 }
 
 /** Starts src/main.ts with the parent's environment plus `env`, and resolves once it listens. */
 export async function spawnService(env: Record<string, string>, options: SpawnOptions = {}): Promise<ChildService> {
-  const args = options.compiledMain ? [options.compiledMain] : ['--import', 'tsx', MAIN];
+  const args = [...(options.nodeFlags ?? []), ...(options.compiledMain ? [options.compiledMain] : ['--import', 'tsx', MAIN])];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, LOG_LEVEL: 'info', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
