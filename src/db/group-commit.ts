@@ -3,10 +3,11 @@
 // An item submitted when nothing is in flight goes at once, alone: batching adds no wait at low
 // load; batches only form under load, and their size follows the load.
 //
-// Used for webhook claims (src/events/claim-batcher.ts): on these machines a round trip to
-// Postgres costs more than the work in it, so sharing the commit and one set-based statement
-// between items is what raises throughput (docs/benchmarks.md). Fulfilment gets its batches from
-// the queue instead: the events claimed together travel in one job (src/events/enqueue.ts).
+// Used for webhook claims (src/events/claim-batcher.ts) and for the jobs a worker runs at once
+// (src/fulfilment/fulfilment-batcher.ts): on these machines a round trip to Postgres costs more
+// than the work in it, so sharing the commit and one set-based statement between items is what
+// raises throughput (docs/benchmarks.md). whenIdle lets fulfilment wait for the claims where both
+// share a process.
 export interface GroupCommitOptions {
   /** Most items in one transaction (bounds statement size and the locks held). */
   maxBatch: number;
@@ -30,6 +31,7 @@ interface Pending<I, O> {
 
 export class GroupCommit<I, O> {
   readonly #queue: Array<Pending<I, O>> = [];
+  readonly #idleWaiters: Array<() => void> = [];
   #inFlight = 0;
   #transactions = 0;
   #items = 0;
@@ -54,6 +56,22 @@ export class GroupCommit<I, O> {
     });
   }
 
+  /** Resolves when nothing is queued or in flight, or after `maxWaitMs`, whichever comes first. */
+  whenIdle(maxWaitMs: number): Promise<void> {
+    if (this.#inFlight === 0 && this.#queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, maxWaitMs);
+      const waiters = this.#idleWaiters;
+      function done() {
+        clearTimeout(timer);
+        const at = waiters.indexOf(done);
+        if (at >= 0) waiters.splice(at, 1);
+        resolve();
+      }
+      waiters.push(done);
+    });
+  }
+
   /** Transactions and items committed so far: items / transactions is the mean batch size. */
   get stats(): { transactions: number; items: number } {
     return { transactions: this.#transactions, items: this.#items };
@@ -66,6 +84,7 @@ export class GroupCommit<I, O> {
       void this.#run(batch).finally(() => {
         this.#inFlight--;
         this.#next();
+        if (this.#inFlight === 0) for (const idle of [...this.#idleWaiters]) idle();
       });
     }
   }

@@ -59,6 +59,11 @@ export class ClaimBatcher {
     return this.#group.submit(event);
   }
 
+  /** Resolves when no claim is queued or in flight, or after `maxWaitMs`. */
+  whenIdle(maxWaitMs: number): Promise<void> {
+    return this.#group.whenIdle(maxWaitMs);
+  }
+
   /** Transactions and events committed so far: events / transactions is the mean batch size. */
   get stats(): { transactions: number; events: number } {
     const { transactions, items } = this.#group.stats;

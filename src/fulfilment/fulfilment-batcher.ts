@@ -19,6 +19,8 @@ import { fulfilEvents, type FulfilOptions, type FulfilResult } from './fulfil-ev
 export interface FulfilmentBatcherOptions extends FulfilOptions {
   /** Most jobs in one transaction: the worker's concurrency, the jobs it can run at once. */
   maxJobs: number;
+  /** Awaited before each shared transaction: the webhook's claims go first where both run. */
+  yieldTo?: () => Promise<void>;
 }
 
 /**
@@ -34,7 +36,10 @@ export class FulfilmentBatcher {
     private readonly db: Kysely<Database>,
     private readonly options: FulfilmentBatcherOptions,
   ) {
-    this.#group = new GroupCommit(async (jobs) => split(jobs, await fulfilEvents(db, jobs.flat(), options)), {
+    this.#group = new GroupCommit(async (jobs) => {
+      await options.yieldTo?.();
+      return split(jobs, await fulfilEvents(db, jobs.flat(), options));
+    }, {
       maxBatch: options.maxJobs,
       maxInFlight: TRANSACTIONS_IN_FLIGHT,
       // The database is away: each job fails now and graphile-worker retries it. Anything else

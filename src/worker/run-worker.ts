@@ -28,9 +28,11 @@ export interface WorkerDeps {
   modules: readonly BusinessModule[];
   logger: Logger;
   metrics: Metrics;
+  /** Awaited before each fulfilment transaction (src/fulfilment/fulfilment-batcher.ts). */
+  yieldTo?: () => Promise<void>;
 }
 
-export async function startWorker({ config, stripeCalls, pool, db, modules, logger, metrics }: WorkerDeps): Promise<Runner> {
+export async function startWorker({ config, stripeCalls, pool, db, modules, logger, metrics, yieldTo }: WorkerDeps): Promise<Runner> {
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
   // A job carries the events claimed together (src/events/enqueue.ts), and the jobs running at once
   // are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog costs a few
@@ -57,7 +59,7 @@ export async function startWorker({ config, stripeCalls, pool, db, modules, logg
     crontab: `${sweepSchedule(config.sweepCron)}\n${pruneSchedule()}\n`,
     taskList: {
       ...moduleTasks(modules, { config, db, stripeCalls, logger }),
-      [PROCESS_EVENT_TASK]: processStripeEventsTask({ db, maxAttempts, dispatch, maxJobs: concurrency, logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
+      [PROCESS_EVENT_TASK]: processStripeEventsTask({ db, maxAttempts, dispatch, maxJobs: concurrency, yieldTo, logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
       [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts, metrics }),
       [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: config.eventRetentionDays }),
     },

@@ -163,3 +163,22 @@ test('jobs running at once share a transaction; a poison event among them fails 
   assert.deepEqual(batcher.stats, { transactions, jobs: 5 }, 'a retry does not wait for, or join, a shared transaction');
   await deleteJobs(database.db);
 });
+
+test('where claims share the process, a shared transaction starts only when yieldTo lets it', async () => {
+  const order = await givenOrder(database);
+  const event = paidEvent(order);
+  await claimEvents(database.db, [incomingEvent(event)], options);
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let asked = 0;
+  const batcher = new FulfilmentBatcher(database.db, { ...options, yieldTo: () => (asked++, gate) });
+
+  const result = batcher.fulfil([event.id], { retry: false });
+  assert.equal(asked, 1);
+  assert.equal((await eventRow(database, event.id)).status, 'processing', 'held while intake goes first');
+  open();
+
+  assert.deepEqual((await result).map((r) => r.status), ['processed']);
+  assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: event.id, credits: order.credits }]);
+  await deleteJobs(database.db);
+});

@@ -1,0 +1,46 @@
+// Group commit's idle signal, which fulfilment awaits where the webhook's claims share the process
+// (src/fulfilment/fulfilment-batcher.ts): at once when nothing is queued or in flight, when the
+// last transaction in flight ends, and never later than the wait allowed.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { GroupCommit } from '../../src/db/group-commit.js';
+
+/** A group commit whose transactions end when the test says so. */
+function heldGroup() {
+  const ends: Array<() => void> = [];
+  const group = new GroupCommit<number, number>(
+    (items) => new Promise((resolve) => ends.push(() => resolve(items))),
+    { maxBatch: 10, maxInFlight: 1, retryAlone: () => false },
+  );
+  return { group, endNext: () => ends.shift()!() };
+}
+
+const settled = (promise: Promise<unknown>) => Promise.race([promise.then(() => true), new Promise((resolve) => setImmediate(() => resolve(false)))]);
+
+test('idle: whenIdle resolves at once', async () => {
+  const { group } = heldGroup();
+  assert.equal(await settled(group.whenIdle(60_000)), true);
+});
+
+test('busy: whenIdle resolves when the last transaction in flight and the queue behind it have committed', async () => {
+  const { group, endNext } = heldGroup();
+  const first = group.submit(1);
+  const second = group.submit(2);
+  const idle = group.whenIdle(60_000);
+  assert.equal(await settled(idle), false);
+  endNext();
+  assert.equal(await first, 1);
+  assert.equal(await settled(idle), false, 'the queued item went next: still busy');
+  endNext();
+  assert.equal(await second, 2);
+  assert.equal(await settled(idle), true);
+});
+
+test('busy for longer than the wait allowed: whenIdle resolves anyway', async () => {
+  const { group, endNext } = heldGroup();
+  const item = group.submit(1);
+  await group.whenIdle(50);
+  assert.equal(await settled(item), false, 'resolved by the limit, with the transaction still in flight');
+  endNext();
+  await item;
+});
