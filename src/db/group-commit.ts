@@ -21,6 +21,11 @@ export interface GroupCommitOptions {
   /** A submitter not answered within this time gets `timeoutError()`; none if unset. */
   timeoutMs?: number;
   timeoutError?: () => Error;
+  /**
+   * Awaited by a free transaction slot before it takes its batch from the queue, so items that
+   * arrive meanwhile join that batch; it must not reject. None by default: a batch goes at once.
+   */
+  beforeBatch?: () => Promise<void>;
 }
 
 interface Pending<I, O> {
@@ -33,6 +38,8 @@ export class GroupCommit<I, O> {
   readonly #queue: Array<Pending<I, O>> = [];
   readonly #idleWaiters: Array<() => void> = [];
   #inFlight = 0;
+  /** Slots waiting in beforeBatch: each will take up to maxBatch of the queue. */
+  #gathering = 0;
   #transactions = 0;
   #items = 0;
 
@@ -78,15 +85,25 @@ export class GroupCommit<I, O> {
   }
 
   #next(): void {
-    while (this.#inFlight < this.options.maxInFlight && this.#queue.length > 0) {
-      const batch = this.#queue.splice(0, this.options.maxBatch);
+    while (this.#inFlight < this.options.maxInFlight && this.#queue.length > this.#gathering * this.options.maxBatch) {
       this.#inFlight++;
-      void this.#run(batch).finally(() => {
+      void this.#takeBatch().finally(() => {
         this.#inFlight--;
         this.#next();
         if (this.#inFlight === 0) for (const idle of [...this.#idleWaiters]) idle();
       });
     }
+  }
+
+  async #takeBatch(): Promise<void> {
+    if (this.options.beforeBatch) {
+      this.#gathering++;
+      await this.options.beforeBatch();
+      this.#gathering--;
+    }
+    // Another slot that waited too may have taken everything.
+    const batch = this.#queue.splice(0, this.options.maxBatch);
+    if (batch.length > 0) await this.#run(batch);
   }
 
   async #run(batch: Array<Pending<I, O>>): Promise<void> {

@@ -19,7 +19,7 @@ import { fulfilEvents, type FulfilOptions, type FulfilResult } from './fulfil-ev
 export interface FulfilmentBatcherOptions extends FulfilOptions {
   /** Most jobs in one transaction: the worker's concurrency, the jobs it can run at once. */
   maxJobs: number;
-  /** Awaited before each shared transaction: the webhook's claims go first where both run. */
+  /** Awaited before each shared transaction takes its jobs: the webhook's claims go first where both run. */
   yieldTo?: () => Promise<void>;
 }
 
@@ -36,12 +36,11 @@ export class FulfilmentBatcher {
     private readonly db: Kysely<Database>,
     private readonly options: FulfilmentBatcherOptions,
   ) {
-    this.#group = new GroupCommit(async (jobs) => {
-      await options.yieldTo?.();
-      return split(jobs, await fulfilEvents(db, jobs.flat(), options));
-    }, {
+    this.#group = new GroupCommit(async (jobs) => split(jobs, await fulfilEvents(db, jobs.flat(), options)), {
       maxBatch: options.maxJobs,
       maxInFlight: TRANSACTIONS_IN_FLIGHT,
+      // Jobs that start while it waits join the batch.
+      ...(options.yieldTo && { beforeBatch: options.yieldTo }),
       // The database is away: each job fails now and graphile-worker retries it. Anything else
       // (two batches deadlocked on one order): each job again on its own.
       retryAlone: (error) => !isDatabaseUnavailable(error),

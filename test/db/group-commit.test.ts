@@ -1,6 +1,7 @@
 // Group commit's idle signal, which fulfilment awaits where the webhook's claims share the process
 // (src/fulfilment/fulfilment-batcher.ts): at once when nothing is queued or in flight, when the
-// last transaction in flight ends, and never later than the wait allowed.
+// last transaction in flight ends, and never later than the wait allowed; and the wait before a
+// batch, during which later items join it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { GroupCommit } from '../../src/db/group-commit.js';
@@ -43,4 +44,24 @@ test('busy for longer than the wait allowed: whenIdle resolves anyway', async ()
   assert.equal(await settled(item), false, 'resolved by the limit, with the transaction still in flight');
   endNext();
   await item;
+});
+
+test('beforeBatch: items submitted while a slot waits for it join that slot\'s batch', async () => {
+  const batches: number[][] = [];
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let asked = 0;
+  const group = new GroupCommit<number, number>(async (items) => (batches.push(items), items), {
+    maxBatch: 10,
+    maxInFlight: 2,
+    retryAlone: () => false,
+    beforeBatch: () => (asked++, gate),
+  });
+
+  const submitted = [1, 2, 3].map((item) => group.submit(item));
+  assert.equal(asked, 1, 'one slot waits: the queue fits its batch');
+  open();
+
+  assert.deepEqual(await Promise.all(submitted), [1, 2, 3]);
+  assert.deepEqual(batches, [[1, 2, 3]]);
 });
