@@ -51,7 +51,7 @@ test('beforeBatch: items submitted while a slot waits for it join that slot\'s b
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
   let asked = 0;
-  const group = new GroupCommit<number, number>(async (items) => (batches.push(items), items), {
+  const group = new GroupCommit<number, number>((items) => (batches.push(items), Promise.resolve(items)), {
     maxBatch: 10,
     maxInFlight: 2,
     retryAlone: () => false,
