@@ -47,7 +47,7 @@ interface Measured {
   result: autocannon.Result;
   /** 2xx answers during the warm-up: acknowledged too, so they must be stored too. */
   warmup2xx: number;
-  /** Seconds the CPU was counted over: the measured run, and for `all` the drain after it. */
+  /** Seconds the CPU was counted over: the measured run, and for `all` and `split` the drain after it. */
   cpuSeconds: number;
   /** CPU seconds used in that time: the server's processes, its Postgres backends, this (load generator) process. */
   serverCpu: number;

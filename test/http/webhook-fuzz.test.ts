@@ -263,6 +263,11 @@ describe('size', () => {
 
   test('an endless chunked body is answered 413 while it is still being sent, without being read to the end', async () => {
     const { hostname, port } = new URL(service.url);
+    const tooLargeAnswers = async () => {
+      const metrics = await fetch(`${service.url}/metrics`, { headers: { authorization: `Bearer ${service.config.metricsToken}` } });
+      return Number(/stripe_inbox_webhook_requests_total\{outcome="too_large"\} (\d+)/.exec(await metrics.text())?.[1]);
+    };
+    const answeredBefore = await tooLargeAnswers();
     const giveUpAfter = 256 * MiB;
     let written = 0;
     const status = await new Promise<number | string>((resolve) => {
@@ -284,7 +289,11 @@ describe('size', () => {
       };
       pump();
     });
-    assert.equal(status, 413);
+    // The connection is closed behind the 413 while the client is still sending, so the client's
+    // next write can meet the reset before Node has parsed the answer (EPIPE, ECONNRESET): the
+    // server's own count of its 413 answers says what it answered either way.
+    if (typeof status !== 'string' || !/EPIPE|ECONNRESET/.test(status)) assert.equal(status, 413);
+    assert.equal(await tooLargeAnswers(), answeredBefore + 1, `answered once with 413 (the client saw: ${status})`);
     // The server stopped reading at the limit; what was written beyond it sits in socket buffers.
     assert.ok(written < 64 * MiB, `${written} bytes were written before the answer came`);
   });
