@@ -13,7 +13,12 @@ function heldGroup() {
     (items) => new Promise((resolve) => ends.push(() => resolve(items))),
     { maxBatch: 10, maxInFlight: 1, retryAlone: () => false },
   );
-  return { group, endNext: () => ends.shift()!() };
+  /** Ends the oldest transaction in flight, once one is. */
+  const endNext = async () => {
+    while (ends.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    ends.shift()!();
+  };
+  return { group, endNext };
 }
 
 const settled = (promise: Promise<unknown>) => Promise.race([promise.then(() => true), new Promise((resolve) => setImmediate(() => resolve(false)))]);
@@ -29,10 +34,10 @@ test('busy: whenIdle resolves when the last transaction in flight and the queue 
   const second = group.submit(2);
   const idle = group.whenIdle(60_000);
   assert.equal(await settled(idle), false);
-  endNext();
+  await endNext();
   assert.equal(await first, 1);
   assert.equal(await settled(idle), false, 'the queued item went next: still busy');
-  endNext();
+  await endNext();
   assert.equal(await second, 2);
   assert.equal(await settled(idle), true);
 });
@@ -42,7 +47,7 @@ test('busy for longer than the wait allowed: whenIdle resolves anyway', async ()
   const item = group.submit(1);
   await group.whenIdle(50);
   assert.equal(await settled(item), false, 'resolved by the limit, with the transaction still in flight');
-  endNext();
+  await endNext();
   await item;
 });
 
