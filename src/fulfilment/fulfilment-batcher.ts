@@ -2,8 +2,8 @@
 // claim-batcher.ts. A job already carries the events claimed together (src/events/enqueue.ts);
 // jobs that run at once — graphile-worker fetches a batch of them for its free slots — also share
 // one transaction: one lock statement, each handler's set-based statement, one finish statement,
-// one commit for all of their events. Under load that is a few round trips per hundred events
-// instead of per ten, and on these machines each round trip costs more CPU than the rows it writes
+// one commit for all of their events. Under load the round trips are paid once for several jobs
+// instead of once for each, and a round trip costs more CPU than the rows it writes
 // (docs/benchmarks.md). A job that runs alone, at low load, is not delayed: it goes at once.
 //
 // A batch never changes an outcome. Side-effects and status flips still commit together (DESIGN

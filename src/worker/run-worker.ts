@@ -35,8 +35,8 @@ export interface WorkerDeps {
 export async function startWorker({ config, stripeCalls, pool, db, modules, logger, metrics, yieldTo }: WorkerDeps): Promise<Runner> {
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
   // A job carries the events claimed together (src/events/enqueue.ts), and the jobs running at once
-  // are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog costs a few
-  // round trips per hundred events.
+  // are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog pays its
+  // round trips once for several jobs.
   const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config)) });
   return run({
     pgPool: pool,

@@ -6,8 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { requestHash } from '../../src/http/idempotent-request.js';
-import type { OrderRow } from '../../src/modules/credits/tables.js';
-import { finishedEvent, givenOrder, newAccountId, orderRow, paidEvent } from '../support/factories.js';
+import { givenOrder, newAccountId, paidOrder } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
 
 const file = serviceForFile();
@@ -18,14 +17,6 @@ async function keyOfPreviousRelease(key: string, row: { operation: string; reque
     insert into api_idempotency_keys (idempotency_key, operation, request_hash, order_id, refund_seq, refund_amount, response_status, response_body)
     values (${`${row.operation}:${key}`}, ${row.operation}, ${requestHash(row.request)}, ${row.orderId}, ${row.refund?.seq ?? null}, ${row.refund?.amount ?? null},
             ${row.response?.status ?? null}, ${row.response ? JSON.stringify(row.response.body) : null}::jsonb)`.execute(file.database.db);
-}
-
-async function paidOrder(): Promise<OrderRow> {
-  const order = await givenOrder(file.database);
-  const event = paidEvent(order);
-  await file.service.deliver(event);
-  await finishedEvent(file.database, event.id);
-  return orderRow(file.database, order.order_id);
 }
 
 test("a checkout key the release before registered (its request died before Stripe answered) is completed for that key's order", async () => {
@@ -41,7 +32,7 @@ test("a checkout key the release before registered (its request died before Stri
 });
 
 test("refunds are numbered after the release before's, and this release's keys carry the columns that release reads", async () => {
-  const order = await paidOrder();
+  const order = await paidOrder(file.database, file.service);
   await keyOfPreviousRelease('old-refund', {
     operation: 'refund', request: [order.order_id, 1000], orderId: order.order_id, refund: { seq: 1, amount: 1000 },
     response: { status: 201, body: { order_id: order.order_id, refund_id: 're_old', amount: 1000, status: 'succeeded' } },

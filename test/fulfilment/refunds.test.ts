@@ -7,21 +7,11 @@ import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { consumeCredit } from '../../src/modules/credits/account-quota.js';
 import { refundedCharge, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase } from '../support/database.js';
-import { eventRow, finishedEvent, givenOrder, orderRow, paidEvent, quotaOf } from '../support/factories.js';
+import { eventRow, finishedEvent, givenOrder, orderRow, paidEvent, paidOrder, quotaOf } from '../support/factories.js';
 import { serviceForFile, startTestService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
 const file = serviceForFile();
-
-/** A paid order, fulfilled through the webhook; returns it with its PaymentIntent. */
-async function paidOrder(): Promise<OrderRow & { payment_intent_id: string }> {
-  const order = await givenOrder(file.database);
-  const event = paidEvent(order);
-  assert.equal((await file.service.deliver(event)).status, 200);
-  assert.equal((await finishedEvent(file.database, event.id)).status, 'processed');
-  const paid = await orderRow(file.database, order.order_id);
-  return { ...paid, payment_intent_id: paid.payment_intent_id! };
-}
 
 function refundEvent(order: OrderRow & { payment_intent_id: string }, amountRefunded: number, created?: number) {
   const charge = refundedCharge({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, amountRefunded });
@@ -35,7 +25,7 @@ async function deliverAndFinish(event: ReturnType<typeof refundEvent>) {
 
 describe('charge.refunded', () => {
   test('a full refund takes the unused credits back once and marks the order refunded', async () => {
-    const order = await paidOrder();
+    const order = await paidOrder(file.database, file.service);
     const full = refundEvent(order, order.amount);
     assert.equal((await deliverAndFinish(full)).status, 'processed');
     // The same refund again (a retry under a new id, a resend): nothing more is taken.
@@ -46,14 +36,14 @@ describe('charge.refunded', () => {
   });
 
   test('credits already used are not clawed back: quota never goes below zero', async () => {
-    const order = await paidOrder();
+    const order = await paidOrder(file.database, file.service);
     for (let i = 0; i < 10; i++) assert.ok(await consumeCredit(file.database.db, order.account_id));
     await deliverAndFinish(refundEvent(order, order.amount));
     assert.deepEqual(await quotaOf(file.database, order.account_id), { account_id: order.account_id, granted: 10, used: 10, remaining: 0 });
   });
 
   test('a partial refund is recorded and revokes nothing; the refund that completes it revokes all', async () => {
-    const order = await paidOrder();
+    const order = await paidOrder(file.database, file.service);
     await deliverAndFinish(refundEvent(order, 1000));
     let row = await orderRow(file.database, order.order_id);
     assert.deepEqual({ status: row.status, refunded_amount: row.refunded_amount }, { status: 'paid', refunded_amount: 1000 });

@@ -5,18 +5,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 
-import { finishedEvent, givenOrder, orderRow, paidEvent } from '../support/factories.js';
+import { givenOrder, paidOrder } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
 
 const file = serviceForFile();
-
-async function paidOrder(): Promise<OrderRow> {
-  const order = await givenOrder(file.database);
-  const event = paidEvent(order);
-  await file.service.deliver(event);
-  await finishedEvent(file.database, event.id);
-  return orderRow(file.database, order.order_id);
-}
 
 const refund = (orderId: string, key: string | undefined, body: unknown = {}) =>
   file.service.call('POST', `/admin/api/orders/${orderId}/refund`, { body, headers: key === undefined ? {} : { 'idempotency-key': key } });
@@ -24,7 +16,7 @@ const refund = (orderId: string, key: string | undefined, body: unknown = {}) =>
 const refundRequests = (order: OrderRow) => file.service.stripe.requests.filter((r) => r.path === '/v1/refunds' && r.params.payment_intent === order.payment_intent_id);
 
 test('a refund needs an Idempotency-Key, and the admin token', async () => {
-  const order = await paidOrder();
+  const order = await paidOrder(file.database, file.service);
   assert.equal((await refund(order.order_id, undefined)).status, 400);
   const withApiToken = await file.service.call('POST', `/admin/api/orders/${order.order_id}/refund`, { body: {}, headers: { 'idempotency-key': 'k' }, token: 'test-api-token-0123456789' });
   assert.equal(withApiToken.status, 401);
@@ -32,7 +24,7 @@ test('a refund needs an Idempotency-Key, and the admin token', async () => {
 });
 
 test('a retried request refunds once; a second refund gets the next sequence number', async () => {
-  const order = await paidOrder();
+  const order = await paidOrder(file.database, file.service);
   const first = await refund(order.order_id, 'ops-refund-1', { amount: 1000 });
   assert.equal(first.status, 201);
   assert.equal(first.body.amount, 1000);
@@ -53,7 +45,7 @@ test('a retried request refunds once; a second refund gets the next sequence num
 });
 
 test('when Stripe fails: 502, and a retry with the same key sends Stripe the same key and amount', async () => {
-  const order = await paidOrder();
+  const order = await paidOrder(file.database, file.service);
   file.service.stripe.failNext(2); // the SDK's first try and its one retry (src/stripe/client.ts)
   const failed = await refund(order.order_id, 'ops-refund-flaky');
   assert.equal(failed.status, 502);
@@ -68,7 +60,7 @@ test('when Stripe fails: 502, and a retry with the same key sends Stripe the sam
 });
 
 test('a key an API caller used for a checkout is not the same key for a refund: keys are scoped by operation', async () => {
-  const order = await paidOrder();
+  const order = await paidOrder(file.database, file.service);
   const key = 'shared-key-1';
   const checkout = await file.service.call('POST', '/api/checkout', { body: { package_id: 'starter', account_id: order.account_id }, headers: { 'idempotency-key': key } });
   assert.equal(checkout.status, 201);
@@ -81,7 +73,7 @@ test('what cannot be refunded is refused before Stripe is called', async () => {
   const pending = await givenOrder(file.database);
   assert.equal((await refund(pending.order_id, 'ops-pending')).status, 409);
   assert.equal((await refund('ord_missing', 'ops-missing')).status, 404);
-  const order = await paidOrder();
+  const order = await paidOrder(file.database, file.service);
   assert.equal((await refund(order.order_id, 'ops-too-much', { amount: order.amount + 1 })).status, 400);
   assert.equal((await refund(order.order_id, 'ops-negative', { amount: -5 })).status, 400);
   assert.equal(refundRequests(order).length, 0);

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 // Test data with defaults: only what a test is about needs to be spelled out.
 import type { StripeEventRow } from '../../src/db/schema.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
@@ -67,4 +68,20 @@ export async function orderRow(database: TestDatabase, orderId: string): Promise
   const order = await findOrder(database.db, orderId);
   if (!order) throw new Error(`order ${orderId} is not stored`);
   return order;
+}
+
+/**
+ * A paid order, paid as production pays it: its checkout.session.completed delivered through the
+ * service's webhook and fulfilled. Returned with its PaymentIntent, which refunds name.
+ */
+export async function paidOrder(
+  database: TestDatabase,
+  service: { deliver(event: unknown): Promise<{ status: number }> },
+): Promise<OrderRow & { payment_intent_id: string }> {
+  const order = await givenOrder(database);
+  const event = paidEvent(order);
+  assert.equal((await service.deliver(event)).status, 200);
+  assert.equal((await finishedEvent(database, event.id)).status, 'processed');
+  const paid = await orderRow(database, order.order_id);
+  return { ...paid, payment_intent_id: paid.payment_intent_id! };
 }
