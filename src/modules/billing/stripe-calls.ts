@@ -56,19 +56,23 @@ export type CancelOutcome = { outcome: 'canceling'; subscription: SubscriptionRo
 /**
  * Cancels at the end of the period through Stripe. The state Stripe answers with is applied like a
  * fetch (as of when the call began), so the answer is right at once and a later event still wins.
+ * A repeat within Stripe's idempotency window gets the first call's answer back
+ * (Idempotent-Replayed): a state as of then, older than what events may have brought since, so it
+ * is not applied, and the answer is the state we hold.
  */
 export async function cancelAtPeriodEnd(deps: Pick<BillingCallDeps, 'db' | 'stripeCalls'>, subscription: SubscriptionRow): Promise<CancelOutcome> {
   const stripeId = subscription.stripe_subscription_id;
   if (stripeId === null) return { outcome: 'not_linked' };
   const began = new Date();
-  const call = await deps.stripeCalls.attempt('subscription_cancel', (stripe): Promise<Stripe.Subscription> =>
+  const call = await deps.stripeCalls.attempt('subscription_cancel', (stripe): Promise<Stripe.Response<Stripe.Subscription>> =>
     stripe.subscriptions.update(stripeId, { cancel_at_period_end: true }, { idempotencyKey: subscriptionCancelKey(subscription.subscription_id) }),
   );
   if (call.outcome !== 'done') return call;
-  const answered = stripeSubscription.parse(call.value);
+  const replayed = call.value.lastResponse.headers['idempotent-replayed'] === 'true';
   const updated = await deps.db.transaction().execute(async (tx) => {
     const row = await tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscription_id).forUpdate().executeTakeFirstOrThrow();
-    await applyState(tx, row, stateOf(answered), began, 'fetch');
+    if (replayed) return row;
+    await applyState(tx, row, stateOf(stripeSubscription.parse(call.value)), began, 'fetch');
     return tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscription_id).executeTakeFirstOrThrow();
   });
   return { outcome: 'canceling', subscription: updated };
