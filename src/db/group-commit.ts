@@ -1,7 +1,8 @@
 // Group commit: items submitted while a transaction is in flight wait for it and share the next
 // one. Each submitter is answered only after the transaction holding its item has committed.
-// An item submitted when nothing is in flight goes at once, alone: batching adds no wait at low
-// load; batches only form under load, and their size follows the load.
+// An item submitted when nothing is in flight goes at once, alone (unless beforeBatch makes it
+// wait): batching adds no wait at low load; batches only form under load, and their size follows
+// the load.
 //
 // Used for webhook claims (src/events/claim-batcher.ts) and for the jobs a worker runs at once
 // (src/fulfilment/fulfilment-batcher.ts): on these machines a round trip to Postgres costs more

@@ -4,15 +4,17 @@
 // one transaction: one lock statement, each handler's set-based statement, one finish statement,
 // one commit for all of their events. Under load the round trips are paid once for several jobs
 // instead of once for each, and a round trip costs more CPU than the rows it writes
-// (docs/benchmarks.md). A job that runs alone, at low load, is not delayed: it goes at once.
+// (docs/benchmarks.md). A job that runs alone, at low load, goes at once, unless yieldTo makes it
+// wait for the webhook's claims (ROLE=all, src/service.ts).
 //
 // A batch never changes an outcome. Side-effects and status flips still commit together (DESIGN
 // invariant 6), and fulfilEvents falls back to one event per transaction when a batch fails, so a
 // failure is counted against its own event only. A job on a retry runs alone, so an event that
-// keeps failing costs its own fallback, not its neighbours'.
+// keeps failing costs its own fallback, not its neighbours'. A job waiting here holds no row lock
+// yet: the sweep leaves it alone because graphile-worker fetched it moments ago (DESIGN invariant
+// 7, src/events/enqueue.ts waitingJobs), and the wait is short next to STALE_AFTER_SECONDS.
 import type { Kysely } from 'kysely';
 import { GroupCommit } from '../db/group-commit.js';
-import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database } from '../db/schema.js';
 import { fulfilEvents, type FulfilOptions, type FulfilResult } from './fulfil-event.js';
 
@@ -41,9 +43,10 @@ export class FulfilmentBatcher {
       maxInFlight: TRANSACTIONS_IN_FLIGHT,
       // Jobs that start while it waits join the batch.
       ...(options.yieldTo && { beforeBatch: options.yieldTo }),
-      // The database is away: each job fails now and graphile-worker retries it. Anything else
-      // (two batches deadlocked on one order): each job again on its own.
-      retryAlone: (error) => !isDatabaseUnavailable(error),
+      // fulfilEvents already fulfils each event alone when a shared transaction fails; what still
+      // rejects (the database away, or a failure of that one-by-one pass) fails every job of the
+      // batch, and graphile-worker retries each, alone.
+      retryAlone: () => false,
     });
   }
 
