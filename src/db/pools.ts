@@ -5,7 +5,7 @@
 // never uses a pool (ROLE=worker has no API) costs nothing for it.
 //
 // Each pool reports how long a query waited for a connection, and a wait that timed out because
-// every connection was checked out is a PoolBusyError error, told apart from a database that cannot be
+// every connection was checked out is a PoolBusyError, told apart from a database that cannot be
 // reached: "all our connections are busy" and "Postgres is down" call for different fixes.
 import type pg from 'pg';
 import type { Metrics } from '../metrics/metrics.js';

@@ -6,8 +6,7 @@ import type { StripeEventRow } from '../db/schema.js';
 import { PermanentError } from '../fulfilment/handler.js';
 
 // The envelope around each object schema, built once per schema: building a zod schema costs far
-// more than parsing with it, and handlers read an object per event, several modules the same one
-// (docs/benchmarks.md, run 9).
+// more than parsing with it, and handlers read an object per event, several modules the same one.
 const envelopes = new WeakMap<z.ZodType, z.ZodType>();
 const envelopeOf = (schema: z.ZodType): z.ZodType => {
   let envelope = envelopes.get(schema);

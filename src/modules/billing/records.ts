@@ -4,6 +4,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database, StripeEventRow } from '../../db/schema.js';
 import type { BusinessRecord } from '../../events/read-model.js';
+import { SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { withBillingTables } from './tables.js';
 
 export async function subscriptionOfEvent(db: Kysely<Database>, event: Pick<StripeEventRow, 'event_id' | 'object_id' | 'payload'>): Promise<BusinessRecord[]> {
@@ -32,7 +33,7 @@ function namedSubscriptions(payload: unknown): { ours: string[]; stripe: string[
   const metadata = object.metadata as Record<string, unknown> | null | undefined;
   const strings = (...values: unknown[]) => values.filter((v): v is string => typeof v === 'string');
   return {
-    ours: strings(metadata?.subscription_id, details?.metadata?.subscription_id),
+    ours: strings(metadata?.[SUBSCRIPTION_ID_KEY], details?.metadata?.[SUBSCRIPTION_ID_KEY]),
     stripe: strings(object.object === 'subscription' ? object.id : undefined, object.subscription, details?.subscription),
   };
 }
@@ -44,8 +45,8 @@ export async function eventsOfSubscription(db: Kysely<Database>, subscriptionId:
     .selectFrom('stripe_events')
     .select('event_id')
     .where((eb) => eb.or([
-      eb(sql`payload #>> '{data,object,metadata,subscription_id}'`, '=', subscriptionId),
-      eb(sql`payload #>> '{data,object,parent,subscription_details,metadata,subscription_id}'`, '=', subscriptionId),
+      eb(sql`payload #>> ${`{data,object,metadata,${SUBSCRIPTION_ID_KEY}}`}::text[]`, '=', subscriptionId),
+      eb(sql`payload #>> ${`{data,object,parent,subscription_details,metadata,${SUBSCRIPTION_ID_KEY}}`}::text[]`, '=', subscriptionId),
       eb('object_id', 'in', eb.selectFrom('subscriptions').select('stripe_subscription_id').where('subscription_id', '=', subscriptionId).where('stripe_subscription_id', 'is not', null).$narrowType<{ stripe_subscription_id: string }>()),
       eb('event_id', 'in', eb.selectFrom('invoice_grants').select('event_id').where('subscription_id', '=', subscriptionId)),
     ]))

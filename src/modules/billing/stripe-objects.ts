@@ -31,7 +31,6 @@ export const stripeInvoice = z.object({
   // Present when the event's API version includes the invoice's payments.
   payments: z.object({ data: z.array(z.object({ payment: z.object({ payment_intent: z.string().nullable().optional() }) })) }).optional(),
 });
-export type StripeInvoice = z.infer<typeof stripeInvoice>;
 
 export const stripeInvoicePayment = z.object({
   object: z.literal('invoice_payment'),

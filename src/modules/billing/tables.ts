@@ -70,7 +70,6 @@ export type BillingTables = {
 export type BillingDatabase = Database & CreditTables & BillingTables;
 export type PlanRow = Selectable<PlansTable>;
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
-export type InvoiceGrantRow = Selectable<InvoiceGrantsTable>;
 
 /** The same connection or transaction, typed with this module's tables and the account ledger's. */
 export function withBillingTables(db: Transaction<Database>): Transaction<BillingDatabase>;

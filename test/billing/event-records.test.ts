@@ -1,0 +1,43 @@
+// What ops see of billing on the dashboard (src/modules/billing/records.ts): search by our
+// subscription id finds the events about it — those naming it in their metadata, those about its
+// Stripe subscription, and the one that granted its invoice — and an event's detail shows the
+// subscription it names and the invoice grant it made.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { eventDetail, searchEvents } from '../../src/events/read-model.js';
+import { billingModule } from '../../src/modules/billing/index.js';
+import { invoiceObject, subscriptionObject } from '../../src/modules/billing/sample-events.js';
+import { createSubscription } from '../../src/modules/billing/subscriptions.js';
+import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
+import { databaseForFile } from '../support/database.js';
+import { eventRow, newAccountId } from '../support/factories.js';
+import { fulfilWith } from '../support/handlers.js';
+import { testConfig } from '../support/service.js';
+
+const database = databaseForFile({ maxConnections: 4 });
+
+test("a subscription's events are found by our id, and an invoice's event shows its subscription and grant", async () => {
+  const row = await createSubscription(database.db, { planId: 'pro_monthly', accountId: newAccountId(), email: null });
+  const subscription = { subscriptionId: row!.subscription_id, stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf' };
+  const periodEnd = Math.floor(Date.now() / 1000) + 86_400;
+  // Ours in the metadata; about the Stripe subscription only (no metadata); the grant.
+  const created = sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'active', periodEnd }));
+  const updated = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, metadata: false }));
+  const paid = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid' }));
+  // Found only by our id: in the object's metadata (the subscription's Checkout Session), or in its
+  // invoice's subscription_details (an event no handler acts on, about the invoice).
+  const session = sampleEvent('checkout.session.completed', { ...exampleObject('checkout.session'), id: randomStripeId('cs'), mode: 'subscription', metadata: { subscription_id: subscription.subscriptionId } });
+  const succeeded = sampleEvent('invoice.payment_succeeded', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid' }));
+  const unrelated = sampleEvent('customer.subscription.created', subscriptionObject({ ...subscription, subscriptionId: 'subscr_other', stripeSubscriptionId: randomStripeId('sub') }, { status: 'active', periodEnd }));
+  await fulfilWith(database, billingModule.handlers(testConfig()), [created, updated, paid]);
+  await fulfilWith(database, {}, [session, succeeded, unrelated]);
+
+  const found = await searchEvents(database.db, subscription.subscriptionId, [billingModule]);
+  assert.deepEqual(found.map((e) => e.event_id).sort(), [created.id, updated.id, paid.id, session.id, succeeded.id].sort());
+
+  const detail = await eventDetail(database.db, await eventRow(database, paid.id), [billingModule]);
+  assert.deepEqual(detail.records.map((r) => [r.kind, r.kind === 'subscription' ? r.id : r.fields.subscription_id]), [
+    ['subscription', subscription.subscriptionId],
+    ['invoice grant', subscription.subscriptionId],
+  ]);
+});
