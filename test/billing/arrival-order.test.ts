@@ -102,12 +102,14 @@ describe('refunds of a subscription payment', () => {
 
   test("a full refund takes back the period's credits once, however often it is told", async () => {
     const period = await paidPeriod();
+    // Credits the account holds besides this period's, so a second take-back would show.
+    await sql`update account_credits set granted = granted + 100 where account_id = ${period.accountId}`.execute(database.db);
     for (const event of [refunded(period.paymentIntentId, 1900), refunded(period.paymentIntentId, 1900), refunded(period.paymentIntentId, 900)]) {
       // The packages module finds no order for it and waits; the billing module's outcome wins.
       const [done] = await fulfilWith(database, everyModule, [event]);
       assert.equal(done!.row.status, 'processed');
     }
-    assert.deepEqual(await quotaOf(database, period.accountId), { account_id: period.accountId, granted: 0, used: 0, remaining: 0 });
+    assert.deepEqual(await quotaOf(database, period.accountId), { account_id: period.accountId, granted: 100, used: 0, remaining: 100 });
     const grant = await database.db.selectFrom('invoice_grants').selectAll().where('invoice_id', '=', period.invoiceId).executeTakeFirstOrThrow();
     assert.deepEqual([grant.refunded_amount, grant.revocation_target, grant.revoked_credits], [1900, 100, 100]);
   });

@@ -84,6 +84,11 @@ test('every delivery again, a second Event object for the same invoice, and a re
   const twin = await finishedEvent(file.database, again.id);
   assert.deepEqual([twin.status, twin.duplicate_of], ['duplicate', paid.id]);
   assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
+  // Ops replay the event that granted: the same outcome again, not a duplicate of itself.
+  assert.equal((await file.service.call('POST', `/admin/api/events/${paid.id}/replay`)).status, 202);
+  const replayed = await finishedEvent(file.database, paid.id);
+  assert.deepEqual([replayed.status, replayed.duplicate_of], ['processed', null]);
+  assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
 
   // The next period, shuffled: a second grant, for the new invoice.
   await deliverAll(shuffled(periodEvents(subscription, { cycle: 2, lastAt: start + 30, periodEnd: start + 2 * PERIOD_SECONDS }), 11));
