@@ -5,7 +5,7 @@ import type Stripe from 'stripe';
 import type { StripeCallFailure, StripeCalls } from '../../stripe/outbound.js';
 import { stripeSubscription, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { applyState, stateOf } from './subscription-state.js';
-import { linkSubscription } from './subscriptions.js';
+import { linkSubscription, lockSubscription } from './subscriptions.js';
 import type { BillingDatabase, SubscriptionRow } from './tables.js';
 
 const subscriptionCheckoutKey = (subscriptionId: string) => `checkout-session:${subscriptionId}`;
@@ -70,7 +70,8 @@ export async function cancelAtPeriodEnd(deps: Pick<BillingCallDeps, 'db' | 'stri
   if (call.outcome !== 'done') return call;
   const replayed = call.value.lastResponse.headers['idempotent-replayed'] === 'true';
   const updated = await deps.db.transaction().execute(async (tx) => {
-    const row = await tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscription_id).forUpdate().executeTakeFirstOrThrow();
+    const row = await lockSubscription(tx, { subscriptionId: subscription.subscription_id });
+    if (!row) throw new Error(`subscription ${subscription.subscription_id} is no longer stored`);
     if (replayed) return row;
     await applyState(tx, row, stateOf(stripeSubscription.parse(call.value)), began, 'fetch');
     return tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscription_id).executeTakeFirstOrThrow();

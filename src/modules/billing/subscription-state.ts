@@ -14,6 +14,7 @@ import { z } from 'zod';
 import type { TaskContext } from '../../business-module.js';
 import { addModuleJob } from '../../events/enqueue.js';
 import { stripeSubscription, type StripeSubscription } from './stripe-objects.js';
+import { lockSubscription } from './subscriptions.js';
 import { withBillingTables, type BillingDatabase, type SubscriptionRow } from './tables.js';
 
 export const REFRESH_TASK = 'billing_refresh_subscription';
@@ -92,7 +93,7 @@ export function refreshSubscriptionTask({ db, stripeCalls, logger }: TaskContext
     // A busy or failing Stripe throws here: graphile-worker retries the job with its backoff.
     const fetched = stripeSubscription.parse(await stripeCalls.run('subscription_retrieve', (stripe) => stripe.subscriptions.retrieve(stripeSubscriptionId)));
     const change = await billing.transaction().execute(async (tx) => {
-      const subscription = await tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).forUpdate().executeTakeFirst();
+      const subscription = await lockSubscription(tx, { subscriptionId });
       return subscription ? applyState(tx, subscription, stateOf(fetched), began, 'fetch') : undefined;
     });
     logger.info({ subscriptionId, stripeSubscriptionId, change: change ?? 'no such subscription' }, 'subscription refreshed from Stripe');
