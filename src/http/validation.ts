@@ -12,6 +12,9 @@ export const optionalIdempotencyKey = (req: Request) => idempotencyKeyHeader.opt
 // text type refuses it with an error (a 500) instead of finding nothing.
 export const lookupId = z.string().regex(/^[\x21-\x7e]{1,255}$/, 'must be an id: 1-255 printable ASCII characters, no spaces');
 
+/** A buyer's email, optional, passed to Stripe Checkout as customer_email (254: the longest an address can be). */
+export const optionalEmail = z.email('must be an email address').max(254).optional();
+
 export function badRequest(res: Response, error: z.ZodError): void {
   const issue = error.issues[0];
   const where = issue?.path.length ? `${issue.path.join('.')}: ` : '';

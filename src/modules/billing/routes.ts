@@ -6,7 +6,7 @@ import { Router, type Response } from 'express';
 import { z } from 'zod';
 import type { RouteContext } from '../../business-module.js';
 import { createThenCall, sendResult, stripeCallFailed, type HttpResult } from '../../http/idempotent-request.js';
-import { badRequest, checkIdParam, optionalIdempotencyKey } from '../../http/validation.js';
+import { badRequest, checkIdParam, optionalEmail, optionalIdempotencyKey } from '../../http/validation.js';
 import { accountId } from '../credits/index.js';
 import { cancelAtPeriodEnd, openSubscriptionCheckout, type BillingCallDeps, type SubscriptionCheckoutOutcome } from './stripe-calls.js';
 import { createSubscription, findSubscription, listPlans } from './subscriptions.js';
@@ -15,7 +15,7 @@ import { withBillingTables, type SubscriptionRow } from './tables.js';
 const subscriptionBody = z.strictObject({
   plan_id: z.string().regex(/^[a-z0-9_-]{1,64}$/, 'must be a plan id from GET /api/plans'),
   account_id: accountId,
-  email: z.email('must be an email address').max(254).optional(),
+  email: optionalEmail,
 });
 
 export function billingApiRoutes(context: RouteContext): Router {

@@ -6,7 +6,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import type { RouteContext } from '../../business-module.js';
 import { countKeys, createThenCall, runIdempotent, sendResult, stripeCallFailed, type HttpResult } from '../../http/idempotent-request.js';
-import { badRequest, checkIdParam, idempotencyKeyHeader, optionalIdempotencyKey } from '../../http/validation.js';
+import { badRequest, checkIdParam, idempotencyKeyHeader, optionalEmail, optionalIdempotencyKey } from '../../http/validation.js';
 import { consumeCredit, getQuota } from './account-quota.js';
 import { openCheckoutSession, type CheckoutDeps, type CheckoutOutcome } from './checkout.js';
 import { createOrder, findOrder, listPackages } from './orders.js';
@@ -18,7 +18,7 @@ export const accountId = z.string().regex(/^[\w.@:-]{1,128}$/, 'must be 1-128 le
 const checkoutBody = z.strictObject({
   package_id: z.string().regex(/^[a-z0-9_-]{1,64}$/, 'must be a package id from GET /api/packages'),
   account_id: accountId,
-  email: z.email('must be an email address').max(254).optional(),
+  email: optionalEmail,
 });
 const refundBody = z.strictObject({ amount: z.number().int().positive('must be a positive amount in the smallest currency unit').optional() });
 
