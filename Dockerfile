@@ -28,6 +28,15 @@ RUN npm run build
 
 FROM base AS runtime
 ENV NODE_ENV=production
+# V8's heap sized for the service, not for the host. Left alone, V8 sizes it from the machine's
+# memory: on a large host it lets the old generation grow to about four times what is live (the
+# service holds about 26 MB) before it collects, and the young generation to about 55 MB. Under a
+# burst of webhooks the service then peaked at about 260 MB resident. With these two settings it
+# peaked at about 140 MB, for about the same CPU per event (docs/benchmarks.md, run 11).
+# What the service holds is bounded (bodies, pools, batches) and far below 256 MB; a process that
+# ever reaches it ends with "JavaScript heap out of memory" and compose restarts it. To change
+# either, set NODE_OPTIONS in .env: it replaces this value.
+ENV NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8"
 # package.json marks dist/*.js as ES modules ("type": "module"). Files stay owned by root: the
 # service writes nothing to disk, and cannot rewrite its own code.
 COPY package.json ./

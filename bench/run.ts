@@ -9,7 +9,7 @@ import { benchIngest } from './parts/ingest.js';
 import { benchLatency } from './parts/latency.js';
 import { benchSweep } from './parts/sweep.js';
 import { cleanupAll, installSignalCleanup } from './support/cleanup.js';
-import { buildService } from './support/compiled-service.js';
+import { buildService, imageNodeOptions } from './support/compiled-service.js';
 import { DEFAULT_SERVER_URL } from './support/database.js';
 import { machineFacts } from './support/machine.js';
 import type { BenchOptions } from './support/options.js';
@@ -34,7 +34,7 @@ options:
   --json               machine-readable output on stdout
   --concurrency N      WORKER_CONCURRENCY for drain, service and baseline alike (default 10)
   --env KEY=VALUE      extra environment for every service process (repeatable)
-  --node-flag FLAG     a flag for node in every service process, e.g. --node-flag=--max-semi-space-size=2 (repeatable)
+  --node-flag FLAG     a flag for node in every service process, for those NODE_OPTIONS refuses, e.g. --node-flag=--optimize-for-size (repeatable)
 
 Postgres: DATABASE_URL (the server; each part creates and drops stripe_inbox_bench_<random>),
 default ${DEFAULT_SERVER_URL}.`;
@@ -63,7 +63,7 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 100) throw new UsageError('--concurrency must be a whole number from 1 to 100');
   const nodeFlags = values['node-flag'] ?? [];
   const wrong = nodeFlags.find((flag) => !flag.startsWith('--'));
-  if (wrong !== undefined) throw new UsageError(`--node-flag wants a flag starting with --, got '${wrong}' (write --node-flag=--max-semi-space-size=2)`);
+  if (wrong !== undefined) throw new UsageError(`--node-flag wants a flag starting with --, got '${wrong}' (write --node-flag=--optimize-for-size)`);
   const env: Record<string, string> = {};
   for (const pair of values.env ?? []) {
     const match = /^([A-Z_][A-Z0-9_]*)=(.*)$/s.exec(pair);
@@ -97,6 +97,7 @@ async function main(): Promise<number> {
 
   const machine = await machineFacts(options.serverUrl);
   out(Object.entries({ ...machine, mode: options.short ? 'short (CI smoke: numbers not meaningful)' : 'full' }).map(([k, v]) => `${k}: ${v}`).join('\n'));
+  out(`service NODE_OPTIONS (the image's): ${imageNodeOptions() || 'none'}`);
   if (options.nodeFlags.length > 0) out(`service node flags: ${options.nodeFlags.join(' ')}`);
   if (Object.keys(options.env).length > 0) out(`service env: ${Object.entries(options.env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
 
@@ -120,7 +121,7 @@ async function main(): Promise<number> {
     }
   }
   const seconds = (Date.now() - started) / 1000;
-  if (json) process.stdout.write(`${JSON.stringify({ machine, short: options.short, nodeFlags: options.nodeFlags, env: options.env, seconds, figures, failures }, null, 2)}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ machine, short: options.short, nodeOptions: imageNodeOptions(), nodeFlags: options.nodeFlags, env: options.env, seconds, figures, failures }, null, 2)}\n`);
   else if (parts.length > 1) out(`\nsummary (${seconds.toFixed(0)} s)\n${formatTable(figures)}`);
   return failures.length > 0 ? 1 : 0;
 }

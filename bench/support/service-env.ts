@@ -1,5 +1,9 @@
 // The environment the bench gives the service: test mode, bench-only secrets, Stripe unreachable
-// (nothing measured here calls Stripe), and whatever the user adds with --env KEY=VALUE.
+// (nothing measured here calls Stripe), the image's NODE_OPTIONS, and whatever the user adds with
+// --env KEY=VALUE. A NODE_OPTIONS given with --env comes after the image's: it adds a flag
+// (--cpu-prof) or, for a flag both name, wins (node takes the last).
+import { imageNodeOptions } from './compiled-service.js';
+
 export const BENCH_WEBHOOK_SECRET = 'whsec_bench_0123456789abcdef0123';
 export const BENCH_TOKEN = 'bench-token-0123456789abcdef';
 
@@ -19,5 +23,6 @@ export function serviceEnv(databaseUrl: string, role: 'all' | 'web' | 'worker', 
     LOG_LEVEL: 'info',
     SHUTDOWN_TIMEOUT_SECONDS: '5',
     ...extra,
+    NODE_OPTIONS: [imageNodeOptions(), extra.NODE_OPTIONS ?? ''].join(' ').trim(),
   };
 }

@@ -31,7 +31,7 @@ export interface SpawnOptions {
   signal?: AbortSignal;
   /** A compiled main.js (`npm run build`) to run with plain node instead of src/main.ts under tsx. */
   compiledMain?: string;
-  /** Flags for node itself (V8's heap flags are refused in NODE_OPTIONS). */
+  /** Flags for node itself, for those NODE_OPTIONS refuses (--optimize-for-size, say). */
   nodeFlags?: readonly string[];
 }
 

@@ -3,8 +3,10 @@
 // dependencies only), and a build context that holds what the build stage copies and no secrets.
 // test/deploy/production-build.test.ts runs the build stage's steps and the command itself.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import {
   baseImage,
   composeService,
@@ -110,6 +112,19 @@ test('the runtime stage: non-root, NODE_ENV=production, port 3000, production de
   for (const copy of copies.filter((c) => !c.from)) {
     assert.deepEqual(copy.sources, ['package.json'], 'from the build context the runtime takes package.json only ("type": "module")');
   }
+});
+
+test("the runtime stage caps V8's heap in NODE_OPTIONS, and node takes the cap", async () => {
+  const env = new Map(runtimeInstructions.filter((i) => i.keyword === 'ENV').flatMap((i) => [...envPairs(i.args)]));
+  const options = env.get('NODE_OPTIONS') ?? '';
+  assert.match(options, /--max-old-space-size=\d+/, 'ENV NODE_OPTIONS="--max-old-space-size=…" in the runtime stage');
+  // node exits on a flag NODE_OPTIONS does not allow (a typo included), so this also checks that
+  // the container starts at all. Without the cap, V8 sizes the heap from the host's memory.
+  const { stdout } = await promisify(execFile)(process.execPath, ['-p', "require('node:v8').getHeapStatistics().heap_size_limit"], {
+    env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: options },
+  });
+  const limitMb = Number(stdout) / 2 ** 20;
+  assert.ok(limitMb < 512, `with NODE_OPTIONS=${options} node's heap limit is ${limitMb.toFixed(0)} MB`);
 });
 
 test('.dockerignore keeps secrets and local state out and lets the build stage copy what it needs', () => {
