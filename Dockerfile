@@ -32,7 +32,8 @@ ENV NODE_ENV=production
 # memory: on a large host it lets the old generation grow to about four times what is live (the
 # service holds about 26 MB) before it collects, and the young generation to about 55 MB. Under a
 # burst of webhooks the service then peaked at about 260 MB resident. With these two settings it
-# peaked at about 140 MB, for about the same CPU per event (docs/benchmarks.md, run 11).
+# peaked at 140-146 MB; V8 collects more often, up to 0.1 ms more CPU per event at saturation,
+# inside the bench's run-to-run spread (docs/benchmarks.md, run 11).
 # What the service holds is bounded (bodies, pools, batches) and far below 256 MB; a process that
 # ever reaches it ends with "JavaScript heap out of memory" and compose restarts it. To change
 # either, set NODE_OPTIONS in .env: it replaces this value.
