@@ -1,5 +1,5 @@
-import assert from 'node:assert/strict';
 // Test data with defaults: only what a test is about needs to be spelled out.
+import assert from 'node:assert/strict';
 import type { StripeEventRow } from '../../src/db/schema.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { findEvent, type IncomingEvent } from '../../src/events/event-store.js';
