@@ -29,14 +29,13 @@ RUN npm run build
 FROM base AS runtime
 ENV NODE_ENV=production
 # V8's heap sized for the service, not for the host. Left alone, V8 sizes it from the machine's
-# memory: on a large host it lets the old generation grow to about four times what is live (the
-# service holds about 26 MB) before it collects, and the young generation to about 55 MB. Under a
-# burst of webhooks the service then peaked at about 260 MB resident. With these two settings it
-# peaked at 140-146 MB; V8 collects more often, up to 0.1 ms more CPU per event at saturation,
-# inside the bench's run-to-run spread (docs/benchmarks.md, run 11).
-# What the service holds is bounded (bodies, pools, batches) and far below 256 MB; a process that
-# ever reaches it ends with "JavaScript heap out of memory" and compose restarts it. To change
-# either, set NODE_OPTIONS in .env: it replaces this value.
+# memory, and on a large host lets garbage from a burst of webhooks pile up to several times what
+# the service keeps live before it collects: resident memory then follows the host, not the load.
+# These two caps keep it bounded and small, for a little more garbage collection at saturation;
+# docs/benchmarks.md (run 11) has both sides measured. What the service holds is bounded (bodies,
+# pools, batches) and far below 256 MB; a process that ever reaches it ends with "JavaScript heap
+# out of memory", compose restarts it, and the sweep takes over its events. To change either cap,
+# set NODE_OPTIONS in .env: it replaces this value.
 ENV NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8"
 # package.json marks dist/*.js as ES modules ("type": "module"). Files stay owned by root: the
 # service writes nothing to disk, and cannot rewrite its own code.
