@@ -19,6 +19,22 @@ export default defineConfig(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
     },
   },
+  // What the service process loads. An ES module import of node:http, direct or through Stripe's ES
+  // module build, also loads Node's undici and http2: src/stripe/sdk.ts says why and how.
+  {
+    files: ['src/**/*.ts', 'tasks/**/*.ts', 'scripts/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            { name: 'stripe', allowTypeImports: true, message: "Import { Stripe } from src/stripe/sdk.ts, which loads the SDK's CommonJS build." },
+            ...['node:http', 'http'].map((name) => ({ name, allowTypeImports: true, message: "Use process.getBuiltinModule('node:http') (see src/stripe/sdk.ts)." })),
+          ],
+        },
+      ],
+    },
+  },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
   // The dashboard's browser script: its types are checked by tsconfig.dashboard.json.
   {

@@ -8,7 +8,6 @@ import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
 import { startService } from './service.js';
 import { installShutdown } from './shutdown.js';
 import { createStripeClient } from './stripe/client.js';
-import { startOfflineStripe } from './dev/offline-stripe/index.js';
 import { businessModules, serviceMigrations } from './modules/index.js';
 
 async function main(): Promise<void> {
@@ -33,7 +32,8 @@ async function main(): Promise<void> {
   let stripeKey = config.stripeSecretKey;
   let stripeApiBase = config.stripeApiBase;
   if (stripeKey === undefined) {
-    // config.ts refuses production without a key, so this is development only.
+    // config.ts refuses production without a key, so this is development only (and loaded only here).
+    const { startOfflineStripe } = await import('./dev/offline-stripe/index.js');
     const offline = await startOfflineStripe();
     closers.unshift(() => offline.close());
     stripeKey = 'sk_test_offline';

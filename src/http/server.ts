@@ -1,7 +1,10 @@
 // The HTTP server around the app, with every time limit chosen rather than inherited. Node's
 // defaults let a client hold a connection for 300 s by sending a body one byte a second, and check
 // their timers only every 30 s.
-import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
+
+// Not `import { createServer } from 'node:http'`: that would load Node's undici (src/stripe/sdk.ts says why).
+const { createServer: createHttpServer } = process.getBuiltinModule('node:http');
 
 /** A client has this long to send its request line and headers. */
 const HEADERS_TIMEOUT_MS = 10_000;

@@ -1,6 +1,6 @@
 // The Stripe SDK client. STRIPE_API_BASE points it at another server (stripe-mock, the offline
 // stand-in, the tests' fake); its own retries reuse the Idempotency-Key we pass.
-import Stripe from 'stripe';
+import { Stripe } from './sdk.js';
 
 /**
  * One retry: the SDK retries network errors, 409 (a concurrent request with our key) and 5xx,

@@ -2,7 +2,7 @@
 // each timed. When Stripe is slow, calls pile up; past the bound a request is refused at once
 // (503 with Retry-After) instead of waiting behind the others, so a Stripe incident costs
 // checkouts, never memory, sockets or the webhook path.
-import Stripe from 'stripe';
+import { Stripe } from './sdk.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 

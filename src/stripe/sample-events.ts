@@ -4,7 +4,7 @@
 // service itself. Signing is Stripe's: Stripe.webhooks.generateTestHeaderString.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import Stripe from 'stripe';
+import { Stripe } from './sdk.js';
 
 const FIXTURES = new URL('./fixtures/', import.meta.url);
 const fixture = (name: string): Record<string, unknown> => JSON.parse(readFileSync(new URL(`${name}.json`, FIXTURES), 'utf8')) as Record<string, unknown>;

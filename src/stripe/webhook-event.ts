@@ -1,7 +1,7 @@
 // Turns a webhook delivery (raw body + Stripe-Signature) into an IncomingEvent, or rejects it
 // with a fixed message. Nothing from the request is echoed back and nothing is stored for a
 // rejected delivery. The raw body is verified and stored as sent: Stripe signs bytes, not JSON.
-import Stripe from 'stripe';
+import { Stripe } from './sdk.js';
 import { z } from 'zod';
 import type { IncomingEvent } from '../events/event-store.js';
 

@@ -22,11 +22,14 @@
  * - no `Stripe-Should-Retry` header, so stripe-node retries 409 and 5xx itself.
  */
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IMPLEMENTED, Resources } from './resources.js';
 import { authenticate, canonical, idempotencyError, parseForm, readBody, send, StripeApiError, type IdempotencyRecord, type Params, type Reply } from './wire.js';
+
+// Not `import { createServer } from 'node:http'`: that would load Node's undici (src/stripe/sdk.ts says why).
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface OfflineStripe {
   readonly url: string;
