@@ -7,7 +7,7 @@ import { migrate } from './db/migrate.js';
 import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
 import { startService } from './service.js';
 import { installShutdown } from './shutdown.js';
-import { trimHeapAfterStart } from './trim-heap.js';
+import { startHeapTrimming } from './trim-heap.js';
 import { createStripeClient } from './stripe/client.js';
 import { businessModules, serviceMigrations } from './modules/index.js';
 
@@ -50,8 +50,8 @@ async function main(): Promise<void> {
   const service = await startService({ config, pools, stripe, modules: businessModules, logger });
   // Before the start line: a supervisor may signal as soon as it sees the process up.
   installShutdown({ ...service, closers, logger, timeoutMs: config.shutdownTimeoutMs });
-  const heapTrimmed = trimHeapAfterStart();
-  logger.info({ url: service.url, role: config.role, pid: process.pid, node: process.version, heapTrimmed }, 'stripe-inbox started');
+  const heapTrimming = startHeapTrimming();
+  logger.info({ url: service.url, role: config.role, pid: process.pid, node: process.version, heapTrimming }, 'stripe-inbox started');
   if (config.devSecretsFile) printDevelopmentHelp(config, logger);
 
   // A worker that stops on its own would leave a process that accepts events and never fulfils

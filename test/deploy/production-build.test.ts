@@ -169,7 +169,7 @@ test('the image command starts in production, migrates an empty database and tur
   // Before any assertion: after() stops the process only through `service`.
   service = { process: child, url, exited, stderr: () => stderr };
   assert.equal(started.node, process.version, 'the start line names the Node version');
-  assert.equal(started.heapTrimmed, true, "the image's NODE_OPTIONS lets the service hand start-up's young generation back");
+  assert.equal(started.heapTrimming, true, "the image's NODE_OPTIONS lets the service hand its young generation back when quiet");
   // .env.example leaves METRICS_TOKEN empty: /metrics then takes the admin token, which is worth a warning.
   assert.ok(warnings.some((msg) => String(msg).startsWith('METRICS_TOKEN is unset')), `warnings: ${JSON.stringify(warnings)}`);
   await waitFor('/readyz to answer 200', async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 30_000 });
