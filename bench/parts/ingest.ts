@@ -16,6 +16,7 @@
 // The machine's speed drifts by up to 2× within a minute (a shared host), so the full run measures
 // in two rounds, the servers in one order and then in the reverse: each server's figure is over
 // both rounds, and a drift that is linear in time weighs on all of them alike.
+import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { createBenchDatabase, type BenchDatabase } from '../support/database.js';
 import type { BenchOptions } from '../support/options.js';
@@ -23,15 +24,17 @@ import { postgresCpu } from '../support/postgres-cpu.js';
 import { spawnBaseline, spawnBenchService, spawnSplitService, type BenchChild } from '../support/processes.js';
 import { ratio, type Figure } from '../support/report.js';
 import { BENCH_WEBHOOK_SECRET, serviceEnv } from '../support/service-env.js';
-import { cpuSeconds, percentile, pollUntil, sampleRss } from '../support/stats.js';
+import { cpuSeconds, percentile, pollUntil, sampleRss, statusKb } from '../support/stats.js';
 import { BENCH_PACKAGE, eventBodies, signatureHeader, type EventBodies } from '../support/webhook-events.js';
 
 const CONNECTIONS = 50;
 // Enough unique events that a service never sees a repeat in either round: it has not outrun
 // the bare group-commit insert (at most ≈ 7k req/s on the fastest host seen, so ≈ 85k requests per
 // round of 12 s); the baselines start over each run.
-const FULL = { warmupSeconds: 2, measureSeconds: 10, events: 200_000, rounds: 2, drainTimeoutMs: 300_000 };
-const SHORT = { warmupSeconds: 0.5, measureSeconds: 2, events: 20_000, rounds: 1, drainTimeoutMs: 60_000 };
+// quietSeconds: how long a service that fulfils stays without load before its resident set is
+// read again: two of src/trim-heap.ts's 10 s looks, plus margin.
+const FULL = { warmupSeconds: 2, measureSeconds: 10, events: 200_000, rounds: 2, drainTimeoutMs: 300_000, quietSeconds: 25 };
+const SHORT = { warmupSeconds: 0.5, measureSeconds: 2, events: 20_000, rounds: 1, drainTimeoutMs: 60_000, quietSeconds: 0 };
 type Size = typeof FULL;
 
 const SERVERS = ['ceiling', 'naive', 'group-commit', 'web', 'all', 'split'] as const;
@@ -54,6 +57,8 @@ interface Measured {
   postgresCpu: number;
   generatorCpu: number;
   rssMb?: { startMb: number; peakMb: number; hwmMb: number };
+  /** Resident set after everything was fulfilled and `quietSeconds` passed without load. */
+  quietRssMb?: number;
   /** `all`: seconds from the end of the load until nothing it accepted was still processing. */
   drainSeconds?: number;
 }
@@ -88,6 +93,8 @@ interface Server {
   service?: true;
   /** Fulfils what it accepts: measured until it has. */
   drains?: true;
+  /** Its resident set is read again once it has stood quiet after the load. */
+  quiet?: true;
 }
 
 async function measure(server: Server, child: BenchChild, requests: Requests, size: Size): Promise<Measured> {
@@ -115,7 +122,14 @@ async function measure(server: Server, child: BenchChild, requests: Requests, si
     generatorCpu: (generator.user + generator.system) / 1e6,
     ...(rss && { rssMb: rss.stop() }),
     ...(server.drains && { drainSeconds: (performance.now() - loaded) / 1000 }),
+    ...(server.quiet && size.quietSeconds > 0 && { quietRssMb: await quietRss(child, size.quietSeconds) }),
   };
+}
+
+/** The resident set once the service has stood without load for `seconds`: what a container holds between bursts. */
+async function quietRss(child: BenchChild, seconds: number): Promise<number> {
+  await sleep(seconds * 1000);
+  return child.pids.reduce((total, pid) => total + (statusKb(pid, 'VmRSS') ?? 0), 0) / 1024;
 }
 
 async function run(name: ServerName, server: Server, requests: Requests, size: Size, options: BenchOptions): Promise<Measured> {
@@ -223,7 +237,7 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
       naive: { start: () => spawnBaseline('naive', { DATABASE_URL: db.url, POOL_SIZE: '10' }), db },
       'group-commit': { start: () => spawnBaseline('group-commit', { DATABASE_URL: db.url, POOL_SIZE: '10' }), db },
       web: { start: () => spawnBenchService(serviceEnv(db.url, 'web', options.env), options.nodeFlags), db, service: true },
-      all: { start: () => spawnBenchService(serviceEnv(allDb.url, 'all', options.env), options.nodeFlags), db: allDb, service: true, drains: true },
+      all: { start: () => spawnBenchService(serviceEnv(allDb.url, 'all', options.env), options.nodeFlags), db: allDb, service: true, drains: true, quiet: true },
       split: { start: () => spawnSplitService((role) => serviceEnv(splitDb.url, role, options.env), options.nodeFlags), db: splitDb, service: true, drains: true },
     };
     // Every service run gets events it has not seen; the baselines start over each time.
@@ -275,6 +289,9 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
         note: `sampled every 100 ms from warm-up to fulfilled, the larger of ${rss.length} run(s), VmHWM ${Math.max(...rss.map((r) => r.hwmMb)).toFixed(0)} MB; web: ${Math.max(...webRss.map((r) => r.peakMb)).toFixed(0)} MB, ${Math.max(...webRss.map((r) => r.startMb)).toFixed(0)} MB idle`,
       },
       { part: 'ingest', name: 'all idle RSS', value: Math.max(...rss.map((r) => r.startMb)), unit: 'MB', target: { op: '<', value: 90 }, note: 'started, before the first request' },
+      ...(size.quietSeconds > 0
+        ? [{ part: 'ingest', name: 'all RSS quiet after the load', value: Math.max(...all.map((m) => m.quietRssMb!)), unit: 'MB', note: `${size.quietSeconds} s after the last event was fulfilled, the larger of ${all.length} run(s)` }]
+        : []),
       { part: 'ingest', name: 'all, split events left processing', value: left, unit: '', target: { op: '≤', value: 0 } },
       await unstored('web', web, db, cycled),
       await unstored('all', all, allDb, cycled),
