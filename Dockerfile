@@ -35,8 +35,8 @@ ENV NODE_ENV=production
 # docs/benchmarks.md (run 11) has both sides measured. What the service holds is bounded (bodies,
 # pools, batches) and far below 256 MB; a process that ever reaches it ends with "JavaScript heap
 # out of memory", compose restarts it, and the sweep takes over its events. --expose-gc lets the
-# service hand back, once started, the young generation that loading its code grew
-# (src/trim-heap.ts). To change any of the three, set NODE_OPTIONS in .env: it replaces this value.
+# service hand V8's young generation back when it has nothing to do (src/trim-heap.ts). To change
+# any of the three, set NODE_OPTIONS in .env: it replaces this value.
 ENV NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8 --expose-gc"
 # package.json marks dist/*.js as ES modules ("type": "module"). Files stay owned by root: the
 # service writes nothing to disk, and cannot rewrite its own code.

@@ -16,9 +16,9 @@ import v8 from 'node:v8';
 export interface HeapTrimOptions {
   /** How often to look; a trim comes at least this long after the last busy moment. */
   intervalMs?: number;
-  /** Allocated over one interval, at most, for the process to count as quiet. Idle, the service allocates 1-6 MB per 10 s. */
+  /** Allocated over one interval, at most, for the process to count as quiet: above what the idle service allocates (polling, schedules), below a trickle of webhooks. */
   quietBytes?: number;
-  /** The young generation's size, at least, for a trim to be worth its pause (trimmed, it is well under 1 MB). */
+  /** The young generation's size, at least, for a trim to be worth its pause (a trim leaves it at V8's minimum). */
   grownBytes?: number;
 }
 

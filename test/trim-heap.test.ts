@@ -37,7 +37,7 @@ test('with --expose-gc it trims at start, and again once the process goes quiet 
     ${BUSY_SPELL}
     const afterBusy = young();
     let quiet = afterBusy;
-    for (const deadline = Date.now() + 10_000; Date.now() < deadline && quiet >= 1_048_576; quiet = young()) {
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline && quiet >= ${MB}; quiet = young()) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     process.stdout.write(JSON.stringify({ started, atStart, afterBusy, quiet }));`);

@@ -9,8 +9,8 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** Every module the service can load: src/ but its entry (which would start it) and the development stand-ins. */
 const SRC = new URL('../../src/', import.meta.url);
+/** Every module the service can load: src/ but its entry (which would start it) and the development stand-ins. */
 const serviceModules = () =>
   readdirSync(SRC, { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith('.ts') && file !== 'main.ts' && !file.startsWith('dev/'))

@@ -120,7 +120,7 @@ test("the runtime stage caps V8's heap in NODE_OPTIONS and exposes gc, and node 
   assert.match(options, /--max-old-space-size=\d+/, 'ENV NODE_OPTIONS="--max-old-space-size=…" in the runtime stage');
   // node exits on a flag NODE_OPTIONS does not allow (a typo included), so this also checks that
   // the container starts at all. Without the cap, V8 sizes the heap from the host's memory;
-  // without gc, the service keeps the young generation its start-up grew (src/trim-heap.ts).
+  // without gc, the service keeps its young generation at its largest (src/trim-heap.ts).
   const { stdout } = await promisify(execFile)(process.execPath, ['-p', "[require('node:v8').getHeapStatistics().heap_size_limit, typeof gc].join(' ')"], {
     env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: options },
   });
