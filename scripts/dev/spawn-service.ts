@@ -1,7 +1,8 @@
-// The service as a real child process (`node --import tsx src/main.ts`, or the compiled bundle),
-// for what only a process can show: SIGKILL mid-job, SIGTERM and its exit code, several processes
-// on one database. Used by the process-level tests (test/support/child-service.ts), by
-// `npm run chaos` and by the benchmarks (which run the compiled bundle, as the image does).
+// The service as a real child process (`node --expose-gc --import tsx src/main.ts`, as `npm start`
+// runs it, or the compiled bundle), for what only a process can show: SIGKILL mid-job, SIGTERM and
+// its exit code, several processes on one database. Used by the process-level tests
+// (test/support/child-service.ts), by `npm run chaos` and by the benchmarks (which run the
+// compiled bundle, as the image does).
 // The URL is learned from the JSON start line, so the child must log at 'info' or lower
 // (the default here); PORT defaults to 0, a free port chosen by the kernel.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -37,7 +38,7 @@ export interface SpawnOptions {
 
 /** Starts src/main.ts with the parent's environment plus `env`, and resolves once it listens. */
 export async function spawnService(env: Record<string, string>, options: SpawnOptions = {}): Promise<ChildService> {
-  const args = [...(options.nodeFlags ?? []), ...(options.compiledMain ? [options.compiledMain] : ['--import', 'tsx', MAIN])];
+  const args = [...(options.nodeFlags ?? []), ...(options.compiledMain ? [options.compiledMain] : ['--expose-gc', '--import', 'tsx', MAIN])];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, LOG_LEVEL: 'info', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
