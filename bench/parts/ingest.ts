@@ -24,7 +24,7 @@ import { postgresCpu } from '../support/postgres-cpu.js';
 import { spawnBaseline, spawnBenchService, spawnSplitService, type BenchChild } from '../support/processes.js';
 import { ratio, type Figure } from '../support/report.js';
 import { BENCH_WEBHOOK_SECRET, serviceEnv } from '../support/service-env.js';
-import { cpuSeconds, percentile, pollUntil, sampleRss, statusKb } from '../support/stats.js';
+import { cpuSeconds, percentile, pollUntil, sampleRss, summedKb } from '../support/stats.js';
 import { BENCH_PACKAGE, eventBodies, signatureHeader, type EventBodies } from '../support/webhook-events.js';
 
 const CONNECTIONS = 50;
@@ -129,7 +129,7 @@ async function measure(server: Server, child: BenchChild, requests: Requests, si
 /** The resident set once the service has stood without load for `seconds`: what a container holds between bursts. */
 async function quietRss(child: BenchChild, seconds: number): Promise<number> {
   await sleep(seconds * 1000);
-  return child.pids.reduce((total, pid) => total + (statusKb(pid, 'VmRSS') ?? 0), 0) / 1024;
+  return summedKb(child.pids, 'VmRSS') / 1024;
 }
 
 async function run(name: ServerName, server: Server, requests: Requests, size: Size, options: BenchOptions): Promise<Measured> {

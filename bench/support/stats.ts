@@ -21,6 +21,11 @@ export function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefi
   }
 }
 
+/** Kilobytes of a /proc/<pid>/status field summed over a server's processes (gone ones count 0). */
+export function summedKb(pids: readonly number[], field: 'VmRSS' | 'VmHWM'): number {
+  return pids.reduce((total, pid) => total + (statusKb(pid, field) ?? 0), 0);
+}
+
 /**
  * Samples the resident set of a server's processes (summed) every `intervalMs` until stopped.
  * The peak reported is the larger of the sampled maximum and the sum of the kernel's own
@@ -29,16 +34,15 @@ export function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefi
  * a container's memory counts them once.
  */
 export function sampleRss(pids: readonly number[], intervalMs = 100): { stop(): { startMb: number; peakMb: number; hwmMb: number } } {
-  const kb = (field: 'VmRSS' | 'VmHWM') => pids.reduce((total, pid) => total + (statusKb(pid, field) ?? 0), 0);
-  const startKb = kb('VmRSS');
+  const startKb = summedKb(pids, 'VmRSS');
   let peakKb = startKb;
   // unref: a run that fails before stop() must still let the bench exit.
-  const timer = setInterval(() => (peakKb = Math.max(peakKb, kb('VmRSS'))), intervalMs).unref();
+  const timer = setInterval(() => (peakKb = Math.max(peakKb, summedKb(pids, 'VmRSS'))), intervalMs).unref();
   return {
     stop() {
       clearInterval(timer);
-      const hwmKb = kb('VmHWM');
-      return { startMb: startKb / 1024, peakMb: Math.max(peakKb, kb('VmRSS')) / 1024, hwmMb: hwmKb / 1024 };
+      const hwmKb = summedKb(pids, 'VmHWM');
+      return { startMb: startKb / 1024, peakMb: Math.max(peakKb, summedKb(pids, 'VmRSS')) / 1024, hwmMb: hwmKb / 1024 };
     },
   };
 }
