@@ -1,11 +1,11 @@
-// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]…`
+// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--servers LIST]`
 // Runs the benchmark parts, each on its own throwaway database, baselines and the service in the
 // same run, and prints figures, ratios to the baselines and the targets beside them.
 // Method and the figures measured so far: docs/benchmarks.md.
 import { parseArgs } from 'node:util';
 import { benchAbuse } from './parts/abuse.js';
 import { benchDrain } from './parts/drain.js';
-import { benchIngest } from './parts/ingest.js';
+import { benchIngest, SERVERS } from './parts/ingest.js';
 import { benchLatency } from './parts/latency.js';
 import { benchSweep } from './parts/sweep.js';
 import { cleanupAll, installSignalCleanup } from './support/cleanup.js';
@@ -35,6 +35,8 @@ options:
   --concurrency N      WORKER_CONCURRENCY for drain, service and baseline alike (default 10)
   --env KEY=VALUE      extra environment for every service process (repeatable)
   --node-flag FLAG     a flag for node in every service process, for those NODE_OPTIONS refuses, e.g. --node-flag=--optimize-for-size (repeatable)
+  --servers LIST       ingest only: run these servers, comma-separated (ceiling, naive, group-commit, web, all, split);
+                       a ratio is printed when both of its servers ran, e.g. --servers naive,all
 
 Postgres: DATABASE_URL (the server; each part creates and drops stripe_inbox_bench_<random>),
 default ${DEFAULT_SERVER_URL}.`;
@@ -52,6 +54,7 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
       concurrency: { type: 'string' },
       env: { type: 'string', multiple: true },
       'node-flag': { type: 'string', multiple: true },
+      servers: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -70,10 +73,14 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
     if (!match) throw new UsageError(`--env wants KEY=VALUE, got '${pair}'`);
     env[match[1]!] = match[2]!;
   }
+  const servers = values.servers?.split(',').map((name) => name.trim());
+  if (servers && part !== 'ingest') throw new UsageError('--servers is for the ingest part: npm run bench -- ingest --servers naive,all');
+  const unknown = servers?.find((name) => !(SERVERS as readonly string[]).includes(name));
+  if (unknown !== undefined) throw new UsageError(`--servers: unknown server '${unknown}' (choose from ${SERVERS.join(', ')})`);
   return {
     parts: part === 'all' ? (Object.keys(PARTS) as PartName[]) : [part as PartName],
     json: values.json === true,
-    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env },
+    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env, ...(servers && { servers }) },
   };
 }
 

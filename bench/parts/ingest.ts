@@ -21,6 +21,7 @@ import autocannon from 'autocannon';
 import { createBenchDatabase, type BenchDatabase } from '../support/database.js';
 import type { BenchOptions } from '../support/options.js';
 import { postgresCpu } from '../support/postgres-cpu.js';
+import { walWindow, type WalWritten } from '../support/postgres-wal.js';
 import { spawnBaseline, spawnBenchService, spawnSplitService, type BenchChild } from '../support/processes.js';
 import { ratio, type Figure } from '../support/report.js';
 import { BENCH_WEBHOOK_SECRET, serviceEnv } from '../support/service-env.js';
@@ -37,7 +38,7 @@ const FULL = { warmupSeconds: 2, measureSeconds: 10, events: 200_000, rounds: 2,
 const SHORT = { warmupSeconds: 0.5, measureSeconds: 2, events: 20_000, rounds: 1, drainTimeoutMs: 60_000, quietSeconds: 0 };
 type Size = typeof FULL;
 
-const SERVERS = ['ceiling', 'naive', 'group-commit', 'web', 'all', 'split'] as const;
+export const SERVERS = ['ceiling', 'naive', 'group-commit', 'web', 'all', 'split'] as const;
 type ServerName = (typeof SERVERS)[number];
 
 interface Requests {
@@ -61,6 +62,8 @@ interface Measured {
   quietRssMb?: number;
   /** `all`: seconds from the end of the load until nothing it accepted was still processing. */
   drainSeconds?: number;
+  /** WAL the server made Postgres write, from its start to its stop (warm-up and drain included). */
+  wal?: WalWritten;
 }
 
 async function load(url: string, requests: Requests, seconds: number): Promise<autocannon.Result> {
@@ -135,11 +138,16 @@ async function quietRss(child: BenchChild, seconds: number): Promise<number> {
 async function run(name: ServerName, server: Server, requests: Requests, size: Size, options: BenchOptions): Promise<Measured> {
   options.log(`ingest: ${name}: ${size.warmupSeconds} s warm-up + ${size.measureSeconds} s at ${CONNECTIONS} connections${server.drains ? ', then until fulfilled' : ''}`);
   const child = await server.start();
+  const wal = server.db ? await walWindow(server.db.pool) : undefined;
+  let measured: Measured;
   try {
-    return await measure(server, child, requests, size);
+    measured = await measure(server, child, requests, size);
   } finally {
     await child.stop();
   }
+  // Read once the server's backends have exited, so that every one has reported its counts.
+  const written = await wal?.stop();
+  return { ...measured, ...(written && { wal: written }) };
 }
 
 const sum = (runs: readonly Measured[], of: (m: Measured) => number) => runs.reduce((total, m) => total + of(m), 0);
@@ -169,6 +177,26 @@ function serverFigures(name: ServerName, runs: readonly Measured[]): Figure[] {
       value: cpuPerEvent(runs),
       unit: 'ms',
       note: `process ${ms(sum(runs, (m) => m.serverCpu))} ms + Postgres backends ${ms(sum(runs, (m) => m.postgresCpu))} ms${drained}; ${cores((m) => m.serverCpu)} + ${cores((m) => m.postgresCpu)} cores`,
+    },
+    ...walFigures(name, runs),
+  ];
+}
+
+/**
+ * WAL records per event: what the server makes Postgres write, in a unit no host changes. Over
+ * each run from the server's start to its stop, per event acknowledged in it (warm-up included).
+ */
+function walFigures(name: ServerName, runs: readonly Measured[]): Figure[] {
+  if (runs.length === 0 || !runs.every((m) => m.wal)) return [];
+  const events = sum(runs, (m) => m.warmup2xx + m.result['2xx']);
+  const per = (of: (wal: WalWritten) => number) => sum(runs, (m) => of(m.wal!)) / events;
+  return [
+    {
+      part: 'ingest',
+      name: `${name} WAL records per event`,
+      value: per((wal) => wal.records),
+      unit: '',
+      note: `${per((wal) => wal.bytes).toFixed(0)} bytes, ${per((wal) => wal.fullPageImages).toFixed(2)} full-page images per event; from start to stop${runs[0]!.drainSeconds === undefined ? '' : ', fulfilment included'}`,
     },
   ];
 }
@@ -243,8 +271,9 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
     // Every service run gets events it has not seen; the baselines start over each time.
     const sent: Partial<Record<ServerName, number>> = { web: 0, all: 0, split: 0 };
     const runs = Object.fromEntries(SERVERS.map((name) => [name, [] as Measured[]])) as Record<ServerName, Measured[]>;
+    const chosen = SERVERS.filter((name) => !options.servers || options.servers.includes(name));
     for (let round = 0; round < size.rounds; round++) {
-      for (const name of round % 2 === 0 ? SERVERS : [...SERVERS].reverse()) {
+      for (const name of round % 2 === 0 ? chosen : [...chosen].reverse()) {
         requests.next = sent[name] ?? 0;
         runs[name].push(await run(name, servers[name], requests, size, options));
         if (name in sent) sent[name] = requests.next;
@@ -252,50 +281,65 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
     }
     const { ceiling, naive, 'group-commit': groupCommit, web, all, split } = runs;
     const cycled = Object.values(sent).some((n) => n > events.count) ? `; REQUESTS CYCLED: raise ${options.short ? 'SHORT' : 'FULL'}.events in bench/parts/ingest.ts` : '';
-    const rss = all.map((m) => m.rssMb!);
-    const webRss = web.map((m) => m.rssMb!);
-    const splitRss = split.map((m) => m.rssMb!);
+    // With --servers, a figure is printed only when every server it needs has run.
+    const ran = (...names: ServerName[]) => names.every((name) => runs[name].length > 0);
+    const when = (names: ServerName[], figures: () => Figure[]): Figure[] => (ran(...names) ? figures() : []);
+    const peak = (of: readonly Measured[]) => Math.max(...of.map((m) => m.rssMb!.peakMb));
+    const idle = (of: readonly Measured[]) => Math.max(...of.map((m) => m.rssMb!.startMb));
     const left = (await storedCounts(allDb)).processing + (await storedCounts(splitDb)).processing;
+    const stored = await Promise.all((['web', 'all', 'split'] as const).filter((name) => ran(name)).map((name) => unstored(name, runs[name], servers[name].db!, cycled)));
     return [
       { part: 'ingest', name: 'postgres commit p50, 1 client', value: commitMs, unit: 'ms', note: 'one-row INSERT, autocommit: WAL flush latency' },
-      ...SERVERS.flatMap((name) => serverFigures(name, runs[name])),
-      { part: 'ingest', name: 'web CPU per event ÷ naive', value: ratio(cpuPerEvent(web), cpuPerEvent(naive)), unit: '×', target: { op: '≤', value: 1.0 } },
-      { part: 'ingest', name: 'all CPU per fulfilled event ÷ naive', value: ratio(cpuPerEvent(all), cpuPerEvent(naive)), unit: '×', target: { op: '≤', value: 1.2 } },
-      { part: 'ingest', name: 'web req/s ÷ naive', value: ratio(rate(web), rate(naive)), unit: '×', target: { op: '≥', value: 1.2 } },
-      { part: 'ingest', name: 'all req/s ÷ naive', value: ratio(rate(all), rate(naive)), unit: '×', target: { op: '≥', value: 1.0 } },
-      { part: 'ingest', name: 'web p99 ÷ naive p99', value: ratio(latency(web, 'p99'), latency(naive, 'p99')), unit: '×', target: { op: '≤', value: 1.25 } },
-      { part: 'ingest', name: 'all p99 ÷ naive p99', value: ratio(latency(all, 'p99'), latency(naive, 'p99')), unit: '×', target: { op: '≤', value: 1.25 } },
-      {
-        part: 'ingest',
-        name: 'split ÷ naive: CPU, req/s, p99',
-        value: ratio(cpuPerEvent(split), cpuPerEvent(naive)),
-        unit: '×',
-        note: `${ratio(rate(split), rate(naive)).toFixed(2)} ×, ${ratio(latency(split, 'p99'), latency(naive, 'p99')).toFixed(2)} ×; peak RSS of the two processes ${Math.max(...splitRss.map((r) => r.peakMb)).toFixed(0)} MB, ${Math.max(...splitRss.map((r) => r.startMb)).toFixed(0)} MB idle (summed)`,
-      },
-      {
-        part: 'ingest',
-        name: 'web ÷ group-commit req/s',
-        value: ratio(rate(web), rate(groupCommit)),
-        unit: '×',
-        note: `what verifying, claiming and enqueueing cost over the batching itself; the ceiling: ${ratio(rate(web), rate(ceiling)).toFixed(2)} ×`,
-      },
+      ...chosen.flatMap((name) => serverFigures(name, runs[name])),
+      ...when(['web', 'naive'], () => [
+        { part: 'ingest', name: 'web CPU per event ÷ naive', value: ratio(cpuPerEvent(web), cpuPerEvent(naive)), unit: '×', target: { op: '≤', value: 1.0 } },
+      ]),
+      ...when(['all', 'naive'], () => [
+        { part: 'ingest', name: 'all CPU per fulfilled event ÷ naive', value: ratio(cpuPerEvent(all), cpuPerEvent(naive)), unit: '×', target: { op: '≤', value: 1.2 } },
+      ]),
+      ...when(['web', 'naive'], () => [{ part: 'ingest', name: 'web req/s ÷ naive', value: ratio(rate(web), rate(naive)), unit: '×', target: { op: '≥', value: 1.2 } }]),
+      ...when(['all', 'naive'], () => [{ part: 'ingest', name: 'all req/s ÷ naive', value: ratio(rate(all), rate(naive)), unit: '×', target: { op: '≥', value: 1.0 } }]),
+      ...when(['web', 'naive'], () => [
+        { part: 'ingest', name: 'web p99 ÷ naive p99', value: ratio(latency(web, 'p99'), latency(naive, 'p99')), unit: '×', target: { op: '≤', value: 1.25 } },
+      ]),
+      ...when(['all', 'naive'], () => [
+        { part: 'ingest', name: 'all p99 ÷ naive p99', value: ratio(latency(all, 'p99'), latency(naive, 'p99')), unit: '×', target: { op: '≤', value: 1.25 } },
+      ]),
+      ...when(['split', 'naive'], () => [
+        {
+          part: 'ingest',
+          name: 'split ÷ naive: CPU, req/s, p99',
+          value: ratio(cpuPerEvent(split), cpuPerEvent(naive)),
+          unit: '×',
+          note: `${ratio(rate(split), rate(naive)).toFixed(2)} ×, ${ratio(latency(split, 'p99'), latency(naive, 'p99')).toFixed(2)} ×; peak RSS of the two processes ${peak(split).toFixed(0)} MB, ${idle(split).toFixed(0)} MB idle (summed)`,
+        },
+      ]),
+      ...when(['web', 'group-commit', 'ceiling'], () => [
+        {
+          part: 'ingest',
+          name: 'web ÷ group-commit req/s',
+          value: ratio(rate(web), rate(groupCommit)),
+          unit: '×',
+          note: `what verifying, claiming and enqueueing cost over the batching itself; the ceiling: ${ratio(rate(web), rate(ceiling)).toFixed(2)} ×`,
+        },
+      ]),
       { part: 'ingest', name: 'web, all, split non-2xx/errors', value: failures(web) + failures(all) + failures(split), unit: '', target: { op: '≤', value: 0 } },
-      {
-        part: 'ingest',
-        name: 'all peak RSS',
-        value: Math.max(...rss.map((r) => r.peakMb)),
-        unit: 'MB',
-        target: { op: '<', value: 150 },
-        note: `sampled every 100 ms from warm-up to fulfilled, the larger of ${rss.length} run(s), VmHWM ${Math.max(...rss.map((r) => r.hwmMb)).toFixed(0)} MB; web: ${Math.max(...webRss.map((r) => r.peakMb)).toFixed(0)} MB, ${Math.max(...webRss.map((r) => r.startMb)).toFixed(0)} MB idle`,
-      },
-      { part: 'ingest', name: 'all idle RSS', value: Math.max(...rss.map((r) => r.startMb)), unit: 'MB', target: { op: '<', value: 90 }, note: 'started, before the first request' },
-      ...(size.quietSeconds > 0
-        ? [{ part: 'ingest', name: 'all RSS quiet after the load', value: Math.max(...all.map((m) => m.quietRssMb!)), unit: 'MB', note: `${size.quietSeconds} s after the last event was fulfilled, the larger of ${all.length} run(s)` }]
-        : []),
+      ...when(['all'], () => [
+        {
+          part: 'ingest',
+          name: 'all peak RSS',
+          value: peak(all),
+          unit: 'MB',
+          target: { op: '<', value: 150 },
+          note: `sampled every 100 ms from warm-up to fulfilled, the larger of ${all.length} run(s), VmHWM ${Math.max(...all.map((m) => m.rssMb!.hwmMb)).toFixed(0)} MB${ran('web') ? `; web: ${peak(web).toFixed(0)} MB, ${idle(web).toFixed(0)} MB idle` : ''}`,
+        },
+        { part: 'ingest', name: 'all idle RSS', value: idle(all), unit: 'MB', target: { op: '<', value: 90 }, note: 'started, before the first request' },
+        ...(size.quietSeconds > 0
+          ? [{ part: 'ingest', name: 'all RSS quiet after the load', value: Math.max(...all.map((m) => m.quietRssMb!)), unit: 'MB', note: `${size.quietSeconds} s after the last event was fulfilled, the larger of ${all.length} run(s)` }]
+          : []),
+      ]),
       { part: 'ingest', name: 'all, split events left processing', value: left, unit: '', target: { op: '≤', value: 0 } },
-      await unstored('web', web, db, cycled),
-      await unstored('all', all, allDb, cycled),
-      await unstored('split', split, splitDb, cycled),
+      ...stored,
     ];
   } finally {
     await splitDb.drop();
