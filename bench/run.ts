@@ -1,4 +1,4 @@
-// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--servers LIST]`
+// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--servers LIST] [--rounds N]`
 // Runs the benchmark parts, each on its own throwaway database, baselines and the service in the
 // same run, and prints figures, ratios to the baselines and the targets beside them.
 // Method and the figures measured so far: docs/benchmarks.md.
@@ -37,6 +37,7 @@ options:
   --node-flag FLAG     a flag for node in every service process, for those NODE_OPTIONS refuses, e.g. --node-flag=--optimize-for-size (repeatable)
   --servers LIST       ingest only: run these servers, comma-separated (ceiling, naive, group-commit, web, all, split);
                        a ratio is printed when both of its servers ran, e.g. --servers naive,all
+  --rounds N           ingest only: rounds of every server, in alternating order (default 2; --short 1)
 
 Postgres: DATABASE_URL (the server; each part creates and drops stripe_inbox_bench_<random>),
 default ${DEFAULT_SERVER_URL}.`;
@@ -55,6 +56,7 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
       env: { type: 'string', multiple: true },
       'node-flag': { type: 'string', multiple: true },
       servers: { type: 'string' },
+      rounds: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -75,12 +77,15 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   }
   const servers = values.servers?.split(',').map((name) => name.trim());
   if (servers && part !== 'ingest') throw new UsageError('--servers is for the ingest part: npm run bench -- ingest --servers naive,all');
+  const rounds = values.rounds === undefined ? undefined : Number(values.rounds);
+  if (rounds !== undefined && part !== 'ingest') throw new UsageError('--rounds is for the ingest part: npm run bench -- ingest --rounds 4');
+  if (rounds !== undefined && (!Number.isInteger(rounds) || rounds < 1 || rounds > 10)) throw new UsageError('--rounds must be a whole number from 1 to 10');
   const unknown = servers?.find((name) => !(SERVERS as readonly string[]).includes(name));
   if (unknown !== undefined) throw new UsageError(`--servers: unknown server '${unknown}' (choose from ${SERVERS.join(', ')})`);
   return {
     parts: part === 'all' ? (Object.keys(PARTS) as PartName[]) : [part as PartName],
     json: values.json === true,
-    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env, ...(servers && { servers }) },
+    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env, ...(servers && { servers }), ...(rounds && { rounds }) },
   };
 }
 

@@ -254,7 +254,10 @@ async function unstored(name: ServerName, runs: readonly Measured[], db: BenchDa
 }
 
 export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
-  const size = options.short ? SHORT : FULL;
+  const base = options.short ? SHORT : FULL;
+  // More rounds (--rounds) need more unique events: as many per round as the default's.
+  const rounds = options.rounds ?? base.rounds;
+  const size = { ...base, rounds, events: Math.ceil((base.events / base.rounds) * Math.max(rounds, base.rounds)) };
   const events = eventBodies(size.events);
   const requests: Requests = { bodies: Array.from({ length: events.count }, (_, i) => Buffer.from(events.body(i))), signatures: [], next: 0 };
   const db = await createBenchDatabase(options.serverUrl, { maxConnections: 2 });

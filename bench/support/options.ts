@@ -8,6 +8,8 @@ export interface BenchOptions {
   concurrency: number;
   /** Flags for node in every service process (`--node-flag`), e.g. V8's heap sizes. */
   nodeFlags: readonly string[];
+  /** ingest only: rounds of every server (`--rounds N`), for a steadier ratio on a drifting host. */
+  rounds?: number;
   /** ingest only: the servers to run (`--servers naive,all`); all of them when unset. */
   servers?: readonly string[];
   /** Extra environment for every service process (`--env KEY=VALUE`). */
