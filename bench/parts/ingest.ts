@@ -180,7 +180,7 @@ function serverFigures(name: ServerName, runs: readonly Measured[]): Figure[] {
       name: `${name} CPU per event`,
       value: cpuPerEvent(runs),
       unit: 'ms',
-      note: `process ${ms(sum(runs, (m) => m.serverCpu))} ms + Postgres backends ${ms(sum(runs, (m) => m.postgresCpu))} ms${drained}; ${cores((m) => m.serverCpu)} + ${cores((m) => m.postgresCpu)} cores`,
+      note: `process ${ms(sum(runs, (m) => m.serverCpu))} ms + Postgres backends ${ms(sum(runs, (m) => m.postgresCpu))} ms${drained}; ${cores((m) => m.serverCpu)} + ${cores((m) => m.postgresCpu)} cores${runs.length > 1 ? `; rounds: ${runs.map((m) => cpuPerEvent([m]).toFixed(2)).join(', ')} ms` : ''}`,
     },
     ...walFigures(name, runs),
   ];
