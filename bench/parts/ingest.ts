@@ -8,14 +8,14 @@
 // the same work as two processes, ROLE=web and ROLE=worker (two containers of the image), which
 // is how the second core is used today: measured beside `all`, without a target of its own.
 //
-// What is compared is work per event, which does not move with the host: CPU time of the server
-// processes and of the Postgres backends serving them (/proc), over the measured run, per
-// accepted event; for `all` and `split`, until every event accepted is fulfilled. Throughput
-// and p99 are compared to the naive handler's in the same run.
+// What is compared is work per event: CPU time of the server processes and of the Postgres
+// backends serving them (/proc), over the measured run, per accepted event; for `all` and
+// `split`, until every event accepted is fulfilled. Beside it, the WAL records per event, a count
+// no host changes. Throughput and p99 are compared to the naive handler's in the same run.
 //
 // The machine's speed drifts by up to 2× within a minute (a shared host), so the full run measures
-// in two rounds, the servers in one order and then in the reverse: each server's figure is over
-// both rounds, and a drift that is linear in time weighs on all of them alike.
+// in rounds (two, or --rounds), the servers in one order and then in the reverse: each server's
+// figure is over all rounds, and a drift that is linear in time weighs on all of them alike.
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { createBenchDatabase, type BenchDatabase } from '../support/database.js';
@@ -111,7 +111,7 @@ async function measure(server: Server, child: BenchChild, requests: Requests, si
   const processCpu = () => child.pids.reduce((total, pid) => total + cpuSeconds(pid), 0);
   const warmup = await load(child.url, requests, size.warmupSeconds);
   // The window counts the events accepted in it, so it starts once the warm-up's are fulfilled:
-  // otherwise it would pay for fulfilling events it does not count (a tenth as many, seen here).
+  // otherwise it would also pay for fulfilling those, which it does not count.
   if (server.drains) await fulfilled(server.db!, size);
   const postgres = server.db ? await postgresCpu(server.db.pool, server.db.name) : undefined;
   const [serverCpu, generatorCpu, started] = [processCpu(), process.cpuUsage(), performance.now()];
