@@ -1,6 +1,8 @@
 // `npm test`: finds a Postgres, builds one migrated template database for this run, runs the test
 // files with node's test runner (each file clones the template), then drops the databases this
-// run created, and only those. `npm test -- test/http/webhook.test.ts` runs a subset.
+// run created, and only those; and first those of an earlier run on this machine that was killed
+// before it could (test/support/leftover-databases.ts). `npm test -- test/http/webhook.test.ts`
+// runs a subset.
 //
 // TEST_POSTGRES picks the server, so that one machine can run the suite on two majors (CI runs
 // the machine's PostgreSQL 15 and the embedded 18):
@@ -22,6 +24,7 @@ import { migrate } from '../src/db/migrate.js';
 import { createLogger } from '../src/logger.js';
 import { databaseUrl } from './support/database-url.js';
 import { embeddedPostgresMajor } from './support/embedded-major.js';
+import { dropLeftoverRuns, markRun, RUN_PREFIX } from './support/leftover-databases.js';
 import { serviceMigrations } from '../src/modules/index.js';
 
 async function reachable(url: string): Promise<boolean> {
@@ -97,7 +100,7 @@ async function startServer(choice: TestPostgres): Promise<TestServer> {
 async function main(): Promise<number> {
   const { adminUrl, label, embedded } = await startServer(chosenPostgres());
 
-  const prefix = `stripe_inbox_test_${randomBytes(4).toString('hex')}`;
+  const prefix = `${RUN_PREFIX}${randomBytes(4).toString('hex')}`;
   const template = `${prefix}_template`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -106,7 +109,10 @@ async function main(): Promise<number> {
       "select current_setting('server_version') as version, current_setting('server_version_num')::int / 10000 as major",
     );
     process.stdout.write(`# test Postgres: ${label}, PostgreSQL ${server!.version} (major ${server!.major})\n`);
+    const leftovers = await dropLeftoverRuns(admin);
+    if (leftovers.length > 0) process.stdout.write(`# dropped the databases of ${leftovers.length} earlier run(s) killed before their clean-up: ${leftovers.join(', ')}\n`);
     await admin.query(`create database "${template}"`);
+    await markRun(admin, template);
     const database = openDatabase(databaseUrl(adminUrl, template), { maxConnections: 2 });
     await migrate(database.pool, createLogger('warn'), await serviceMigrations());
     await database.close();
@@ -119,7 +125,16 @@ async function main(): Promise<number> {
       stdio: 'inherit',
       env: { ...process.env, NODE_ENV: 'test', TEST_ADMIN_URL: adminUrl, TEST_DB_PREFIX: prefix, TEST_TEMPLATE_DB: template },
     });
-    return await new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+    // Ctrl-C or a SIGTERM ends the tests, not this process, so the clean-up below still runs. A
+    // terminal signals the child too; passing it on covers a signal sent to this process alone.
+    const passOn = (signal: NodeJS.Signals) => child.kill(signal);
+    const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+    for (const signal of signals) process.on(signal, passOn);
+    try {
+      return await new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+    } finally {
+      for (const signal of signals) process.off(signal, passOn);
+    }
   } finally {
     const { rows } = await admin.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${prefix}%`]);
     for (const { datname } of rows) await admin.query(`drop database if exists "${datname}" with (force)`);

@@ -1,0 +1,76 @@
+// Databases an earlier `npm test` left behind when it was killed before its own clean-up (a
+// SIGKILL, a closed terminal, a crashed runner). Each run marks its template database with who made
+// it; a later run drops a run's databases only when the mark names this machine (the same host
+// since the same boot) and a process that no longer exists. Anything else is left alone: a run on
+// another machine sharing the server, a run still going, a database without the mark.
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import type pg from 'pg';
+
+/** The name every run's databases start with: `stripe_inbox_test_<8 hex>`, then `_template` or `_<8 hex>`. */
+export const RUN_PREFIX = 'stripe_inbox_test_';
+const TEMPLATE_NAME = /^(stripe_inbox_test_[0-9a-f]{8})_template$/;
+
+export interface RunMark {
+  pid: number;
+  host: string;
+  /** Linux's boot id: a pid names the same process only within one boot. Empty where unknown. */
+  boot: string;
+}
+
+function bootId(): string {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+export function thisRun(): RunMark {
+  return { pid: process.pid, host: hostname(), boot: bootId() };
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, as another user's.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Marks a run's template with the run's process, so a later run can tell whether it still runs. */
+export async function markRun(admin: pg.Client, template: string, mark: RunMark = thisRun()): Promise<void> {
+  // COMMENT takes no parameters: the mark goes in as an escaped literal.
+  await admin.query(`comment on database "${template}" is ${admin.escapeLiteral(JSON.stringify(mark))}`);
+}
+
+function parseMark(text: string | null): RunMark | undefined {
+  try {
+    const mark = JSON.parse(text ?? '') as Partial<RunMark>;
+    return typeof mark.pid === 'number' && typeof mark.host === 'string' && typeof mark.boot === 'string' ? (mark as RunMark) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Drops the databases of runs that ended without cleaning up; returns their prefixes. */
+export async function dropLeftoverRuns(admin: pg.Client, self: RunMark = thisRun()): Promise<string[]> {
+  const { rows } = await admin.query<{ datname: string; mark: string | null }>(
+    "select datname, shobj_description(oid, 'pg_database') as mark from pg_database where datname like $1",
+    [`${RUN_PREFIX}%\\_template`],
+  );
+  const gone: string[] = [];
+  for (const { datname, mark: text } of rows) {
+    const prefix = TEMPLATE_NAME.exec(datname)?.[1];
+    const mark = parseMark(text);
+    if (!prefix || !mark || mark.host !== self.host || mark.boot !== self.boot || processExists(mark.pid)) continue;
+    const { rows: databases } = await admin.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${prefix}\\_%`]);
+    // The template last: while it exists, a run that dies in here is still found next time.
+    const ordered = databases.map((d) => d.datname).sort((a, b) => Number(a === datname) - Number(b === datname));
+    for (const name of ordered) await admin.query(`drop database if exists "${name}" with (force)`);
+    gone.push(prefix);
+  }
+  return gone;
+}
