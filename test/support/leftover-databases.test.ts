@@ -47,13 +47,14 @@ test('drops every database of a run on this machine whose process is gone, and k
   const alive = await fakeRun(self);
   const elsewhere = await fakeRun({ ...self, host: `not-${self.host}`, pid: await deadPid() });
   const otherBoot = await fakeRun({ ...self, boot: 'an-earlier-boot', pid: await deadPid() });
+  const otherContainer = await fakeRun({ ...self, pidNamespace: 'pid:[1]', pid: await deadPid() });
   const unmarked = await fakeRun(undefined);
 
   const dropped = await dropLeftoverRuns(admin);
 
   assert.ok(dropped.includes(dead));
   assert.deepEqual(await databasesOf(dead), []);
-  for (const kept of [alive, elsewhere, otherBoot, unmarked]) {
+  for (const kept of [alive, elsewhere, otherBoot, otherContainer, unmarked]) {
     assert.ok(!dropped.includes(kept), `${kept} was dropped`);
     assert.equal((await databasesOf(kept)).length, 2, `${kept} lost a database`);
   }

@@ -1,9 +1,10 @@
 // Databases an earlier `npm test` left behind when it was killed before its own clean-up (a
 // SIGKILL, a closed terminal, a crashed runner). Each run marks its template database with who made
-// it; a later run drops a run's databases only when the mark names this machine (the same host
-// since the same boot) and a process that no longer exists. Anything else is left alone: a run on
-// another machine sharing the server, a run still going, a database without the mark.
-import { readFileSync } from 'node:fs';
+// it; a later run drops a run's databases only when the mark names this machine (the same host,
+// boot and process namespace, so another container on the same kernel is another machine) and a
+// process that no longer exists. Anything else is left alone: a run on another machine sharing
+// the server, a run still going, a database without the mark.
+import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 
@@ -16,18 +17,26 @@ export interface RunMark {
   host: string;
   /** Linux's boot id: a pid names the same process only within one boot. Empty where unknown. */
   boot: string;
+  /** Linux's pid namespace: containers on one kernel share the boot id, not their pids. */
+  pidNamespace: string;
 }
 
-function bootId(): string {
+/** What `read` finds, or '' where this system has no such thing. */
+function orEmpty(read: () => string): string {
   try {
-    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    return read().trim();
   } catch {
     return '';
   }
 }
 
 export function thisRun(): RunMark {
-  return { pid: process.pid, host: hostname(), boot: bootId() };
+  return {
+    pid: process.pid,
+    host: hostname(),
+    boot: orEmpty(() => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8')),
+    pidNamespace: orEmpty(() => readlinkSync('/proc/self/ns/pid')),
+  };
 }
 
 function processExists(pid: number): boolean {
@@ -49,7 +58,8 @@ export async function markRun(admin: pg.Client, template: string, mark: RunMark 
 function parseMark(text: string | null): RunMark | undefined {
   try {
     const mark = JSON.parse(text ?? '') as Partial<RunMark>;
-    return typeof mark.pid === 'number' && typeof mark.host === 'string' && typeof mark.boot === 'string' ? (mark as RunMark) : undefined;
+    const complete = typeof mark.pid === 'number' && [mark.host, mark.boot, mark.pidNamespace].every((field) => typeof field === 'string');
+    return complete ? (mark as RunMark) : undefined;
   } catch {
     return undefined;
   }
@@ -65,7 +75,8 @@ export async function dropLeftoverRuns(admin: pg.Client, self: RunMark = thisRun
   for (const { datname, mark: text } of rows) {
     const prefix = TEMPLATE_NAME.exec(datname)?.[1];
     const mark = parseMark(text);
-    if (!prefix || !mark || mark.host !== self.host || mark.boot !== self.boot || processExists(mark.pid)) continue;
+    const here = mark !== undefined && mark.host === self.host && mark.boot === self.boot && mark.pidNamespace === self.pidNamespace;
+    if (!prefix || !here || processExists(mark.pid)) continue;
     const { rows: databases } = await admin.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${prefix}\\_%`]);
     // The template last: while it exists, a run that dies in here is still found next time.
     const ordered = databases.map((d) => d.datname).sort((a, b) => Number(a === datname) - Number(b === datname));
