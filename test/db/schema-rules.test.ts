@@ -79,6 +79,17 @@ describe('orders', () => {
   });
 });
 
+describe('subscriptions', () => {
+  test("a subscription's price is a positive amount in a lower-case ISO currency, as its plan's", async () => {
+    const insert = (id: string, amount: number, currency: string) =>
+      sql`insert into subscriptions (subscription_id, plan_id, account_id, amount, currency, credits)
+          values (${id}, 'pro_monthly', 'acct_schema_subscriptions', ${amount}, ${currency}, 100)`;
+    await insert('sub_schema_legal', 1900, 'chf').execute(database.db);
+    await assertRefused(insert('sub_schema_free', 0, 'chf'), CHECK_VIOLATION, 'subscriptions_amount_positive');
+    await assertRefused(insert('sub_schema_upper', 1900, 'CHF'), CHECK_VIOLATION, 'subscriptions_currency_iso');
+  });
+});
+
 describe('admin sessions', () => {
   test('a session expires after it starts, and is revoked no earlier than it starts', async () => {
     const insert = (digest: string, expires: RawBuilder<unknown>, revoked: RawBuilder<unknown> | null = null) =>
