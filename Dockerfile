@@ -34,9 +34,9 @@ ENV NODE_ENV=production
 # These two caps keep it bounded and small, for a little more garbage collection at saturation;
 # docs/benchmarks.md (runs 11 and 12) has both sides measured. What the service holds is bounded
 # (bodies, pools, batches) and far below 256 MB; a process that ever reaches it ends with
-# "JavaScript heap out of memory", compose restarts it, and the sweep takes over its events. --expose-gc lets the
-# service hand V8's young generation back when it has nothing to do (src/trim-heap.ts). To change
-# any of the three, set NODE_OPTIONS in .env: it replaces this value.
+# "JavaScript heap out of memory", compose restarts it, and the sweep takes over its events.
+# --expose-gc lets the service hand V8's young generation back when it has nothing to do
+# (src/trim-heap.ts). To change any of the three, set NODE_OPTIONS in .env: it replaces this value.
 ENV NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8 --expose-gc"
 # package.json marks dist/*.js as ES modules ("type": "module"). Files stay owned by root: the
 # service writes nothing to disk, and cannot rewrite its own code.
