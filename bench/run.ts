@@ -77,11 +77,11 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   }
   const servers = values.servers?.split(',').map((name) => name.trim());
   if (servers && part !== 'ingest') throw new UsageError('--servers is for the ingest part: npm run bench -- ingest --servers naive,all');
+  const unknown = servers?.find((name) => !(SERVERS as readonly string[]).includes(name));
+  if (unknown !== undefined) throw new UsageError(`--servers: unknown server '${unknown}' (choose from ${SERVERS.join(', ')})`);
   const rounds = values.rounds === undefined ? undefined : Number(values.rounds);
   if (rounds !== undefined && part !== 'ingest') throw new UsageError('--rounds is for the ingest part: npm run bench -- ingest --rounds 4');
   if (rounds !== undefined && (!Number.isInteger(rounds) || rounds < 1 || rounds > 10)) throw new UsageError('--rounds must be a whole number from 1 to 10');
-  const unknown = servers?.find((name) => !(SERVERS as readonly string[]).includes(name));
-  if (unknown !== undefined) throw new UsageError(`--servers: unknown server '${unknown}' (choose from ${SERVERS.join(', ')})`);
   return {
     parts: part === 'all' ? (Object.keys(PARTS) as PartName[]) : [part as PartName],
     json: values.json === true,

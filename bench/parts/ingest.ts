@@ -1,4 +1,4 @@
-// Ingest: five servers get the same requests the same way (autocannon, 50 connections, each
+// Ingest: six servers get the same requests the same way (autocannon, 50 connections, each
 // request a unique ~3.3 KB signed checkout.session.completed event; a warm-up, then the measured
 // run): (a) ceiling: Express, no database; (b) naive: one INSERT per request through a pg pool of
 // 10; (c) group-commit: the bare batched INSERT, no verification, claim or job; (d) web: the
