@@ -1,7 +1,7 @@
 // `npm test`: finds a Postgres, builds one migrated template database for this run, runs the test
 // files with node's test runner (each file clones the template), then drops the databases this
 // run created, and only those; and first those of an earlier run on this machine that was killed
-// before it could (test/support/leftover-databases.ts). `npm test -- test/http/webhook.test.ts`
+// before it could (test/support/run-databases.ts). `npm test -- test/http/webhook.test.ts`
 // runs a subset.
 //
 // TEST_POSTGRES picks the server, so that one machine can run the suite on two majors (CI runs
@@ -24,7 +24,7 @@ import { migrate } from '../src/db/migrate.js';
 import { createLogger } from '../src/logger.js';
 import { databaseUrl } from './support/database-url.js';
 import { embeddedPostgresMajor } from './support/embedded-major.js';
-import { dropLeftoverRuns, markRun, RUN_PREFIX } from './support/leftover-databases.js';
+import { dropLeftoverRuns, dropRunDatabases, markRun, RUN_PREFIX } from './support/run-databases.js';
 import { serviceMigrations } from '../src/modules/index.js';
 
 async function reachable(url: string): Promise<boolean> {
@@ -136,8 +136,7 @@ async function main(): Promise<number> {
       for (const signal of signals) process.off(signal, passOn);
     }
   } finally {
-    const { rows } = await admin.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${prefix}%`]);
-    for (const { datname } of rows) await admin.query(`drop database if exists "${datname}" with (force)`);
+    await dropRunDatabases(admin, prefix);
     await admin.end();
     await embedded?.stop();
   }

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
-import { dropLeftoverRuns, markRun, RUN_PREFIX, thisRun, type RunMark } from './leftover-databases.js';
+import { dropLeftoverRuns, markRun, RUN_PREFIX, thisRun, type RunMark } from './run-databases.js';
 
 const admin = new pg.Client({ connectionString: process.env.TEST_ADMIN_URL });
 const created: string[] = [];

@@ -1,9 +1,10 @@
-// Databases an earlier `npm test` left behind when it was killed before its own clean-up (a
-// SIGKILL, a closed terminal, a crashed runner). Each run marks its template database with who made
-// it; a later run drops a run's databases only when the mark names this machine (the same host,
-// boot and process namespace, so another container on the same kernel is another machine) and a
-// process that no longer exists. Anything else is left alone: a run on another machine sharing
-// the server, a run still going, a database without the mark.
+// Dropping a test run's databases: its own at its end (test/run.ts), and those an earlier
+// `npm test` left behind when it was killed before its clean-up (a SIGKILL, a closed terminal, a
+// crashed runner). Each run marks its template database with who made it; a later run drops a
+// run's databases only when the mark names this machine (the same host, boot and process
+// namespace, so another container on the same kernel is another machine) and a process that no
+// longer exists. Anything else is left alone: a run on another machine sharing the server, a run
+// still going, a database without the mark.
 import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type pg from 'pg';
@@ -77,11 +78,16 @@ export async function dropLeftoverRuns(admin: pg.Client, self: RunMark = thisRun
     const mark = parseMark(text);
     const here = mark !== undefined && mark.host === self.host && mark.boot === self.boot && mark.pidNamespace === self.pidNamespace;
     if (!prefix || !here || processExists(mark.pid)) continue;
-    const { rows: databases } = await admin.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${prefix}\\_%`]);
-    // The template last: while it exists, a run that dies in here is still found next time.
-    const ordered = databases.map((d) => d.datname).sort((a, b) => Number(a === datname) - Number(b === datname));
-    for (const name of ordered) await admin.query(`drop database if exists "${name}" with (force)`);
+    await dropRunDatabases(admin, prefix);
     gone.push(prefix);
   }
   return gone;
+}
+
+/** Drops every database of one run (`<prefix>_*`), its template last: a run that dies in here is still found next time. */
+export async function dropRunDatabases(admin: pg.Client, prefix: string): Promise<void> {
+  const { rows } = await admin.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${prefix}\\_%`]);
+  const template = `${prefix}_template`;
+  const ordered = rows.map((d) => d.datname).sort((a, b) => Number(a === template) - Number(b === template));
+  for (const name of ordered) await admin.query(`drop database if exists "${name}" with (force)`);
 }
