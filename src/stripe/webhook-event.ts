@@ -56,20 +56,28 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
   if (!Number.isSafeInteger(timestamp) || Math.abs(now - timestamp) > SIGNATURE_TOLERANCE_SECONDS) {
     throw new WebhookRejectedError(INVALID_SIGNATURE);
   }
+  // Decoded once, for the verifier and the parser alike (Stripe's verifier decodes bytes as UTF-8
+  // itself, to the same text). A body that is not UTF-8 is verified as bytes: a forgery is still
+  // refused for its signature, not for its encoding.
+  let text: string | undefined;
+  try {
+    text = utf8.decode(rawBody);
+  } catch {
+    text = undefined;
+  }
   // Every configured secret is tried, so a rotation (old and new secret both live) loses nothing.
   const verified = secrets.some((secret) => {
     try {
-      return Stripe.webhooks.signature!.verifyHeader(rawBody, signatureHeader, secret, SIGNATURE_TOLERANCE_SECONDS);
+      return Stripe.webhooks.signature!.verifyHeader(text ?? rawBody, signatureHeader, secret, SIGNATURE_TOLERANCE_SECONDS);
     } catch {
       return false;
     }
   });
   if (!verified) throw new WebhookRejectedError(INVALID_SIGNATURE);
 
-  let text: string;
   let json: unknown;
   try {
-    text = utf8.decode(rawBody);
+    if (text === undefined) throw new Error('not UTF-8');
     json = JSON.parse(text);
   } catch {
     throw new WebhookRejectedError('malformed event: body is not UTF-8 JSON');
@@ -119,8 +127,6 @@ function signedTimestamp(header: string): number {
   return timestamp;
 }
 
-const NUMBER = /-?\d+(?:\.\d+)?(?:[eE]([+-]?\d+))?/y;
-
 /**
  * Why Postgres's jsonb input would refuse this JSON text (already valid for JSON.parse), or
  * undefined. One pass over the text, no recursion: \u0000 (jsonb cannot hold NUL), an unpaired
@@ -164,10 +170,18 @@ export function unstorableJson(text: string): string | undefined {
     } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) {
       depth--;
     } else if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {
-      NUMBER.lastIndex = i;
-      const [number = '', exponent = '0'] = NUMBER.exec(text) ?? [];
-      if (number.length > MAX_NUMBER_LENGTH || Math.abs(Number(exponent)) > MAX_NUMBER_LENGTH) return 'a number is out of range';
-      i += Math.max(number.length, 1) - 1;
+      // A number (valid JSON, outside a string): every character up to the next one that cannot
+      // be part of it. Scanned by hand: a regex match would allocate for each of an event's numbers.
+      let end = i + 1;
+      let exponent = -1;
+      for (; end < text.length; end++) {
+        const d = text.charCodeAt(end);
+        if (d === 0x65 /* e */ || d === 0x45 /* E */) exponent = end + 1;
+        else if (!((d >= 0x30 && d <= 0x39) || d === 0x2e /* . */ || d === 0x2b /* + */ || d === 0x2d /* - */)) break;
+      }
+      if (end - i > MAX_NUMBER_LENGTH) return 'a number is out of range';
+      if (exponent !== -1 && Math.abs(Number(text.slice(exponent, end))) > MAX_NUMBER_LENGTH) return 'a number is out of range';
+      i = end - 1;
     }
   }
   return undefined;
