@@ -43,7 +43,7 @@ export function eventBodies(count: number): EventBodies {
       objectId: `cs_${key(i)}`,
       livemode: false,
       stripeCreatedAt: new Date(created * 1000),
-      rawBody: body(i),
+      rawBody: Buffer.from(body(i)),
     }),
   };
 }

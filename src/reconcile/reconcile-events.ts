@@ -45,7 +45,7 @@ export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, opti
     result.missing += missing.length;
     if (!result.dry_run && missing.length > 0) {
       // Not the bytes of a webhook delivery (there was none), but the same event object.
-      const incoming = missing.map((e) => toIncomingEvent(e, JSON.stringify(e)));
+      const incoming = missing.map((e) => toIncomingEvent(e, Buffer.from(JSON.stringify(e))));
       const outcomes = await claimEvents(db, incoming, { maxAttempts: options.maxAttempts });
       missing.forEach((e, i) => outcomes[i] === 'claimed' && (result.claimed++, result.event_ids.push(e.id)));
     } else {

@@ -98,13 +98,15 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
   if (typeof objectId === 'string' && (objectId.length < 1 || objectId.length > MAX_ID_LENGTH)) {
     throw new WebhookRejectedError('malformed event: data.object.id is missing or invalid');
   }
-  return toIncomingEvent(event, text);
+  // The bytes of the text that was verified and parsed: TextDecoder drops a leading byte-order
+  // mark, and so must what is stored, or jsonb would refuse it.
+  return toIncomingEvent(event, rawBody.subarray(rawBody.length - Buffer.byteLength(text)));
 }
 
 /** What the inbox stores of a Stripe Event object; `rawBody` is the event as it was received. */
 export function toIncomingEvent(
   event: { id: string; type: string; livemode: boolean; created: number; data: { object: object } },
-  rawBody: string,
+  rawBody: Buffer,
 ): IncomingEvent {
   const objectId = (event.data.object as { id?: unknown }).id;
   return {

@@ -27,7 +27,7 @@ export async function migrateAsPreviousRelease(pool: pg.Pool, logger: Logger): P
 export async function claimAsPreviousRelease(db: Kysely<Database>, events: readonly IncomingEvent[], maxAttempts: number): Promise<void> {
   const batch = `[${events.map((e) => {
     const fields = JSON.stringify({ event_id: e.eventId, type: e.type, object_id: e.objectId, livemode: e.livemode, stripe_created_at: e.stripeCreatedAt });
-    return `${fields.slice(0, -1)},"payload":${e.rawBody}}`;
+    return `${fields.slice(0, -1)},"payload":${e.rawBody.toString()}}`;
   }).join(',')}]`;
   await sql`
     with claimed as (

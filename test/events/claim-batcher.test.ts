@@ -55,7 +55,7 @@ test('a batch stores each event with its own fields and its body as sent, whatev
     livemode: i === 1,
     stripeCreatedAt: new Date(Date.UTC(2026, 0, i + 1)),
     // As Stripe sends it, whitespace included: stored as jsonb, read back as the same JSON.
-    rawBody: JSON.stringify(body, null, i),
+    rawBody: Buffer.from(JSON.stringify(body, null, i)),
   }));
   const outcomes = await claimEvents(database.db, [...events, events[0]!], { maxAttempts: 10 });
   assert.deepEqual(outcomes, ['claimed', 'claimed', 'claimed', 'duplicate']);

@@ -63,6 +63,15 @@ describe('a valid delivery', () => {
     assert.equal(row.object_id, null);
   });
 
+  test('with a byte-order mark before the JSON is stored without it (Stripe’s verifier reads the text after it)', async () => {
+    const event = sampleEvent('charge.succeeded', exampleObject('charge'));
+    const signed = signDelivery(event, WEBHOOK_SECRET);
+    const reply = await post(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(signed.body)]), signed.headers);
+    assert.equal(reply.status, 200);
+    const row = await file.database.db.selectFrom('stripe_events').select('payload').where('event_id', '=', event.id).executeTakeFirstOrThrow();
+    assert.deepEqual(row.payload, event);
+  });
+
   test('of a type we do not handle is still answered 200 (a 4xx would be retried for days)', async () => {
     const reply = await file.service.deliver(sampleEvent('customer.created', { id: 'cus_123', object: 'customer' }));
     assert.equal(reply.status, 200);

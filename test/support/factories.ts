@@ -37,7 +37,7 @@ export function paidEvent(
 
 /** The event as the webhook route would store it, for tests that skip HTTP (no worker running). */
 export function incomingEvent(event: SampleEvent): IncomingEvent {
-  return toIncomingEvent(event, JSON.stringify(event));
+  return toIncomingEvent(event, Buffer.from(JSON.stringify(event)));
 }
 
 // Reading outcomes: what a test asserts on, straight from the tables.
