@@ -57,8 +57,8 @@ export async function claimEvents(
   // behind the HTTP work on the event loop, so round trips, not the database, bounded ingest.
   // The batch goes as one JSON array with each raw body spliced in as it came, parsed once, by
   // jsonb (arrays of 3 KB bodies full of quotes were escaped by the client and unescaped by
-  // Postgres). It goes as bytes (a bytea parameter, which pg sends as is): a batch of 3 KB
-  // bodies built as a string was the largest thing V8 copied into its old generation under load.
+  // Postgres). It goes as bytes (a bytea parameter, which pg sends as is): a batch built as a
+  // string was the largest thing V8 copied into its old generation under load.
   // `jobs` sits in the select list so it always runs.
   // Job keys are handed out before the insert knows which ids are new: a job then carries only
   // the claimed events of its key, so it may carry fewer than EVENTS_PER_JOB.

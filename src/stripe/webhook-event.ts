@@ -41,7 +41,16 @@ const eventShape = z.object({
 });
 
 const INVALID_SIGNATURE = 'invalid Stripe-Signature: check STRIPE_WEBHOOK_SECRET and the server clock';
+const NOT_UTF8_JSON = 'malformed event: body is not UTF-8 JSON';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function decodeUtf8(bytes: Buffer): string | undefined {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
 
 export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets: readonly string[]): IncomingEvent {
   if (typeof signatureHeader !== 'string' || signatureHeader === '') {
@@ -59,12 +68,7 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
   // Decoded once, for the verifier and the parser alike (Stripe's verifier decodes bytes as UTF-8
   // itself, to the same text). A body that is not UTF-8 is verified as bytes: a forgery is still
   // refused for its signature, not for its encoding.
-  let text: string | undefined;
-  try {
-    text = utf8.decode(rawBody);
-  } catch {
-    text = undefined;
-  }
+  const text = decodeUtf8(rawBody);
   // Every configured secret is tried, so a rotation (old and new secret both live) loses nothing.
   const verified = secrets.some((secret) => {
     try {
@@ -75,12 +79,12 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
   });
   if (!verified) throw new WebhookRejectedError(INVALID_SIGNATURE);
 
+  if (text === undefined) throw new WebhookRejectedError(NOT_UTF8_JSON);
   let json: unknown;
   try {
-    if (text === undefined) throw new Error('not UTF-8');
     json = JSON.parse(text);
   } catch {
-    throw new WebhookRejectedError('malformed event: body is not UTF-8 JSON');
+    throw new WebhookRejectedError(NOT_UTF8_JSON);
   }
   const parsed = eventShape.safeParse(json);
   if (!parsed.success) {
