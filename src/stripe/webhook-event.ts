@@ -43,6 +43,7 @@ const eventShape = z.object({
 const INVALID_SIGNATURE = 'invalid Stripe-Signature: check STRIPE_WEBHOOK_SECRET and the server clock';
 const NOT_UTF8_JSON = 'malformed event: body is not UTF-8 JSON';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 function decodeUtf8(bytes: Buffer): string | undefined {
   try {
@@ -104,7 +105,8 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
   }
   // The bytes of the text that was verified and parsed: TextDecoder drops a leading byte-order
   // mark, and so must what is stored, or jsonb would refuse it.
-  return toIncomingEvent(event, rawBody.subarray(rawBody.length - Buffer.byteLength(text)));
+  const stored = rawBody.subarray(0, UTF8_BOM.length).equals(UTF8_BOM) ? rawBody.subarray(UTF8_BOM.length) : rawBody;
+  return toIncomingEvent(event, stored);
 }
 
 /** What the inbox stores of a Stripe Event object; `rawBody` is the event as it was received. */

@@ -1,6 +1,6 @@
 // `npm test` drops what an earlier run on this machine left behind when it was killed before its
 // clean-up, and nothing else. Fake earlier runs on the test server: marked as dead, alive, from
-// another host, and unmarked.
+// another host, from an earlier boot, from another container on this kernel, and unmarked.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
