@@ -164,6 +164,12 @@ const latency = (runs: readonly Measured[], p: 'p50' | 'p99') => sum(runs, (m) =
 /** Milliseconds of CPU (server and its Postgres backends) per accepted event. */
 const cpuPerEvent = (runs: readonly Measured[]) => ((sum(runs, (m) => m.serverCpu) + sum(runs, (m) => m.postgresCpu)) * 1000) / accepted(runs);
 
+/** One round's CPU per event, and its process and Postgres shares: a drift shows in one of them. */
+function roundCpu(m: Measured): string {
+  const share = (cpu: number) => ((cpu * 1000) / m.result['2xx']).toFixed(2);
+  return `${cpuPerEvent([m]).toFixed(2)} (${share(m.serverCpu)} + ${share(m.postgresCpu)})`;
+}
+
 function serverFigures(name: ServerName, runs: readonly Measured[]): Figure[] {
   const ok = accepted(runs);
   const cores = (of: (m: Measured) => number) => (sum(runs, of) / sum(runs, (m) => m.cpuSeconds)).toFixed(2);
@@ -180,7 +186,7 @@ function serverFigures(name: ServerName, runs: readonly Measured[]): Figure[] {
       name: `${name} CPU per event`,
       value: cpuPerEvent(runs),
       unit: 'ms',
-      note: `process ${ms(sum(runs, (m) => m.serverCpu))} ms + Postgres backends ${ms(sum(runs, (m) => m.postgresCpu))} ms${drained}; ${cores((m) => m.serverCpu)} + ${cores((m) => m.postgresCpu)} cores${runs.length > 1 ? `; rounds: ${runs.map((m) => cpuPerEvent([m]).toFixed(2)).join(', ')} ms` : ''}`,
+      note: `process ${ms(sum(runs, (m) => m.serverCpu))} ms + Postgres backends ${ms(sum(runs, (m) => m.postgresCpu))} ms${drained}; ${cores((m) => m.serverCpu)} + ${cores((m) => m.postgresCpu)} cores${runs.length > 1 ? `; rounds: ${runs.map(roundCpu).join(', ')} ms` : ''}`,
     },
     ...walFigures(name, runs),
   ];
