@@ -164,7 +164,7 @@ const latency = (runs: readonly Measured[], p: 'p50' | 'p99') => sum(runs, (m) =
 /** Milliseconds of CPU (server and its Postgres backends) per accepted event. */
 const cpuPerEvent = (runs: readonly Measured[]) => ((sum(runs, (m) => m.serverCpu) + sum(runs, (m) => m.postgresCpu)) * 1000) / accepted(runs);
 
-/** One round's CPU per event, and its process and Postgres shares: a drift shows in one of them. */
+/** One round's CPU per event with its process and Postgres shares: a round the host slowed is dearer in both. */
 function roundCpu(m: Measured): string {
   const share = (cpu: number) => ((cpu * 1000) / m.result['2xx']).toFixed(2);
   return `${cpuPerEvent([m]).toFixed(2)} (${share(m.serverCpu)} + ${share(m.postgresCpu)})`;
