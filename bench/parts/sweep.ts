@@ -4,7 +4,7 @@
 // then STALE abandoned 'processing' rows (old enqueued_at, no job) reclaimed by one sweep call.
 // The ratios between the two sizes show whether both stay flat.
 import { sweepStaleEvents, type SweepOptions } from '../../src/sweep/sweep-stale-events.js';
-import { openExplainedDatabase } from '../support/auto-explain.js';
+import { openExplainedDatabase } from '../../scripts/dev/explained-database.js';
 import { createBenchDatabase, type BenchDatabase } from '../support/database.js';
 import type { BenchOptions } from '../support/options.js';
 import { ratio, type Figure } from '../support/report.js';

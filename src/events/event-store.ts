@@ -112,18 +112,27 @@ export async function lockForFulfilment(tx: Transaction<Database>, eventIds: rea
 /** How a handled event ends. An 'ignored' event may say why (kept in last_error, shown to ops). */
 export type FinishOutcome = { status: 'processed' } | { status: 'ignored'; reason?: string } | { status: 'duplicate'; duplicateOf: string };
 
-/** Commits with the side-effects, in the same transaction (DESIGN invariant 6). One statement for all. */
+/**
+ * Commits with the side-effects, in the same transaction (DESIGN invariant 6). One statement for all.
+ *
+ * The batch's ids are also given as `event_id = any(...)`: an index condition on the primary key,
+ * so the statement reads the batch's rows and no others whatever the planner's statistics say.
+ * Without it, `status = 'processing'` matches the partial index of waiting rows, and statistics
+ * taken while the inbox was quiet (the usual case) made the planner hash-join the batch against
+ * that whole index: under a backlog, every batch read every waiting row.
+ */
 export async function markFinished(tx: Transaction<Database>, finished: ReadonlyArray<{ eventId: string; outcome: FinishOutcome }>): Promise<void> {
   if (finished.length === 0) return;
+  const eventIds = finished.map((f) => f.eventId);
   await sql`
     update stripe_events e set
       status = f.status, duplicate_of = f.duplicate_of, last_error = f.reason, finished_at = now()
     from unnest(
-      ${finished.map((f) => f.eventId)}::text[], ${finished.map((f) => f.outcome.status)}::text[],
+      ${eventIds}::text[], ${finished.map((f) => f.outcome.status)}::text[],
       ${finished.map((f) => (f.outcome.status === 'duplicate' ? f.outcome.duplicateOf : null))}::text[],
       ${finished.map((f) => (f.outcome.status === 'ignored' ? (f.outcome.reason ?? null) : null))}::text[]
     ) as f(event_id, status, duplicate_of, reason)
-    where e.event_id = f.event_id and e.status = 'processing'`.execute(tx);
+    where e.event_id = any(${eventIds}::text[]) and e.event_id = f.event_id and e.status = 'processing'`.execute(tx);
 }
 
 export interface Failure {

@@ -1,6 +1,7 @@
 // Captures the real plans of the statements a piece of service code runs, without copying its
 // SQL: a one-connection database whose session loads auto_explain and sends its LOG lines to
-// the client. Needs a superuser (LOAD); without one, `plans` stays empty and says why.
+// the client. Needs a superuser (LOAD); without one, `plans` stays empty and says why. Used by
+// the sweep bench and by tests that hold a statement to the rows it may read.
 import { openDatabase, type Db } from '../../src/db/database.js';
 
 export interface ExplainedDb extends Db {
