@@ -1,4 +1,4 @@
-// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--servers LIST] [--rounds N]`
+// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--rounds N]`
 // Runs the benchmark parts, each on its own throwaway database, baselines and the service in the
 // same run, and prints figures, ratios to the baselines and the targets beside them.
 // Method and the figures measured so far: docs/benchmarks.md.
@@ -35,6 +35,10 @@ options:
   --concurrency N      WORKER_CONCURRENCY for drain, service and baseline alike (default 10)
   --env KEY=VALUE      extra environment for every service process (repeatable)
   --node-flag FLAG     a flag for node in every service process, for those NODE_OPTIONS refuses, e.g. --node-flag=--optimize-for-size (repeatable)
+  --db-setting NAME=VALUE
+                       a Postgres setting for every database the bench creates (ALTER DATABASE … SET), e.g.
+                       --db-setting session_preload_libraries=auto_explain --db-setting auto_explain.log_min_duration=0
+                       logs the plan of every statement to the server's log (repeatable)
   --servers LIST       ingest only: run these servers, comma-separated (ceiling, naive, group-commit, web, all, split);
                        a ratio is printed when both of its servers ran, e.g. --servers naive,all
   --rounds N           ingest only: rounds of every server, in alternating order (default 2; --short 1)
@@ -55,6 +59,7 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
       concurrency: { type: 'string' },
       env: { type: 'string', multiple: true },
       'node-flag': { type: 'string', multiple: true },
+      'db-setting': { type: 'string', multiple: true },
       servers: { type: 'string' },
       rounds: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -75,6 +80,12 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
     if (!match) throw new UsageError(`--env wants KEY=VALUE, got '${pair}'`);
     env[match[1]!] = match[2]!;
   }
+  const dbSettings: Record<string, string> = {};
+  for (const pair of values['db-setting'] ?? []) {
+    const match = /^([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)?)=(.*)$/is.exec(pair);
+    if (!match) throw new UsageError(`--db-setting wants NAME=VALUE with a Postgres setting's name, got '${pair}'`);
+    dbSettings[match[1]!] = match[2]!;
+  }
   const servers = values.servers?.split(',').map((name) => name.trim());
   if (servers && part !== 'ingest') throw new UsageError('--servers is for the ingest part: npm run bench -- ingest --servers naive,all');
   const unknown = servers?.find((name) => !(SERVERS as readonly string[]).includes(name));
@@ -85,7 +96,7 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   return {
     parts: part === 'all' ? (Object.keys(PARTS) as PartName[]) : [part as PartName],
     json: values.json === true,
-    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env, ...(servers && { servers }), ...(rounds && { rounds }) },
+    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env, dbSettings, ...(servers && { servers }), ...(rounds && { rounds }) },
   };
 }
 
@@ -112,6 +123,7 @@ async function main(): Promise<number> {
   out(`service NODE_OPTIONS (the image's): ${imageNodeOptions() || 'none'}`);
   if (options.nodeFlags.length > 0) out(`service node flags: ${options.nodeFlags.join(' ')}`);
   if (Object.keys(options.env).length > 0) out(`service env: ${Object.entries(options.env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (Object.keys(options.dbSettings).length > 0) out(`bench databases: ${Object.entries(options.dbSettings).map(([k, v]) => `${k}=${v}`).join(' ')}`);
 
   if (parts.some((part) => part !== 'sweep')) {
     options.log('building the service bundle (npm run build): the parts run it as the image does');
@@ -133,7 +145,7 @@ async function main(): Promise<number> {
     }
   }
   const seconds = (Date.now() - started) / 1000;
-  if (json) process.stdout.write(`${JSON.stringify({ machine, short: options.short, nodeOptions: imageNodeOptions(), nodeFlags: options.nodeFlags, env: options.env, seconds, figures, failures }, null, 2)}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ machine, short: options.short, nodeOptions: imageNodeOptions(), nodeFlags: options.nodeFlags, env: options.env, dbSettings: options.dbSettings, seconds, figures, failures }, null, 2)}\n`);
   else if (parts.length > 1) out(`\nsummary (${seconds.toFixed(0)} s)\n${formatTable(figures)}`);
   return failures.length > 0 ? 1 : 0;
 }

@@ -30,7 +30,7 @@ const SHORT = { hangSeconds: 2, settleSeconds: 1, requestTimeoutSeconds: 2 };
 
 export async function benchAbuse(options: BenchOptions): Promise<Figure[]> {
   const size = options.short ? SHORT : FULL;
-  const database = await createBenchDatabase(options.serverUrl);
+  const database = await createBenchDatabase(options.serverUrl, { settings: options.dbSettings });
   const stripe = await startOfflineStripe();
   try {
     stripe.setDelay(3_600_000);

@@ -65,7 +65,7 @@ export async function benchDrain(options: BenchOptions): Promise<Figure[]> {
   const concurrency = String(options.concurrency);
   // What main.ts gives ROLE=worker: concurrency + 2 + graphile-worker's 3; the baseline gets the same.
   const poolSize = String(options.concurrency + 5);
-  const db = await createBenchDatabase(options.serverUrl, { maxConnections: SEED_PARALLEL });
+  const db = await createBenchDatabase(options.serverUrl, { maxConnections: SEED_PARALLEL, settings: options.dbSettings });
   try {
     const timeBaseline = async () => {
       options.log(`drain: ${size.events} no-op jobs, bare graphile-worker, concurrency ${concurrency}, pool ${poolSize}`);

@@ -266,9 +266,9 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
   const size = { ...base, rounds, events: Math.ceil((base.events / base.rounds) * Math.max(rounds, base.rounds)) };
   const events = eventBodies(size.events);
   const requests: Requests = { bodies: Array.from({ length: events.count }, (_, i) => Buffer.from(events.body(i))), signatures: [], next: 0 };
-  const db = await createBenchDatabase(options.serverUrl, { maxConnections: 2 });
-  const allDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2 });
-  const splitDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2 });
+  const db = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
+  const allDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
+  const splitDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
   try {
     const commitMs = await commitLatencyMs(db, options.short ? 50 : 300);
     await seedOrders(allDb, events);

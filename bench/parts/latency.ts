@@ -84,7 +84,7 @@ export async function benchLatency(options: BenchOptions): Promise<Figure[]> {
   const size = options.short ? SHORT : FULL;
   const events = eventBodies(RATE_PER_SECOND * (size.warmupSeconds + size.seconds));
   const counted = RATE_PER_SECOND * size.warmupSeconds;
-  const db = await createBenchDatabase(options.serverUrl, { maxConnections: 4 });
+  const db = await createBenchDatabase(options.serverUrl, { maxConnections: 4, settings: options.dbSettings });
   const watcher = new pg.Client({ connectionString: db.url });
   try {
     for (let i = 0; i < events.count; i++) {

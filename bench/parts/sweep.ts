@@ -88,7 +88,7 @@ async function timeReclaim(db: BenchDatabase, stale: number): Promise<number> {
 
 export async function benchSweep(options: BenchOptions): Promise<Figure[]> {
   const size = options.short ? SHORT : FULL;
-  const db = await createBenchDatabase(options.serverUrl, { maxConnections: 2 });
+  const db = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
   const figures: Figure[] = [];
   const perSize: Array<{ emptyMs: number; reclaimMs: number }> = [];
   try {

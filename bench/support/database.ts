@@ -34,7 +34,8 @@ async function withAdmin<T>(serverUrl: string, fn: (client: pg.Client) => Promis
   }
 }
 
-export async function createBenchDatabase(serverUrl: string, options: { maxConnections?: number } = {}): Promise<BenchDatabase> {
+/** `settings`: ALTER DATABASE … SET for each (`--db-setting`); sessions opened after it see them. */
+export async function createBenchDatabase(serverUrl: string, options: { maxConnections?: number; settings?: Record<string, string> } = {}): Promise<BenchDatabase> {
   const name = BENCH_DB_PREFIX + randomBytes(4).toString('hex');
   await withAdmin(serverUrl, (admin) => admin.query(`create database "${name}"`));
   const url = databaseUrl(serverUrl, name);
@@ -45,10 +46,15 @@ export async function createBenchDatabase(serverUrl: string, options: { maxConne
     await withAdmin(serverUrl, (admin) => admin.query(`drop database if exists "${name}" with (force)`));
   });
   try {
+    await withAdmin(serverUrl, async (admin) => {
+      for (const [setting, value] of Object.entries(options.settings ?? {})) {
+        await admin.query(`alter database "${name}" set ${setting} = ${admin.escapeLiteral(value)}`);
+      }
+    });
     await migrate(opened.pool, createLogger('silent'), await serviceMigrations());
   } catch (error) {
     await drop();
-    throw new Error(`migrating bench database ${name}`, { cause: error });
+    throw new Error(`setting up bench database ${name}`, { cause: error });
   }
   return { ...opened, url, name, drop };
 }

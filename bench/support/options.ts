@@ -14,6 +14,8 @@ export interface BenchOptions {
   servers?: readonly string[];
   /** Extra environment for every service process (`--env KEY=VALUE`). */
   env: Record<string, string>;
+  /** Postgres settings for every database the bench creates (`--db-setting NAME=VALUE`). */
+  dbSettings: Record<string, string>;
   /** Progress lines (stderr), so stdout stays the table or the JSON. */
   log(message: string): void;
 }
