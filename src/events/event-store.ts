@@ -114,12 +114,12 @@ export type FinishOutcome = { status: 'processed' } | { status: 'ignored'; reaso
 
 /**
  * Commits with the side-effects, in the same transaction (DESIGN invariant 6). One statement for all.
- *
- * The batch's ids are also given as `event_id = any(...)`: an index condition on the primary key,
- * so the statement reads the batch's rows and no others whatever the planner's statistics say.
- * Without it, `status = 'processing'` matches the partial index of waiting rows, and statistics
- * taken while the inbox was quiet (the usual case) made the planner hash-join the batch against
- * that whole index: under a backlog, every batch read every waiting row.
+ * Only for rows this transaction locked with lockForFulfilment and found 'processing': the lock
+ * keeps them so until commit, and the statement does not check their status again, on purpose.
+ * A `status = 'processing'` condition matches the partial index of waiting rows, and with
+ * statistics taken while the inbox was quiet (the usual case) the planner scanned that whole
+ * index for each batch: under a backlog, every batch read every waiting row. The batch's ids as
+ * `event_id = any(...)` leave it the primary key, and the batch's rows only.
  */
 export async function markFinished(tx: Transaction<Database>, finished: ReadonlyArray<{ eventId: string; outcome: FinishOutcome }>): Promise<void> {
   if (finished.length === 0) return;
@@ -132,7 +132,7 @@ export async function markFinished(tx: Transaction<Database>, finished: Readonly
       ${finished.map((f) => (f.outcome.status === 'duplicate' ? f.outcome.duplicateOf : null))}::text[],
       ${finished.map((f) => (f.outcome.status === 'ignored' ? (f.outcome.reason ?? null) : null))}::text[]
     ) as f(event_id, status, duplicate_of, reason)
-    where e.event_id = any(${eventIds}::text[]) and e.event_id = f.event_id and e.status = 'processing'`.execute(tx);
+    where e.event_id = any(${eventIds}::text[]) and e.event_id = f.event_id`.execute(tx);
 }
 
 export interface Failure {
