@@ -2,8 +2,8 @@
 // outage, a burst, a deploy) is exactly when fulfilment has to keep up. The planner's statistics
 // usually saw a quiet inbox, with few 'processing' rows; the plan the finish statement gets from
 // them must still read only the batch's own rows. Plans are read from auto_explain, on the real
-// statement that markFinished sends. The finished history is large enough (20,000 rows) that
-// reading the whole table is not the cheap plan it is for a table of a few pages.
+// statement that markFinished sends. The finished history (HISTORY) is large enough that reading
+// the whole table is not the cheap plan it is for a table of a few pages.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
@@ -13,6 +13,7 @@ import { databaseForFile } from '../support/database.js';
 
 const database = databaseForFile();
 
+const HISTORY = 20_000;
 const BACKLOG = 3000;
 const BATCH = 30;
 
@@ -44,7 +45,7 @@ test('finishing a batch reads its own rows, however many events wait behind it',
   await sql`
     insert into stripe_events (event_id, type, livemode, stripe_created_at, payload, status, finished_at)
     select 'evt_done_' || g, 'checkout.session.completed', false, now(), '{}', 'processed', now()
-    from generate_series(1, 20000) g`.execute(db);
+    from generate_series(1, ${HISTORY}) g`.execute(db);
   await sql`
     insert into stripe_events (event_id, type, livemode, stripe_created_at, payload)
     select 'evt_quiet_' || g, 'checkout.session.completed', false, now(), '{}'
