@@ -2,7 +2,8 @@
 // transaction, and a batch never changes an outcome: a poison event fails alone with one attempt
 // while the rest of its job is fulfilled; an event that fails transiently is the only one left in
 // the job for graphile-worker's retry; two Event objects for one order in one batch grant once;
-// one event twice in a batch is fulfilled once; the payments of several orders of one account,
+// one event twice in a batch is fulfilled once, and a job that comes after its events finished
+// changes nothing; the payments of several orders of one account,
 // recorded by one statement, add up; jobs that run at once share a transaction, and a poison event
 // among them still fails alone. Jobs run through the real task with
 // graphile-worker's runOnce; no service runs on this database.
@@ -106,6 +107,23 @@ test('in one batch, two Event objects for one order grant once, and one event tw
   assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: first.id, credits: order.credits }]);
   assert.equal((await quotaOf(database, order.account_id)).granted, order.credits);
   assert.equal((await quotaOf(database, other.account_id)).granted, other.credits);
+  await deleteJobs(database.db);
+});
+
+test('a job that comes after the events finished changes nothing: their rows keep their outcome', async () => {
+  const order = await givenOrder(database);
+  const paid = paidEvent(order);
+  const again = paidEvent(order, { sessionId: paid.data.object.id as string });
+  await claimEvents(database.db, [paid, again].map(incomingEvent), options);
+  await fulfilEvents(database.db, [paid.id, again.id], options);
+  const before = await Promise.all([paid.id, again.id].map((id) => eventRow(database, id)));
+
+  // A replay's job, or a reclaimed job whose first run committed late, with both events in it.
+  const results = await fulfilEvents(database.db, [paid.id, again.id], options);
+
+  assert.deepEqual(results.map((r) => r.status), ['already_finished', 'already_finished']);
+  assert.deepEqual(await Promise.all([paid.id, again.id].map((id) => eventRow(database, id))), before);
+  assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: paid.id, credits: order.credits }]);
   await deleteJobs(database.db);
 });
 
