@@ -1,4 +1,4 @@
-// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--rounds N]`
+// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--rounds N] [--warmup S]`
 // Runs the benchmark parts, each on its own throwaway database, baselines and the service in the
 // same run, and prints figures, ratios to the baselines and the targets beside them.
 // Method and the figures measured so far: docs/benchmarks.md.
@@ -42,6 +42,7 @@ options:
   --servers LIST       ingest only: run these servers, comma-separated (ceiling, naive, group-commit, web, all, split);
                        a ratio is printed when both of its servers ran, e.g. --servers naive,all
   --rounds N           ingest only: rounds of every server, in alternating order (default 2; --short 1)
+  --warmup S           ingest only: seconds of load before each measured run (default 2; --short 0.5)
 
 Postgres: DATABASE_URL (the server; each part creates and drops stripe_inbox_bench_<random>),
 default ${DEFAULT_SERVER_URL}.`;
@@ -62,6 +63,7 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
       'db-setting': { type: 'string', multiple: true },
       servers: { type: 'string' },
       rounds: { type: 'string' },
+      warmup: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -93,10 +95,13 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   const rounds = values.rounds === undefined ? undefined : Number(values.rounds);
   if (rounds !== undefined && part !== 'ingest') throw new UsageError('--rounds is for the ingest part: npm run bench -- ingest --rounds 4');
   if (rounds !== undefined && (!Number.isInteger(rounds) || rounds < 1 || rounds > 10)) throw new UsageError('--rounds must be a whole number from 1 to 10');
+  const warmupSeconds = values.warmup === undefined ? undefined : Number(values.warmup);
+  if (warmupSeconds !== undefined && part !== 'ingest') throw new UsageError('--warmup is for the ingest part: npm run bench -- ingest --warmup 10');
+  if (warmupSeconds !== undefined && !(warmupSeconds >= 0.5 && warmupSeconds <= 120)) throw new UsageError('--warmup must be a number of seconds from 0.5 to 120');
   return {
     parts: part === 'all' ? (Object.keys(PARTS) as PartName[]) : [part as PartName],
     json: values.json === true,
-    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env, dbSettings, ...(servers && { servers }), ...(rounds && { rounds }) },
+    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env, dbSettings, ...(servers && { servers }), ...(rounds && { rounds }), ...(warmupSeconds && { warmupSeconds }) },
   };
 }
 

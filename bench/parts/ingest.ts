@@ -262,8 +262,11 @@ async function unstored(name: ServerName, runs: readonly Measured[], db: BenchDa
 export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
   const base = options.short ? SHORT : FULL;
   // More rounds (--rounds) need more unique events: as many per round as the default's.
+  // So does a longer warm-up (--warmup): in proportion to a round's seconds of load.
   const rounds = options.rounds ?? base.rounds;
-  const size = { ...base, rounds, events: Math.ceil((base.events / base.rounds) * Math.max(rounds, base.rounds)) };
+  const warmupSeconds = options.warmupSeconds ?? base.warmupSeconds;
+  const longer = Math.max(1, (warmupSeconds + base.measureSeconds) / (base.warmupSeconds + base.measureSeconds));
+  const size = { ...base, rounds, warmupSeconds, events: Math.ceil((base.events / base.rounds) * Math.max(rounds, base.rounds) * longer) };
   const events = eventBodies(size.events);
   const requests: Requests = { bodies: Array.from({ length: events.count }, (_, i) => Buffer.from(events.body(i))), signatures: [], next: 0 };
   const db = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });

@@ -10,6 +10,8 @@ export interface BenchOptions {
   nodeFlags: readonly string[];
   /** ingest only: rounds of every server (`--rounds N`), for a steadier ratio on a drifting host. */
   rounds?: number;
+  /** ingest only: seconds of load before each measured run (`--warmup S`). */
+  warmupSeconds?: number;
   /** ingest only: the servers to run (`--servers naive,all`); all of them when unset. */
   servers?: readonly string[];
   /** Extra environment for every service process (`--env KEY=VALUE`). */
