@@ -10,32 +10,13 @@ import { sql } from 'kysely';
 import { markFinished } from '../../src/events/event-store.js';
 import { openExplainedDatabase } from '../../scripts/dev/explained-database.js';
 import { databaseForFile } from '../support/database.js';
+import { rowsRead } from '../support/plans.js';
 
 const database = databaseForFile();
 
 const HISTORY = 20_000;
 const BACKLOG = 3000;
 const BATCH = 30;
-
-/**
- * Rows of stripe_events that the plan's scans read, over all of their loops: those they returned
- * and those their filters then removed. (Postgres 18 prints its per-loop averages with decimals.)
- */
-function stripeEventRowsRead(plan: string): number {
-  let read = 0;
-  let loops = 0;
-  for (const line of plan.split('\n')) {
-    if (/->|^\s*(Update|Insert|Delete) on/.test(line)) {
-      const scan = /Scan .*\bon stripe_events\b.*actual [^)]*rows=([\d.]+) loops=(\d+)/.exec(line);
-      loops = scan ? Number(scan[2]) : 0;
-      if (scan) read += Number(scan[1]) * loops;
-      continue;
-    }
-    const removed = /Rows Removed by (?:Filter|Index Recheck): ([\d.]+)/.exec(line);
-    if (removed) read += Number(removed[1]) * loops;
-  }
-  return read;
-}
 
 test('finishing a batch reads its own rows, however many events wait behind it', async () => {
   const { db } = database;
@@ -67,7 +48,7 @@ test('finishing a batch reads its own rows, however many events wait behind it',
       assert.equal(explained.problem(), undefined);
       const plan = explained.plans.findLast((logged) => /update stripe_events e set/.test(logged));
       assert.ok(plan, 'the finish statement was explained');
-      const read = stripeEventRowsRead(plan);
+      const read = rowsRead(plan, 'stripe_events');
       assert.ok(read > 0 && read <= BATCH, `${planCacheMode}: the finish statement read ${read} rows of stripe_events for a batch of ${BATCH}:\n${plan}`);
     }
   } finally {
