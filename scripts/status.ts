@@ -2,7 +2,7 @@
 import { parseDuration } from '../src/cli/duration.js';
 import { runScript, UsageError } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
-import { countsByType, getInboxStatus, listFailedEvents } from '../src/events/read-model.js';
+import { countsByType, inboxStatusReader, listFailedEvents } from '../src/events/read-model.js';
 
 runScript({
   usage: `usage: npm run status -- [--since <duration>] [--failed <n>] [--json]
@@ -16,7 +16,7 @@ dead letters with their last error. Exits 1 when any event has failed.`,
     const sinceMs = parseDuration(String(values.since));
     if (sinceMs === undefined) throw new UsageError('--since must be a duration like 30m, 24h or 7d');
     const { db } = await ctx.database();
-    const status = await getInboxStatus(db);
+    const status = await inboxStatusReader(db)();
     const failed = await listFailedEvents(db, limit);
     const byType = await countsByType(db, new Date(Date.now() - sinceMs));
     const staleAfterSeconds = ctx.config.staleAfterMs / 1000;

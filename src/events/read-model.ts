@@ -8,6 +8,12 @@ import { countQueuedJobs } from './enqueue.js';
 
 export interface InboxStatus {
   counts: Record<EventStatus, number>;
+  /**
+   * When the finished statuses (processed, ignored, duplicate) were counted: now, or up to
+   * HISTORY_RECOUNT_MS ago once the history is large (inboxStatusReader). 'processing' and
+   * 'failed' are always counted now.
+   */
+  history_counted_at: string;
   oldest_processing_age_seconds: number | null;
   /** Fulfilment jobs waiting or running; each carries a batch of events. */
   jobs_queued: number;
@@ -16,25 +22,60 @@ export interface InboxStatus {
   last_sweep_at: string | null;
 }
 
-export async function getInboxStatus(db: Kysely<Database>): Promise<InboxStatus> {
-  const rows = await db.selectFrom('stripe_events').select(['status', sql<number>`count(*)::int`.as('n')]).groupBy('status').execute();
-  const counts = Object.fromEntries(EVENT_STATUSES.map((s) => [s, 0])) as Record<EventStatus, number>;
-  for (const row of rows) counts[row.status] = row.n;
+/** What an operator acts on: few rows, each counted by its partial index. */
+type LiveStatus = 'processing' | 'failed';
+type HistoryStatus = Exclude<EventStatus, LiveStatus>;
+/** The statuses an event ends in and keeps until prune: counting them reads every such row. */
+const HISTORY_STATUSES = EVENT_STATUSES.filter((s): s is HistoryStatus => s !== 'processing' && s !== 'failed');
+/** Under this many finished events, they are counted on every read. */
+export const HISTORY_COUNTED_LIVE = 100_000;
+/** Above it, at most once per this long per process. */
+export const HISTORY_RECOUNT_MS = 10 * 60_000;
 
-  // Served by the partial index on processing rows.
-  const oldest = await db
-    .selectFrom('stripe_events')
-    .select(sql<number>`extract(epoch from now() - min(enqueued_at))::int`.as('age'))
-    .where('status', '=', 'processing')
-    .executeTakeFirst();
-  const queued = await countQueuedJobs(db);
-
-  return {
-    counts,
-    oldest_processing_age_seconds: oldest?.age ?? null,
-    jobs_queued: queued.jobs,
-    events_queued: queued.events,
-    last_sweep_at: (await lastMaintenanceRun(db, 'sweep'))?.toISOString() ?? null,
+/**
+ * Reads the inbox's status, for a caller that asks again and again (the dashboard every 5 s, each
+ * metrics scrape). 'processing' and 'failed', what an operator acts on, are counted on every read,
+ * by their partial indexes: cheap however long the history. The finished statuses are the
+ * history (up to EVENT_RETENTION_DAYS of it), and counting them reads every such row, pushing the
+ * pages the service works on out of Postgres's cache: once there are more than
+ * HISTORY_COUNTED_LIVE, the last count is reused for HISTORY_RECOUNT_MS.
+ */
+export function inboxStatusReader(db: Kysely<Database>, clock: () => number = Date.now): () => Promise<InboxStatus> {
+  let history: { counts: Record<HistoryStatus, number>; at: number } | undefined;
+  const countHistory = async () => {
+    const rows = await db
+      .selectFrom('stripe_events')
+      .select(['status', sql<number>`count(*)::int`.as('n')])
+      .where('status', 'in', HISTORY_STATUSES)
+      .groupBy('status')
+      .execute();
+    const counts = Object.fromEntries(HISTORY_STATUSES.map((s) => [s, 0])) as Record<HistoryStatus, number>;
+    for (const row of rows) counts[row.status as HistoryStatus] = row.n;
+    return { counts, at: clock() };
+  };
+  return async () => {
+    const total = history ? HISTORY_STATUSES.reduce((n, s) => n + history!.counts[s], 0) : 0;
+    if (!history || total < HISTORY_COUNTED_LIVE || clock() - history.at >= HISTORY_RECOUNT_MS) history = await countHistory();
+    // Each count by its own partial index (a predicate that names one status is what lets Postgres use it).
+    const live = await db
+      .selectNoFrom([
+        sql<number>`(select count(*)::int from stripe_events where status = 'processing')`.as('processing'),
+        sql<number>`(select count(*)::int from stripe_events where status = 'failed')`.as('failed'),
+        // Served by the partial index on processing rows.
+        sql<number | null>`(select extract(epoch from now() - min(enqueued_at))::int from stripe_events where status = 'processing')`.as('oldest'),
+      ])
+      .executeTakeFirstOrThrow();
+    const queued = await countQueuedJobs(db);
+    const counts = Object.fromEntries(EVENT_STATUSES.map((s) => [s, 0])) as Record<EventStatus, number>;
+    Object.assign(counts, history.counts, { processing: live.processing, failed: live.failed });
+    return {
+      counts,
+      history_counted_at: new Date(history.at).toISOString(),
+      oldest_processing_age_seconds: live.oldest,
+      jobs_queued: queued.jobs,
+      events_queued: queued.events,
+      last_sweep_at: (await lastMaintenanceRun(db, 'sweep'))?.toISOString() ?? null,
+    };
   };
 }
 

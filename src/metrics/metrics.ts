@@ -8,7 +8,7 @@
 import type { Kysely } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/schema.js';
-import { getInboxStatus, type InboxStatus } from '../events/read-model.js';
+import { inboxStatusReader, type InboxStatus } from '../events/read-model.js';
 
 const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'busy', 'unavailable'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
@@ -87,8 +87,9 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'stripe_inbox_' });
 
     // One query set per scrape feeds all database gauges.
-    let pending: ReturnType<typeof getInboxStatus> | undefined;
-    const status = () => (pending ??= getInboxStatus(db).finally(() => setTimeout(() => (pending = undefined), 0)));
+    const inboxStatus = inboxStatusReader(db);
+    let pending: ReturnType<typeof inboxStatus> | undefined;
+    const status = () => (pending ??= inboxStatus().finally(() => setTimeout(() => (pending = undefined), 0)));
     new Gauge({
       name: 'stripe_inbox_events',
       help: 'Stored events by status (all processes)',

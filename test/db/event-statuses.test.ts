@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { EVENT_STATUSES } from '../../src/db/schema.js';
-import { getInboxStatus } from '../../src/events/read-model.js';
+import { inboxStatusReader } from '../../src/events/read-model.js';
 import { databaseForFile } from '../support/database.js';
 
 const database = databaseForFile();
@@ -18,5 +18,5 @@ test('the CHECK constraint on stripe_events.status allows exactly EVENT_STATUSES
 });
 
 test('the status summary counts every status, in the declared order', async () => {
-  assert.deepEqual(Object.keys((await getInboxStatus(database.db)).counts), [...EVENT_STATUSES]);
+  assert.deepEqual(Object.keys((await inboxStatusReader(database.db)()).counts), [...EVENT_STATUSES]);
 });

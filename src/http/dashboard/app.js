@@ -6,7 +6,7 @@
 
 /**
  * @typedef {{ event_id: string, type: string, status: string, attempts: number, last_error: string | null, received_at: string }} EventSummary
- * @typedef {{ counts: Record<string, number>, oldest_processing_age_seconds: number | null, jobs_queued: number, events_queued: number, last_sweep_at: string | null }} InboxStatus
+ * @typedef {{ counts: Record<string, number>, history_counted_at: string, oldest_processing_age_seconds: number | null, jobs_queued: number, events_queued: number, last_sweep_at: string | null }} InboxStatus
  * @typedef {{ minute: string, received: number, finished: number, failed: number }} MinuteCounts
  * @typedef {{ kind: string, id: string, fields: Record<string, string | number | boolean | null> }} BusinessRecord
  * @typedef {EventSummary & { object_id: string | null, duplicate_of: string | null, livemode: boolean, finished_at: string | null,
@@ -168,6 +168,8 @@ async function refresh() {
     card.appendChild(document.createElement('b')).textContent = String(n);
     return card;
   }));
+  // Finished statuses of a large history are recounted every few minutes (GET /admin/api/status).
+  $('counts').title = 'processed, ignored and duplicate counted at ' + new Date(status.history_counted_at).toLocaleTimeString();
   $('oldest').textContent = status.oldest_processing_age_seconds == null ? 'none' : status.oldest_processing_age_seconds + ' s';
   $('jobs').textContent = status.jobs_queued + ' (' + status.events_queued + ' events)';
   $('last-sweep').textContent = status.last_sweep_at ? new Date(status.last_sweep_at).toLocaleString() : 'never';
