@@ -42,6 +42,8 @@ export const HISTORY_RECOUNT_MS = 10 * 60_000;
  */
 export function inboxStatusReader(db: Kysely<Database>, clock: () => number = Date.now): () => Promise<InboxStatus> {
   let history: { counts: Record<HistoryStatus, number>; at: number } | undefined;
+  // Reads that find the count due at once (two dashboards, a scrape) share one count.
+  let counting: Promise<NonNullable<typeof history>> | undefined;
   const countHistory = async () => {
     const rows = await db
       .selectFrom('stripe_events')
@@ -55,7 +57,9 @@ export function inboxStatusReader(db: Kysely<Database>, clock: () => number = Da
   };
   return async () => {
     const total = history ? HISTORY_STATUSES.reduce((n, s) => n + history!.counts[s], 0) : 0;
-    if (!history || total < HISTORY_COUNTED_LIVE || clock() - history.at >= HISTORY_RECOUNT_MS) history = await countHistory();
+    if (!history || total < HISTORY_COUNTED_LIVE || clock() - history.at >= HISTORY_RECOUNT_MS) {
+      history = await (counting ??= countHistory().finally(() => (counting = undefined)));
+    }
     // Each count by its own partial index (a predicate that names one status is what lets Postgres use it).
     const live = await db
       .selectNoFrom([
