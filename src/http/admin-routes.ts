@@ -4,7 +4,7 @@ import express, { Router } from 'express';
 import { z } from 'zod';
 import type { BusinessModule, RouteContext } from '../business-module.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
-import { eventDetail, eventTimeline, inboxStatusReader, listFailedEvents, listStuckEvents, searchEvents } from '../events/read-model.js';
+import { eventDetail, eventTimeline, listFailedEvents, listStuckEvents, searchEvents } from '../events/read-model.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
 import { adminGuard } from './admin-dashboard.js';
@@ -22,9 +22,8 @@ export function adminRoutes(modules: readonly BusinessModule[], context: RouteCo
   router.use('/admin', adminGuard({ db, adminToken }), express.json({ limit: '16kb' }));
   router.param('id', checkIdParam);
 
-  const inboxStatus = inboxStatusReader(db);
   router.get('/admin/api/status', async (_req, res) => {
-    res.json(await inboxStatus());
+    res.json(await metrics.inboxStatus());
   });
 
   router.get('/admin/api/events/:id', async (req, res) => {

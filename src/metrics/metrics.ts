@@ -15,6 +15,11 @@ export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 
 export class Metrics {
   readonly registry = new Registry();
+  /**
+   * The inbox's status as its gauges read it; GET /admin/api/status reads the same, so a process
+   * counts the history (inboxStatusReader) once for both.
+   */
+  readonly inboxStatus: () => Promise<InboxStatus>;
 
   readonly webhookRequests = new Counter({
     name: 'stripe_inbox_webhook_requests_total',
@@ -86,10 +91,10 @@ export class Metrics {
     for (const outcome of WEBHOOK_OUTCOMES) this.webhookRequests.inc({ outcome }, 0);
     collectDefaultMetrics({ register: this.registry, prefix: 'stripe_inbox_' });
 
+    this.inboxStatus = inboxStatusReader(db);
     // One query set per scrape feeds all database gauges.
-    const inboxStatus = inboxStatusReader(db);
-    let pending: ReturnType<typeof inboxStatus> | undefined;
-    const status = () => (pending ??= inboxStatus().finally(() => setTimeout(() => (pending = undefined), 0)));
+    let pending: Promise<InboxStatus> | undefined;
+    const status = () => (pending ??= this.inboxStatus().finally(() => setTimeout(() => (pending = undefined), 0)));
     new Gauge({
       name: 'stripe_inbox_events',
       help: 'Stored events by status (all processes)',
