@@ -6,8 +6,11 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { claimEvents, findEvent } from '../../src/events/event-store.js';
+import { creditsModule } from '../../src/modules/credits/index.js';
 import { givenOrder, incomingEvent, paidEvent } from '../support/factories.js';
 import { databaseForFile } from '../support/database.js';
+import { fulfilWith } from '../support/handlers.js';
+import { testConfig } from '../support/service.js';
 
 // One connection, so every statement below runs on the connection that prepared the one before.
 const database = databaseForFile({ maxConnections: 1 });
@@ -44,6 +47,17 @@ test('statements that name their columns are prepared and keep working after a m
   assert.deepEqual(await preparedStatements(), prepared, 'the same connection, with its prepared statements');
   // A `select *` through Kysely is not prepared, so it simply returns the new column.
   assert.ok('probe_note' in (await starter()));
+});
+
+test("a paid checkout's fulfilment runs prepared statements: the lock, the payments, the finish", async () => {
+  // Two events, so the batch statements run (one event alone is fulfilled the same way).
+  const events = [paidEvent(await givenOrder(database)), paidEvent(await givenOrder(database))];
+  const fulfilled = await fulfilWith(database, creditsModule.handlers(testConfig()), events);
+  assert.deepEqual(fulfilled.map((f) => f.row.status), ['processed', 'processed']);
+  const prepared = await preparedStatements();
+  for (const [what, marker] of [['the lock statement', 'for update'], ['the payments statement', 'insert into credit_grants'], ['the finish statement', 'update stripe_events e set']]) {
+    assert.ok(prepared.some((s) => s.includes(marker!)), `${what} is a prepared statement`);
+  }
 });
 
 test('statements with `select *` or without parameters are not prepared, and one connection prepares at most 200', async () => {

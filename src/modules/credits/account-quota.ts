@@ -40,7 +40,7 @@ export async function consumeCredit(db: Kysely<CreditsDatabase>, accountId: stri
  */
 export async function addGrants(tx: Transaction<CreditsDatabase>, grants: ReadonlyArray<{ accountId: string; credits: number }>): Promise<void> {
   if (grants.length === 0) return;
-  await grantsAdded(sql`select * from unnest(${grants.map((g) => g.accountId)}::text[], ${grants.map((g) => g.credits)}::int[])`).execute(tx);
+  await grantsAdded(sql`select account_id, credits from unnest(${grants.map((g) => g.accountId)}::text[], ${grants.map((g) => g.credits)}::int[]) as g(account_id, credits)`).execute(tx);
 }
 
 /**

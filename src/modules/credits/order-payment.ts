@@ -37,7 +37,10 @@ export async function recordOrderPayments(tx: Transaction<CreditsDatabase>, paym
   const incoming = JSON.stringify(payments.map((p, i) => ({ i, ...p })));
   const { rows } = await sql<{ amount: number | null; currency: string | null; granted_to: string | null }>`
     with incoming as (
-      select * from jsonb_to_recordset(${incoming}::jsonb) as p(
+      -- Named, not *: a statement with a star is never prepared (src/db/prepared-statements.ts),
+      -- and this one runs in every fulfilment transaction.
+      select i, "orderId", "eventId", amount, currency, "checkoutSessionId", "paymentIntentId"
+      from jsonb_to_recordset(${incoming}::jsonb) as p(
         i int, "orderId" text, "eventId" text, amount int, currency text, "checkoutSessionId" text, "paymentIntentId" text)
     ), locked_orders as materialized (
       select order_id, account_id, credits, amount, currency from orders
