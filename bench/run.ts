@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { benchAbuse } from './parts/abuse.js';
 import { benchDrain } from './parts/drain.js';
-import { benchIngest, SERVERS } from './parts/ingest.js';
+import { benchIngest, ingestSize, MAX_INGEST_EVENTS, SERVERS } from './parts/ingest.js';
 import { benchLatency } from './parts/latency.js';
 import { benchSweep } from './parts/sweep.js';
 import { cleanupAll, installSignalCleanup } from './support/cleanup.js';
@@ -98,6 +98,10 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   const warmupSeconds = values.warmup === undefined ? undefined : Number(values.warmup);
   if (warmupSeconds !== undefined && part !== 'ingest') throw new UsageError('--warmup is for the ingest part: npm run bench -- ingest --warmup 10');
   if (warmupSeconds !== undefined && !(warmupSeconds >= 0.5 && warmupSeconds <= 120)) throw new UsageError('--warmup must be a number of seconds from 0.5 to 120');
+  const size = ingestSize({ short: values.short === true, ...(rounds && { rounds }), ...(warmupSeconds && { warmupSeconds }) });
+  if (size.events > MAX_INGEST_EVENTS) {
+    throw new UsageError(`${size.rounds} rounds with a ${size.warmupSeconds} s warm-up need ${size.events.toLocaleString('en')} unique events, more than the ${MAX_INGEST_EVENTS.toLocaleString('en')} the bench holds in memory: fewer --rounds or a shorter --warmup`);
+  }
   return {
     parts: part === 'all' ? (Object.keys(PARTS) as PartName[]) : [part as PartName],
     json: values.json === true,

@@ -259,14 +259,22 @@ async function unstored(name: ServerName, runs: readonly Measured[], db: BenchDa
   };
 }
 
-export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
+/** The most unique events a run may hold: each is a signed 3.3 KB body in memory (what ten rounds of the default need). */
+export const MAX_INGEST_EVENTS = 1_000_000;
+
+/** The run's sizes, from --short, --rounds and --warmup. */
+export function ingestSize(options: Pick<BenchOptions, 'short' | 'rounds' | 'warmupSeconds'>): Size {
   const base = options.short ? SHORT : FULL;
   // More rounds (--rounds) need more unique events: as many per round as the default's.
   // So does a longer warm-up (--warmup): in proportion to a round's seconds of load.
   const rounds = options.rounds ?? base.rounds;
   const warmupSeconds = options.warmupSeconds ?? base.warmupSeconds;
   const longer = Math.max(1, (warmupSeconds + base.measureSeconds) / (base.warmupSeconds + base.measureSeconds));
-  const size = { ...base, rounds, warmupSeconds, events: Math.ceil((base.events / base.rounds) * Math.max(rounds, base.rounds) * longer) };
+  return { ...base, rounds, warmupSeconds, events: Math.ceil((base.events / base.rounds) * Math.max(rounds, base.rounds) * longer) };
+}
+
+export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
+  const size = ingestSize(options);
   const events = eventBodies(size.events);
   const requests: Requests = { bodies: Array.from({ length: events.count }, (_, i) => Buffer.from(events.body(i))), signatures: [], next: 0 };
   const db = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
