@@ -42,45 +42,53 @@ export const HISTORY_RECOUNT_MS = 10 * 60_000;
  */
 export function inboxStatusReader(db: Kysely<Database>, clock: () => number = Date.now): () => Promise<InboxStatus> {
   let history: { counts: Record<HistoryStatus, number>; at: number } | undefined;
-  // Reads that find the count due at once (two dashboards, a scrape) share one count.
-  let counting: Promise<NonNullable<typeof history>> | undefined;
-  const countHistory = async () => {
-    const rows = await db
-      .selectFrom('stripe_events')
-      .select(['status', sql<number>`count(*)::int`.as('n')])
-      .where('status', 'in', HISTORY_STATUSES)
-      .groupBy('status')
-      .execute();
-    const counts = Object.fromEntries(HISTORY_STATUSES.map((s) => [s, 0])) as Record<HistoryStatus, number>;
-    for (const row of rows) counts[row.status as HistoryStatus] = row.n;
-    return { counts, at: clock() };
+  // Reads that find the history due at once (two dashboards, a scrape) share one read.
+  let recounting: Promise<InboxStatus> | undefined;
+  const historyDue = () => {
+    if (!history) return true;
+    const total = HISTORY_STATUSES.reduce((n, s) => n + history!.counts[s], 0);
+    return total < HISTORY_COUNTED_LIVE || clock() - history.at >= HISTORY_RECOUNT_MS;
   };
-  return async () => {
-    const total = history ? HISTORY_STATUSES.reduce((n, s) => n + history!.counts[s], 0) : 0;
-    if (!history || total < HISTORY_COUNTED_LIVE || clock() - history.at >= HISTORY_RECOUNT_MS) {
-      history = await (counting ??= countHistory().finally(() => (counting = undefined)));
-    }
-    // Each count by its own partial index (a predicate that names one status is what lets Postgres use it).
-    const live = await db
-      .selectNoFrom([
-        sql<number>`(select count(*)::int from stripe_events where status = 'processing')`.as('processing'),
-        sql<number>`(select count(*)::int from stripe_events where status = 'failed')`.as('failed'),
-        // Served by the partial index on processing rows.
-        sql<number | null>`(select extract(epoch from now() - min(enqueued_at))::int from stripe_events where status = 'processing')`.as('oldest'),
-      ])
-      .executeTakeFirstOrThrow();
-    const queued = await countQueuedJobs(db);
-    const counts = Object.fromEntries(EVENT_STATUSES.map((s) => [s, 0])) as Record<EventStatus, number>;
-    Object.assign(counts, history.counts, { processing: live.processing, failed: live.failed });
-    return {
-      counts,
-      history_counted_at: new Date(history.at).toISOString(),
-      oldest_processing_age_seconds: live.oldest,
-      jobs_queued: queued.jobs,
-      events_queued: queued.events,
-      last_sweep_at: (await lastMaintenanceRun(db, 'sweep'))?.toISOString() ?? null,
-    };
-  };
+  // Every count of one read in one snapshot: an event that finishes while it runs is counted
+  // once, as waiting or as finished, and never in neither (read committed would give each
+  // statement its own snapshot).
+  const read = (countHistory: boolean) =>
+    db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(async (tx): Promise<InboxStatus> => {
+      if (countHistory || !history) history = { counts: await countHistoryStatuses(tx), at: clock() };
+      // Each count by its own partial index (a predicate that names one status is what lets Postgres use it).
+      const live = await tx
+        .selectNoFrom([
+          sql<number>`(select count(*)::int from stripe_events where status = 'processing')`.as('processing'),
+          sql<number>`(select count(*)::int from stripe_events where status = 'failed')`.as('failed'),
+          // Served by the partial index on processing rows.
+          sql<number | null>`(select extract(epoch from now() - min(enqueued_at))::int from stripe_events where status = 'processing')`.as('oldest'),
+        ])
+        .executeTakeFirstOrThrow();
+      const queued = await countQueuedJobs(tx);
+      const counts = Object.fromEntries(EVENT_STATUSES.map((s) => [s, 0])) as Record<EventStatus, number>;
+      Object.assign(counts, history.counts, { processing: live.processing, failed: live.failed });
+      return {
+        counts,
+        history_counted_at: new Date(history.at).toISOString(),
+        oldest_processing_age_seconds: live.oldest,
+        jobs_queued: queued.jobs,
+        events_queued: queued.events,
+        last_sweep_at: (await lastMaintenanceRun(tx, 'sweep'))?.toISOString() ?? null,
+      };
+    });
+  return () => (historyDue() ? (recounting ??= read(true).finally(() => (recounting = undefined))) : read(false));
+}
+
+async function countHistoryStatuses(db: Kysely<Database>): Promise<Record<HistoryStatus, number>> {
+  const rows = await db
+    .selectFrom('stripe_events')
+    .select(['status', sql<number>`count(*)::int`.as('n')])
+    .where('status', 'in', HISTORY_STATUSES)
+    .groupBy('status')
+    .execute();
+  const counts = Object.fromEntries(HISTORY_STATUSES.map((s) => [s, 0])) as Record<HistoryStatus, number>;
+  for (const row of rows) counts[row.status as HistoryStatus] = row.n;
+  return counts;
 }
 
 export interface EventSummary {

@@ -1,10 +1,10 @@
 // The status summary is read again and again (the dashboard every 5 s, each metrics scrape), so it
 // must not cost a read of the whole history: 'processing' and 'failed' are counted on every read
 // from their own rows, and a large history of finished events is counted at most once per
-// HISTORY_RECOUNT_MS. A small history is counted on every read.
+// HISTORY_RECOUNT_MS. A small history is counted on every read. Each read is one snapshot.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sql } from 'kysely';
+import { sql, type KyselyPlugin } from 'kysely';
 import { openExplainedDatabase } from '../../scripts/dev/explained-database.js';
 import { HISTORY_COUNTED_LIVE, HISTORY_RECOUNT_MS, inboxStatusReader } from '../../src/events/read-model.js';
 import { databaseForFile } from '../support/database.js';
@@ -28,6 +28,24 @@ test('a small history is counted on every read', async () => {
   const after = (await status()).counts;
   assert.equal(after.processed, before.processed + 2);
   assert.equal(after.failed, before.failed + 1);
+});
+
+test('one read is one snapshot: an event that finishes while the status is read is counted once', async () => {
+  await addEvents('evt_snapshot_', 'processing', 1);
+  // After the read's first statement, the event finishes on another connection.
+  let finished: Promise<unknown> | undefined;
+  const finishDuringRead: KyselyPlugin = {
+    transformQuery: ({ node }) => node,
+    async transformResult({ result }) {
+      await (finished ??= sql`update stripe_events set status = 'processed', finished_at = now() where event_id = 'evt_snapshot_1'`.execute(database.db));
+      return result;
+    },
+  };
+  const { counts } = await inboxStatusReader(database.db.withPlugin(finishDuringRead))();
+  assert.ok(finished, 'the event finished during the read');
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from stripe_events`.execute(database.db);
+  const counted = Object.values(counts).reduce((a, b) => a + b, 0);
+  assert.equal(counted, rows[0]!.n, `every event counted once: ${JSON.stringify(counts)}`);
 });
 
 test('a large history is counted once per HISTORY_RECOUNT_MS; processing and failed on every read, from their own rows', async () => {
