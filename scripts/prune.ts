@@ -9,7 +9,9 @@ runScript({
 Deletes processed, ignored and duplicate events that finished more than --older-than-days
 (default EVENT_RETENTION_DAYS) ago, in batches. Never 'processing' or 'failed' events; never
 fewer than ${MIN_RETENTION_DAYS} days (Stripe resends events for up to 30 days). Grants are keyed
-by order, so a pruned event delivered again still grants nothing.`,
+by order, so a pruned event delivered again still grants nothing. Also deletes the API's
+Idempotency-Keys taken before then (checkouts, subscriptions; never a refund's, which number
+the order's refunds).`,
   options: { 'older-than-days': { type: 'string' } },
   async run({ values }, ctx) {
     const raw = values['older-than-days'];
@@ -20,7 +22,7 @@ by order, so a pruned event delivered again still grants nothing.`,
     const result = await pruneEvents(db, { retentionDays: days });
     return {
       json: result,
-      text: `deleted ${result.deleted} finished event(s) older than ${result.finished_before}, in ${result.batches} batch(es); ${result.deleted_jobs} spent job(s)`,
+      text: `deleted ${result.deleted} finished event(s) older than ${result.finished_before}, in ${result.batches} batch(es); ${result.deleted_jobs} spent job(s); ${result.deleted_keys} Idempotency-Key(s)`,
     };
   },
 });

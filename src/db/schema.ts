@@ -27,7 +27,7 @@ export interface StripeEventsTable {
   job_key: string | null;
 }
 
-/** Written by src/http/idempotent-request.ts only. */
+/** Written by src/http/idempotent-request.ts only; pruned by src/prune/prune-events.ts. */
 export interface ApiIdempotencyKeysTable {
   /** `<operation>:<the caller's key>`. */
   idempotency_key: string;
@@ -45,6 +45,11 @@ export interface ApiIdempotencyKeysTable {
   created_at: Defaulted<Date>;
   /** While in the future, a request holding this key is running. */
   leased_until: Date | null;
+  /**
+   * A module numbers something by these keys (countKeys): kept for good. The others are pruned
+   * with the events (src/prune/prune-events.ts).
+   */
+  counted: ColumnType<boolean, boolean, never>;
 }
 
 /** Written by src/http/admin-session.ts only. */

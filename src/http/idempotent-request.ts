@@ -38,6 +38,12 @@ export interface IdempotentRequest<S extends KeySubject> {
   request: unknown;
   /** How long a request may hold the key before a retry with it may proceed. */
   leaseMs: number;
+  /**
+   * True when the module numbers something by this operation's keys (countKeys counts only such
+   * keys): they are then kept for good. Other keys are pruned with the events, after which a
+   * retry with the same key is a new request.
+   */
+  counted?: boolean;
   /** Creates what a new key names, or refuses with a result (nothing is registered then). */
   register: (tx: Transaction<Database>) => Promise<{ subject: S } | HttpResult>;
   /** Runs while this request holds the lease, outside any transaction; a 2xx result is kept for replays. */
@@ -88,11 +94,15 @@ export async function runIdempotent<S extends KeySubject>(db: Kysely<Database>, 
 
 class KeyTakenError extends Error {}
 
-/** How many keys of `operation` name a subject containing `match` (e.g. the refunds of one order). */
+/**
+ * How many keys of `operation` name a subject containing `match` (e.g. the refunds of one order).
+ * Only keys registered with `counted: true`, which prune never deletes: an operation registered
+ * without it counts nothing, at once, rather than miscounting once its keys are pruned.
+ */
 export async function countKeys(tx: Transaction<Database>, operation: string, match: KeySubject): Promise<number> {
   const { rows } = await sql<{ n: number }>`
     select count(*)::int as n from api_idempotency_keys
-    where operation = ${operation} and subject @> ${JSON.stringify(match)}::jsonb`.execute(tx);
+    where operation = ${operation} and counted and subject @> ${JSON.stringify(match)}::jsonb`.execute(tx);
   return rows[0]!.n;
 }
 
@@ -125,6 +135,7 @@ async function takeLease<S extends KeySubject>(db: Kysely<Database>, key: string
               response_status: null,
               response_body: null,
               leased_until: until,
+              counted: request.counted === true,
             })
             .onConflict((oc) => oc.column('idempotency_key').doNothing())
             .returning('leased_until')

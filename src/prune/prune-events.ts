@@ -1,12 +1,13 @@
-// Retention: deletes finished events older than EVENT_RETENTION_DAYS, in batches. Used by the
-// daily `prune_events` cron task and `npm run prune`.
+// Retention: deletes finished events older than EVENT_RETENTION_DAYS, in batches, and the API's
+// Idempotency-Keys registered before then that no module counts. Used by the daily
+// `prune_events` cron task and `npm run prune`.
 //
 // Never fewer than 31 days: Stripe resends events for up to 30 days (the Dashboard for 15, the
 // CLI for 30) and keeps them listable for 30, so a younger row may still be asked about. Even past
 // that, a pruned event delivered again grants nothing: grants are keyed by order.
 //
-// Its defaults, schedule, statement and loop are all here.
-import type { Kysely } from 'kysely';
+// Its defaults, schedule, statements and loops are all here.
+import { sql, type Kysely } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database } from '../db/schema.js';
 import { deleteSpentJobs } from '../events/enqueue.js';
@@ -31,6 +32,11 @@ export interface PruneResult {
   batches: number;
   /** Fulfilment jobs out of attempts, which could never run again (their events are 'failed' rows). */
   deleted_jobs: number;
+  /**
+   * The API's Idempotency-Keys registered before the same cutoff and counted by no module: a
+   * retry with one of those keys is a new request (src/http/idempotent-request.ts).
+   */
+  deleted_keys: number;
   finished_before: string;
 }
 
@@ -40,7 +46,7 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
   }
   const batchSize = options.batchSize ?? PRUNE_BATCH_ROWS;
   const finishedBefore = new Date(Date.now() - options.retentionDays * DAY_MS);
-  const result: PruneResult = { deleted: 0, batches: 0, deleted_jobs: 0, finished_before: finishedBefore.toISOString() };
+  const result: PruneResult = { deleted: 0, batches: 0, deleted_jobs: 0, deleted_keys: 0, finished_before: finishedBefore.toISOString() };
   for (;;) {
     const deleted = await pruneFinishedEvents(db, { finishedBefore, limit: batchSize });
     result.deleted += deleted;
@@ -48,8 +54,14 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
     if (deleted < batchSize) break;
   }
   result.deleted_jobs = await deleteSpentJobs(db);
-  await recordMaintenanceRun(db, 'prune', { deleted: result.deleted, batches: result.batches, deleted_jobs: result.deleted_jobs });
-  if (result.deleted > 0) options.logger?.info({ deleted: result.deleted, batches: result.batches, finishedBefore }, 'pruned finished events');
+  for (;;) {
+    const deleted = await pruneIdempotencyKeys(db, { createdBefore: finishedBefore, limit: batchSize });
+    result.deleted_keys += deleted;
+    if (deleted < batchSize) break;
+  }
+  const { deleted, batches, deleted_jobs, deleted_keys } = result;
+  await recordMaintenanceRun(db, 'prune', { deleted, batches, deleted_jobs, deleted_keys });
+  if (deleted > 0 || deleted_keys > 0) options.logger?.info({ deleted, batches, deletedKeys: deleted_keys, finishedBefore }, 'pruned finished events');
   return result;
 }
 
@@ -69,6 +81,29 @@ async function pruneFinishedEvents(db: Kysely<Database>, options: { finishedBefo
         .select('event_id')
         .where('status', 'in', ['processed', 'ignored', 'duplicate'])
         .where('finished_at', '<', options.finishedBefore)
+        .limit(options.limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .executeTakeFirst();
+  return Number(numDeletedRows);
+}
+
+/**
+ * Deletes one batch of the API's Idempotency-Keys (src/http/idempotent-request.ts) registered
+ * before `createdBefore` that no module counts and no request holds (a lease still running).
+ * Returns the keys deleted.
+ */
+async function pruneIdempotencyKeys(db: Kysely<Database>, options: { createdBefore: Date; limit: number }): Promise<number> {
+  const { numDeletedRows } = await db
+    .deleteFrom('api_idempotency_keys')
+    .where('idempotency_key', 'in', (qb) =>
+      qb
+        .selectFrom('api_idempotency_keys')
+        .select('idempotency_key')
+        .where(sql<boolean>`not counted`)
+        .where('created_at', '<', options.createdBefore)
+        .where((eb) => eb.or([eb('leased_until', 'is', null), eb('leased_until', '<=', sql<Date>`now()`)]))
         .limit(options.limit)
         .forUpdate()
         .skipLocked(),

@@ -1,12 +1,13 @@
 // Retention deletes only finished events past the window, never work in flight or dead letters,
 // never under 31 days; and a pruned event delivered again still grants nothing (DESIGN invariant 5).
+// The API's Idempotency-Keys past the window go too, except those that number an order's refunds.
 import assert from 'node:assert/strict';
 import { beforeEach, test } from 'node:test';
 import { sql } from 'kysely';
 import { claimEvents } from '../../src/events/event-store.js';
 import { pruneEvents } from '../../src/prune/prune-events.js';
 import { databaseForFile } from '../support/database.js';
-import { finishedEvent, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
+import { finishedEvent, givenOrder, grantsOf, incomingEvent, paidEvent, paidOrder, quotaOf } from '../support/factories.js';
 import { deleteJobs, fulfilmentJobs, holdJobs, jobOf } from '../support/jobs.js';
 import { startTestService } from '../support/service.js';
 import { exampleObject, sampleEvent } from '../../src/stripe/sample-events.js';
@@ -40,7 +41,7 @@ test('finished events past the window go; young ones, processing and failed ones
   assert.equal(result.deleted, 9);
   assert.deepEqual(await remaining(), { processed: 2, failed: 3, processing: 3 });
   const { rows } = await sql<{ last_result: unknown }>`select last_result from maintenance_runs where name = 'prune'`.execute(database.db);
-  assert.deepEqual(rows[0]?.last_result, { deleted: 9, batches: 1, deleted_jobs: 0 });
+  assert.deepEqual(rows[0]?.last_result, { deleted: 9, batches: 1, deleted_jobs: 0, deleted_keys: 0 });
 });
 
 test('fulfilment jobs out of attempts go once no worker holds them; the others stay', async () => {
@@ -91,6 +92,36 @@ test('a pruned event delivered again grants nothing more', async () => {
     assert.equal((await finishedEvent(database, event.id)).status, 'processed');
     assert.equal((await grantsOf(database, order.order_id)).length, 1);
     assert.equal((await quotaOf(database, order.account_id)).granted, 40);
+  } finally {
+    await service.close();
+  }
+});
+
+test("Idempotency-Keys past the window go, except a refund's: the next refund still gets the next number", async () => {
+  const service = await startTestService(database);
+  try {
+    const order = await paidOrder(database, service);
+    const checkout = () => service.call('POST', '/api/checkout', { body: { package_id: 'starter', account_id: order.account_id }, headers: { 'idempotency-key': 'old-checkout' } });
+    const refund = (key: string) => service.call('POST', `/admin/api/orders/${order.order_id}/refund`, { body: { amount: 100 }, headers: { 'idempotency-key': key }});
+    const first = await checkout();
+    assert.equal(first.status, 201);
+    assert.equal((await refund('old-refund')).status, 201);
+    await sql`update api_idempotency_keys set created_at = now() - interval '40 days'`.execute(database.db);
+    const young = await service.call('POST', '/api/checkout', { body: { package_id: 'starter', account_id: order.account_id }, headers: { 'idempotency-key': 'young-checkout' } });
+    assert.equal(young.status, 201);
+
+    const result = await pruneEvents(database.db, { retentionDays: 31 });
+    assert.equal(result.deleted_keys, 1);
+    const { rows } = await sql<{ idempotency_key: string }>`select idempotency_key from api_idempotency_keys order by idempotency_key`.execute(database.db);
+    assert.deepEqual(rows.map((r) => r.idempotency_key), ['checkout:young-checkout', 'refund:old-refund']);
+    const again = await checkout();
+    assert.equal(again.status, 201);
+    assert.notEqual(again.body.order_id, first.body.order_id, 'a pruned key is a new request');
+    assert.equal((await refund('next-refund')).status, 201);
+    assert.deepEqual(
+      service.stripe.requests.filter((r) => r.path === '/v1/refunds').map((r) => r.idempotencyKey),
+      [`refund:${order.order_id}:1`, `refund:${order.order_id}:2`],
+    );
   } finally {
     await service.close();
   }

@@ -109,6 +109,8 @@ export function creditsAdminRoutes(context: RouteContext): Router {
     sendResult(res, await runIdempotent(context.db, {
       key: key.data,
       operation: 'refund',
+      // The refund's number is how many refund keys name the order: these keys are its records.
+      counted: true,
       request: [orderId, body.data.amount ?? null],
       leaseMs: context.idempotencyLeaseMs,
       async register(tx) {
