@@ -10,8 +10,9 @@
 //
 // What is compared is work per event: CPU time of the server processes and of the Postgres
 // backends serving them (/proc), over the measured run, per accepted event; for `all` and
-// `split`, until every event accepted is fulfilled. Beside it, the WAL records per event, a count
-// no host changes. Throughput and p99 are compared to the naive handler's in the same run.
+// `split`, until every event accepted is fulfilled. Beside it, counts no host changes: the WAL
+// records and transactions per event, the system calls per event and, for a one-process service,
+// its garbage collections. Throughput and p99 are compared to the naive handler's in the same run.
 //
 // The machine's speed drifts by up to 2× within a minute (a shared host), so the full run measures
 // in rounds (two, or --rounds), the servers in one order and then in the reverse: each server's
@@ -21,11 +22,12 @@ import autocannon from 'autocannon';
 import { createBenchDatabase, type BenchDatabase } from '../support/database.js';
 import type { BenchOptions } from '../support/options.js';
 import { postgresCpu } from '../support/postgres-cpu.js';
+import { gcWindow, type GcCounts } from '../support/service-gc.js';
 import { walWindow, type WalWritten } from '../support/postgres-wal.js';
 import { spawnBaseline, spawnBenchService, spawnSplitService, type BenchChild } from '../support/processes.js';
 import { ratio, type Figure } from '../support/report.js';
-import { BENCH_WEBHOOK_SECRET, serviceEnv } from '../support/service-env.js';
-import { cpuSeconds, percentile, pollUntil, sampleRss, summedKb } from '../support/stats.js';
+import { BENCH_TOKEN, BENCH_WEBHOOK_SECRET, serviceEnv } from '../support/service-env.js';
+import { cpuSeconds, percentile, pollUntil, sampleRss, summedKb, systemCalls } from '../support/stats.js';
 import { BENCH_PACKAGE, eventBodies, signatureHeader, type EventBodies } from '../support/webhook-events.js';
 
 const CONNECTIONS = 50;
@@ -64,6 +66,10 @@ interface Measured {
   drainSeconds?: number;
   /** WAL the server made Postgres write, from its start to its stop (warm-up and drain included). */
   wal?: WalWritten;
+  /** System calls the server's processes made over the CPU window. */
+  systemCalls: { reads: number; writes: number };
+  /** A one-process service's garbage collections over the CPU window. */
+  gc?: GcCounts;
 }
 
 async function load(url: string, requests: Requests, seconds: number): Promise<autocannon.Result> {
@@ -109,24 +115,32 @@ async function measure(server: Server, child: BenchChild, requests: Requests, si
   requests.signatures = requests.bodies.map((body) => signatureHeader(body, BENCH_WEBHOOK_SECRET, timestamp));
   const rss = server.service ? sampleRss(child.pids) : undefined;
   const processCpu = () => child.pids.reduce((total, pid) => total + cpuSeconds(pid), 0);
+  const calls = () => child.pids.map(systemCalls).reduce((t, c) => ({ reads: t.reads + c.reads, writes: t.writes + c.writes }), { reads: 0, writes: 0 });
   const warmup = await load(child.url, requests, size.warmupSeconds);
   // The window counts the events accepted in it, so it starts once the warm-up's are fulfilled:
   // otherwise it would also pay for fulfilling those, which it does not count.
   if (server.drains) await fulfilled(server.db!, size);
+  // Scraped outside the CPU window at both ends: a scrape costs the service a status read.
+  const gc = server.service && child.pids.length === 1 ? await gcWindow(child.url, BENCH_TOKEN) : undefined;
   const postgres = server.db ? await postgresCpu(server.db.pool, server.db.name) : undefined;
-  const [serverCpu, generatorCpu, started] = [processCpu(), process.cpuUsage(), performance.now()];
+  const [serverCpu, callsBefore, generatorCpu, started] = [processCpu(), calls(), process.cpuUsage(), performance.now()];
   const result = await load(child.url, requests, size.measureSeconds);
   const loaded = performance.now();
   if (server.drains) await fulfilled(server.db!, size);
   const seconds = (performance.now() - started) / 1000;
   const generator = process.cpuUsage(generatorCpu);
+  const [serverCpuUsed, callsAfter] = [processCpu() - serverCpu, calls()];
+  const postgresCpuUsed = postgres ? await postgres.stop() : 0;
+  const collections = await gc?.stop();
   return {
     result,
     warmup2xx: warmup['2xx'],
     cpuSeconds: seconds,
-    serverCpu: processCpu() - serverCpu,
-    postgresCpu: postgres ? await postgres.stop() : 0,
+    serverCpu: serverCpuUsed,
+    postgresCpu: postgresCpuUsed,
     generatorCpu: (generator.user + generator.system) / 1e6,
+    systemCalls: { reads: callsAfter.reads - callsBefore.reads, writes: callsAfter.writes - callsBefore.writes },
+    ...(collections && { gc: collections }),
     ...(rss && { rssMb: rss.stop() }),
     ...(server.drains && { drainSeconds: (performance.now() - loaded) / 1000 }),
     ...(server.quiet && size.quietSeconds > 0 && { quietRssMb: await quietRss(child, size.quietSeconds) }),
@@ -177,6 +191,7 @@ function serverFigures(name: ServerName, runs: readonly Measured[]): Figure[] {
   const note = `${ok} × 2xx in ${loadSeconds(runs).toFixed(1)} s${perRound}, ${failures(runs)} non-2xx/errors; load generator ${cores((m) => m.generatorCpu)} cores`;
   const ms = (cpu: number) => ((cpu * 1000) / ok).toFixed(2);
   const drained = runs[0]?.drainSeconds === undefined ? '' : `, over the load and the ${sum(runs, (m) => m.drainSeconds!).toFixed(1)} s until fulfilled`;
+  const perEvent = (of: (m: Measured) => number) => sum(runs, of) / ok;
   return [
     { part: 'ingest', name: `${name} req/s`, value: rate(runs), unit: 'req/s', note },
     { part: 'ingest', name: `${name} p50`, value: latency(runs, 'p50'), unit: 'ms' },
@@ -186,10 +201,26 @@ function serverFigures(name: ServerName, runs: readonly Measured[]): Figure[] {
       name: `${name} CPU per event`,
       value: cpuPerEvent(runs),
       unit: 'ms',
-      note: `process ${ms(sum(runs, (m) => m.serverCpu))} ms + Postgres backends ${ms(sum(runs, (m) => m.postgresCpu))} ms${drained}; ${cores((m) => m.serverCpu)} + ${cores((m) => m.postgresCpu)} cores${runs.length > 1 ? `; rounds: ${runs.map(roundCpu).join(', ')} ms` : ''}`,
+      note: `process ${ms(sum(runs, (m) => m.serverCpu))} ms + Postgres backends ${ms(sum(runs, (m) => m.postgresCpu))} ms${drained}; ${cores((m) => m.serverCpu)} + ${cores((m) => m.postgresCpu)} cores${runs.length > 1 ? `; rounds: ${runs.map(roundCpu).join(', ')} ms` : ''}${gcNote(runs)}`,
+    },
+    {
+      part: 'ingest',
+      name: `${name} system calls per event`,
+      value: perEvent((m) => m.systemCalls.reads + m.systemCalls.writes),
+      unit: '',
+      note: `${perEvent((m) => m.systemCalls.reads).toFixed(2)} reads + ${perEvent((m) => m.systemCalls.writes).toFixed(2)} writes, by the server's processes (every thread) over the CPU window`,
     },
     ...walFigures(name, runs),
   ];
+}
+
+/** A one-process service's collections per 1,000 events and its main thread's pauses, over the CPU window. */
+function gcNote(runs: readonly Measured[]): string {
+  if (runs.length === 0 || !runs.every((m) => m.gc)) return '';
+  const events = accepted(runs);
+  const perThousand = (of: (gc: GcCounts) => number) => ((sum(runs, (m) => of(m.gc!)) * 1000) / events).toFixed(2);
+  const pauseMs = (sum(runs, (m) => m.gc!.pauseSeconds) * 1000) / events;
+  return `; garbage collection: ${perThousand((gc) => gc.full)} full and ${perThousand((gc) => gc.young)} young-generation collections per 1,000 events, ${pauseMs.toFixed(3)} ms of main-thread pauses per event`;
 }
 
 /**
@@ -206,7 +237,7 @@ function walFigures(name: ServerName, runs: readonly Measured[]): Figure[] {
       name: `${name} WAL records per event`,
       value: per((wal) => wal.records),
       unit: '',
-      note: `${per((wal) => wal.bytes).toFixed(0)} bytes, ${per((wal) => wal.fullPageImages).toFixed(2)} full-page images per event; from start to stop${runs[0]!.drainSeconds === undefined ? '' : ', fulfilment included'}`,
+      note: `${per((wal) => wal.bytes).toFixed(0)} bytes, ${per((wal) => wal.fullPageImages).toFixed(2)} full-page images and ${per((wal) => wal.transactions).toFixed(2)} transactions per event (the bench's own polls among them); from start to stop${runs[0]!.drainSeconds === undefined ? '' : ', fulfilment included'}`,
     },
   ];
 }

@@ -61,6 +61,20 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+/**
+ * Read and write system calls a process (all its threads) has made so far, from /proc/<pid>/io,
+ * or NaN once it is gone. Counted by the kernel, so they do not move with the host's speed.
+ */
+export function systemCalls(pid: number): { reads: number; writes: number } {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? Number.NaN);
+    return { reads: field('syscr'), writes: field('syscw') };
+  } catch {
+    return { reads: Number.NaN, writes: Number.NaN };
+  }
+}
+
 /** Polls until `probe` returns true, at most `timeoutMs`; throws with `what` when it never does. */
 export async function pollUntil(what: string, probe: () => Promise<boolean>, { timeoutMs, intervalMs }: { timeoutMs: number; intervalMs: number }): Promise<void> {
   const deadline = Date.now() + timeoutMs;
