@@ -17,7 +17,8 @@ import { PermanentError, RetryLaterError, type BatchHandler, type Handler, type 
 /**
  * Runs the handlers for a batch of events in one transaction and returns their outcomes, in order.
  * A failure it can pin on one event throws HandlerError for that event; any other error (a batch
- * statement failing for several events) is thrown as is. Either way the caller rolls back.
+ * statement failing for several events) is thrown as is. Either way the caller rolls back. The
+ * events' payloads are the handlers' only while it runs: the caller drops them once it returns.
  */
 export type Dispatch = (tx: Transaction<Database>, events: readonly StripeEventRow[]) => Promise<FinishOutcome[]>;
 
