@@ -22,15 +22,19 @@ import { graphileLogger } from '../../src/worker/graphile-logger.js';
 import { databaseForFile } from '../support/database.js';
 import { eventRow, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
 import { deleteJobs, fulfilmentJobs, holdJobs } from '../support/jobs.js';
+import { waitFor } from '../support/wait-for.js';
 
 const options = { maxAttempts: 3, dispatch: serviceDispatch(), maxJobs: 4 };
 const database = databaseForFile({ maxConnections: 6 });
 
-/** Runs the jobs that are due, once, through the real task. */
+/** Runs the jobs that are due, once, through the real task, and waits until graphile-worker has settled them. */
 async function runJobs(): Promise<void> {
   const logger = createLogger('silent');
   const task = processStripeEventsTask({ db: database.db, ...options, logger, metrics: new Metrics(database.db) });
   await runOnce({ pgPool: database.pool, taskList: { process_stripe_event: task }, logger: graphileLogger(logger), noHandleSignals: true });
+  // runOnce can resolve before the completion or failure of the last job it ran has committed
+  // (graphile-worker does not await them): a job is settled once it is deleted or unlocked.
+  await waitFor('graphile-worker to settle the jobs it ran', async () => (await fulfilmentJobs(database.db)).every((job) => job.locked_at === null));
 }
 
 test('a job with a poison event: the others are fulfilled, the poison event fails alone with one attempt', async () => {
