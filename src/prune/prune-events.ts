@@ -46,23 +46,22 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
   }
   const batchSize = options.batchSize ?? PRUNE_BATCH_ROWS;
   const finishedBefore = new Date(Date.now() - options.retentionDays * DAY_MS);
-  const result: PruneResult = { deleted: 0, batches: 0, deleted_jobs: 0, deleted_keys: 0, finished_before: finishedBefore.toISOString() };
-  for (;;) {
-    const deleted = await pruneFinishedEvents(db, { finishedBefore, limit: batchSize });
-    result.deleted += deleted;
-    result.batches++;
-    if (deleted < batchSize) break;
-  }
-  result.deleted_jobs = await deleteSpentJobs(db);
-  for (;;) {
-    const deleted = await pruneIdempotencyKeys(db, { createdBefore: finishedBefore, limit: batchSize });
-    result.deleted_keys += deleted;
-    if (deleted < batchSize) break;
-  }
-  const { deleted, batches, deleted_jobs, deleted_keys } = result;
+  const { deleted, batches } = await inBatches(batchSize, (limit) => pruneFinishedEvents(db, { finishedBefore, limit }));
+  const deleted_jobs = await deleteSpentJobs(db);
+  const { deleted: deleted_keys } = await inBatches(batchSize, (limit) => pruneIdempotencyKeys(db, { createdBefore: finishedBefore, limit }));
   await recordMaintenanceRun(db, 'prune', { deleted, batches, deleted_jobs, deleted_keys });
   if (deleted > 0 || deleted_keys > 0) options.logger?.info({ deleted, batches, deletedKeys: deleted_keys, finishedBefore }, 'pruned finished events');
-  return result;
+  return { deleted, batches, deleted_jobs, deleted_keys, finished_before: finishedBefore.toISOString() };
+}
+
+/** Runs `deleteBatch` (rows deleted, at most `limit`) until a batch comes back short. */
+async function inBatches(limit: number, deleteBatch: (limit: number) => Promise<number>): Promise<{ deleted: number; batches: number }> {
+  let deleted = 0;
+  for (let batches = 1; ; batches++) {
+    const batch = await deleteBatch(limit);
+    deleted += batch;
+    if (batch < limit) return { deleted, batches };
+  }
 }
 
 /**
