@@ -21,12 +21,15 @@ async function gcSoFar(url: string, token: string): Promise<GcCounts | undefined
     const response = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
     if (!response.ok) return undefined;
     const counts: GcCounts = { full: 0, young: 0, pauseSeconds: 0 };
+    let found = false;
     for (const [, series, kind, value] of (await response.text()).matchAll(SERIES)) {
+      found = true;
       if (series === 'sum') counts.pauseSeconds += Number(value);
       else if (kind === 'major') counts.full += Number(value);
       else if (kind === 'minor') counts.young += Number(value);
     }
-    return counts;
+    // No series (a renamed metric, default metrics off): unknown, not zero collections.
+    return found ? counts : undefined;
   } catch {
     return undefined;
   }
