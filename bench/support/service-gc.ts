@@ -3,7 +3,7 @@
 // collections, and how long they paused the main thread. The marking V8's helper threads do
 // beside the main thread is not in it; it shows in the process's CPU. Counts, unlike times, do
 // not move with the host: the rate of full collections is what the heap settings trade against
-// memory (docs/benchmarks.md, runs 11–16).
+// memory (docs/benchmarks.md).
 
 export interface GcCounts {
   /** Mark-compact collections, each marking the whole heap again. */
