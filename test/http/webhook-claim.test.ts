@@ -63,13 +63,21 @@ describe('a valid delivery', () => {
     assert.equal(row.object_id, null);
   });
 
-  test('with a byte-order mark before the JSON is stored without it (Stripe’s verifier reads the text after it)', async () => {
+  test('whose signed bytes start with a byte-order mark is stored without it (jsonb refuses one)', async () => {
     const event = sampleEvent('charge.succeeded', exampleObject('charge'));
-    const signed = signDelivery(event, WEBHOOK_SECRET);
-    const reply = await post(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(signed.body)]), signed.headers);
+    const signed = signDelivery(`\ufeff${JSON.stringify(event)}`, WEBHOOK_SECRET);
+    const reply = await post(signed.body, signed.headers);
     assert.equal(reply.status, 200);
     const row = await file.database.db.selectFrom('stripe_events').select('payload').where('event_id', '=', event.id).executeTakeFirstOrThrow();
     assert.deepEqual(row.payload, event);
+  });
+
+  test('with a byte-order mark that its signature does not cover is refused: the signature is over every byte', async () => {
+    const event = sampleEvent('charge.succeeded', exampleObject('charge'));
+    const signed = signDelivery(event, WEBHOOK_SECRET);
+    const reply = await post(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(signed.body)]), signed.headers);
+    assert.equal(reply.status, 400);
+    assert.deepEqual(await stored(), { events: 0, jobs: 0 });
   });
 
   test('of a type we do not handle is still answered 200 (a 4xx would be retried for days)', async () => {

@@ -133,7 +133,7 @@ describe('Stripe-Signature', () => {
 describe('a body under a valid signature', () => {
   const invalidUtf8 = fc.constantFrom([0xff], [0xfe], [0x80], [0xc0, 0x80], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80]);
 
-  test('that is not UTF-8 is rejected, signed over its bytes or over what Stripe’s lossy decoding sees', async () => {
+  test('that is not UTF-8 is rejected, signed over its bytes or over a lossy decoding of them', async () => {
     const body = fc.oneof(
       // An event with bad bytes inside a string value.
       fc.array(fc.oneof(invalidUtf8, fc.array(fc.integer({ min: 0x20, max: 0x7e }).filter((c) => c !== 0x22 && c !== 0x5c), { maxLength: 8 })), { maxLength: 6 }).chain((parts) =>
@@ -146,7 +146,8 @@ describe('a body under a valid signature', () => {
     );
     await check(
       fc.asyncProperty(body, fc.boolean(), async (bytes, overBytes) => {
-        // Stripe's verifier HMACs the body decoded with U+FFFD replacements, not the bytes.
+        // Over the bytes, it is verified and then refused as text; over a decoding with U+FFFD
+        // replacements (what Stripe's SDK would hash), its signature fails.
         const payload = overBytes ? bytes : Buffer.from(new TextDecoder().decode(bytes));
         assert.equal(await judge.deliver(bytes, { 'stripe-signature': signed(payload) }), 'rejected');
       }),
