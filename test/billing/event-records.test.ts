@@ -28,16 +28,23 @@ test("a subscription's events are found by our id, and an invoice's event shows 
   // invoice's subscription_details (an event no handler acts on, about the invoice).
   const session = sampleEvent('checkout.session.completed', { ...exampleObject('checkout.session'), id: randomStripeId('cs'), mode: 'subscription', metadata: { subscription_id: subscription.subscriptionId } });
   const succeeded = sampleEvent('invoice.payment_succeeded', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid' }));
+  // The same, from an endpoint on an API version before 2025-03-31: the invoice names its
+  // subscription at its top level.
+  const invoice = invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'paid' });
+  const olderSucceeded = sampleEvent('invoice.payment_succeeded', { ...invoice, parent: undefined, subscription: subscription.stripeSubscriptionId, subscription_details: { metadata: { subscription_id: subscription.subscriptionId } } }, { api_version: '2024-06-20' });
   const unrelated = sampleEvent('customer.subscription.created', subscriptionObject({ ...subscription, subscriptionId: 'subscr_other', stripeSubscriptionId: randomStripeId('sub') }, { status: 'active', periodEnd }));
   await fulfilWith(database, billingModule.handlers(testConfig()), [created, updated, paid]);
-  await fulfilWith(database, {}, [session, succeeded, unrelated]);
+  await fulfilWith(database, {}, [session, succeeded, olderSucceeded, unrelated]);
 
   const found = await searchEvents(database.db, subscription.subscriptionId, [billingModule]);
-  assert.deepEqual(found.map((e) => e.event_id).sort(), [created.id, updated.id, paid.id, session.id, succeeded.id].sort());
+  assert.deepEqual(found.map((e) => e.event_id).sort(), [created.id, updated.id, paid.id, session.id, succeeded.id, olderSucceeded.id].sort());
 
   const detail = await eventDetail(database.db, await eventRow(database, paid.id), [billingModule]);
   assert.deepEqual(detail.records.map((r) => [r.kind, r.kind === 'subscription' ? r.id : r.fields.subscription_id]), [
     ['subscription', subscription.subscriptionId],
     ['invoice grant', subscription.subscriptionId],
   ]);
+
+  const older = await eventDetail(database.db, await eventRow(database, olderSucceeded.id), [billingModule]);
+  assert.deepEqual(older.records.map((r) => [r.kind, r.id]), [['subscription', subscription.subscriptionId]]);
 });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { invoiceObject, PERIOD_SECONDS, periodEvents, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
-import { randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
+import { exampleObject, randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { finishedEvent, newAccountId, quotaOf } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
 
@@ -132,5 +132,50 @@ describe('invoices that do not grant', () => {
     await file.service.deliver(event);
     const row = await finishedEvent(file.database, event.id);
     assert.deepEqual([row.status, row.last_error], ['ignored', `invoice ${(event.data.object as { id: string }).id} is not a subscription invoice`]);
+  });
+});
+
+describe('an endpoint on an API version before 2025-03-31', () => {
+  /**
+   * A period's events as such an endpoint renders them: an invoice names its subscription and
+   * PaymentIntent at its top level, a subscription holds its own period, and there is no
+   * invoice_payment.paid (stripe-objects.ts).
+   */
+  function olderShapes(events: readonly SampleEvent[]): SampleEvent[] {
+    const paymentIntentId = (events.find((event) => event.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
+    return events
+      .filter((event) => event.type !== 'invoice_payment.paid')
+      .map((event) => {
+        const object = event.data.object;
+        let older = object;
+        // A field left undefined is absent from the body, as it is in the older shape.
+        if (object.object === 'invoice') {
+          const { subscription_details: details } = (object as { parent: { subscription_details: { subscription: string; metadata: unknown } } }).parent;
+          older = { ...object, parent: undefined, payments: undefined, subscription: details.subscription, subscription_details: { metadata: details.metadata }, payment_intent: object.status === 'paid' ? paymentIntentId : null };
+        } else if (object.object === 'subscription') {
+          const items = object.items as { data: Array<Record<string, unknown>> };
+          older = { ...object, current_period_end: items.data[0]!.current_period_end, items: { ...items, data: items.data.map((item) => ({ ...item, current_period_end: undefined, current_period_start: undefined })) } };
+        }
+        return { ...event, api_version: '2024-06-20', data: { object: older } };
+      });
+  }
+
+  test('a first period grants once, keeps the period, and a refund of its payment takes the credits back', async () => {
+    const subscription = await givenSubscription();
+    const start = Math.floor(Date.now() / 1000) - 60;
+    const events = olderShapes(periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS }));
+    const statuses = await deliverAll(shuffled(events, 11));
+
+    assert.equal(statuses.get('invoice.paid'), 'processed');
+    assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
+    const row = await subscriptionRow(subscription.subscriptionId);
+    assert.deepEqual([row.status, row.stripe_subscription_id, row.current_period_end?.getTime()], ['active', subscription.stripeSubscriptionId, (start + PERIOD_SECONDS) * 1000]);
+
+    const paymentIntentId = (events.find((event) => event.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
+    const refund = sampleEvent('charge.refunded', { ...exampleObject('charge'), id: randomStripeId('ch'), amount: 1900, currency: 'chf', payment_intent: paymentIntentId, amount_refunded: 1900, refunded: true }, { api_version: '2024-06-20' });
+    assert.equal((await deliverAll([refund])).get('charge.refunded'), 'processed');
+    assert.deepEqual(await quotaOf(file.database, subscription.accountId), { account_id: subscription.accountId, granted: 0, used: 0, remaining: 0 });
+    const grant = await file.database.db.selectFrom('invoice_grants').select(['refunded_amount', 'revoked_credits']).where('subscription_id', '=', subscription.subscriptionId).executeTakeFirstOrThrow();
+    assert.deepEqual(grant, { refunded_amount: 1900, revoked_credits: 100 });
   });
 });

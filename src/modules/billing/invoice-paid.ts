@@ -20,7 +20,7 @@ const GRANTING_BILLING_REASONS: ReadonlySet<string> = new Set(['subscription_cre
 
 export const invoicePaid: EventHandler = async (transaction, event) => {
   const invoice = objectOf(stripeInvoice, event);
-  const details = invoice.parent?.subscription_details;
+  const details = invoice.subscription_details;
   if (!details) return { status: 'ignored', reason: `invoice ${invoice.id} is not a subscription invoice` };
   const tx = withBillingTables(transaction);
   const subscriptionId = details.metadata?.[SUBSCRIPTION_ID_KEY];
@@ -32,7 +32,7 @@ export const invoicePaid: EventHandler = async (transaction, event) => {
     throw new RetryLaterError(`invoice ${invoice.id} of Stripe subscription ${details.subscription} is not tied to a subscription of ours (yet)`, { ignoreWhenExhausted: true });
   }
   await linkSubscription(tx, subscription, { stripeSubscriptionId: details.subscription });
-  await linkPayments(tx, invoice.id, (invoice.payments?.data ?? []).map((p) => p.payment.payment_intent));
+  await linkPayments(tx, invoice.id, invoice.payment_intents);
 
   if (!invoice.billing_reason || !GRANTING_BILLING_REASONS.has(invoice.billing_reason)) {
     return { status: 'ignored', reason: `billing_reason ${invoice.billing_reason ?? 'null'} does not grant credits` };
@@ -74,12 +74,11 @@ export const invoicePaymentPaid: EventHandler = async (transaction, event) => {
   return { status: 'processed' };
 };
 
-async function linkPayments(tx: Transaction<BillingDatabase>, invoiceId: string, paymentIntents: ReadonlyArray<string | null | undefined>): Promise<void> {
-  const ids = paymentIntents.filter((id): id is string => typeof id === 'string');
-  if (ids.length === 0) return;
+async function linkPayments(tx: Transaction<BillingDatabase>, invoiceId: string, paymentIntents: readonly string[]): Promise<void> {
+  if (paymentIntents.length === 0) return;
   await tx
     .insertInto('invoice_payments')
-    .values(ids.map((payment_intent_id) => ({ payment_intent_id, invoice_id: invoiceId })))
+    .values(paymentIntents.map((payment_intent_id) => ({ payment_intent_id, invoice_id: invoiceId })))
     .onConflict((oc) => oc.column('payment_intent_id').doNothing())
     .execute();
 }

@@ -26,14 +26,19 @@ export async function subscriptionOfEvent(db: Kysely<Database>, event: Pick<Stri
   ];
 }
 
-/** Our ids in the metadata of the object (or of its invoice's subscription), and Stripe subscription ids it names. */
+/**
+ * Our ids in the metadata of the object (or of its invoice's subscription), and Stripe subscription
+ * ids it names; an invoice in either of its shapes (stripe-objects.ts).
+ */
 function namedSubscriptions(payload: unknown): { ours: string[]; stripe: string[] } {
+  type Details = { subscription?: unknown; metadata?: Record<string, unknown> | null } | null | undefined;
   const object = (payload as { data?: { object?: Record<string, unknown> } } | null)?.data?.object ?? {};
-  const details = (object.parent as { subscription_details?: { subscription?: unknown; metadata?: Record<string, unknown> | null } } | null | undefined)?.subscription_details;
+  const details = (object.parent as { subscription_details?: Details } | null | undefined)?.subscription_details;
+  const olderDetails = object.object === 'invoice' ? (object.subscription_details as Details) : undefined;
   const metadata = object.metadata as Record<string, unknown> | null | undefined;
   const strings = (...values: unknown[]) => values.filter((v): v is string => typeof v === 'string');
   return {
-    ours: strings(metadata?.[SUBSCRIPTION_ID_KEY], details?.metadata?.[SUBSCRIPTION_ID_KEY]),
+    ours: strings(metadata?.[SUBSCRIPTION_ID_KEY], details?.metadata?.[SUBSCRIPTION_ID_KEY], olderDetails?.metadata?.[SUBSCRIPTION_ID_KEY]),
     stripe: strings(object.object === 'subscription' ? object.id : undefined, object.subscription, details?.subscription),
   };
 }
@@ -47,6 +52,7 @@ export async function eventsOfSubscription(db: Kysely<Database>, subscriptionId:
     .where((eb) => eb.or([
       eb(sql`payload #>> ${`{data,object,metadata,${SUBSCRIPTION_ID_KEY}}`}::text[]`, '=', subscriptionId),
       eb(sql`payload #>> ${`{data,object,parent,subscription_details,metadata,${SUBSCRIPTION_ID_KEY}}`}::text[]`, '=', subscriptionId),
+      eb(sql`payload #>> ${`{data,object,subscription_details,metadata,${SUBSCRIPTION_ID_KEY}}`}::text[]`, '=', subscriptionId),
       eb('object_id', 'in', eb.selectFrom('subscriptions').select('stripe_subscription_id').where('subscription_id', '=', subscriptionId).where('stripe_subscription_id', 'is not', null).$narrowType<{ stripe_subscription_id: string }>()),
       eb('event_id', 'in', eb.selectFrom('invoice_grants').select('event_id').where('subscription_id', '=', subscriptionId)),
     ]))

@@ -1,7 +1,13 @@
 // The fields of Stripe's objects that billing depends on, read with objectOf
-// (src/stripe/stripe-objects.ts); the rest of each object stays in the stored payload. Shapes follow the API version of Stripe's current objects
-// (2025-03-31 onwards): an invoice names its subscription under parent.subscription_details, and a
-// subscription's period is on its items.
+// (src/stripe/stripe-objects.ts); the rest of each object stays in the stored payload.
+//
+// Shapes follow Stripe's current objects, and where a field billing reads moved in API version
+// 2025-03-31.basil, its older place too: a webhook endpoint renders events in the API version it
+// was created with, so an account whose endpoint predates that version sends the older shapes.
+// Since then an invoice names its subscription under parent.subscription_details and lists its
+// payments, and a subscription's period is on its items; before, the invoice had `subscription`,
+// `subscription_details.metadata` and `payment_intent` at its top level, and the subscription its
+// own `current_period_end`. Each schema reads both and hands the handlers one shape.
 import { z } from 'zod';
 
 const metadata = z.record(z.string(), z.string()).nullable().optional();
@@ -13,24 +19,35 @@ export const stripeSubscription = z.object({
   cancel_at_period_end: z.boolean(),
   metadata,
   items: z.object({ data: z.array(z.object({ current_period_end: z.number().int().optional() })) }),
+  // Before 2025-03-31: the period was the subscription's, not its items'.
+  current_period_end: z.number().int().nullish(),
 });
 export type StripeSubscription = z.infer<typeof stripeSubscription>;
 
-export const stripeInvoice = z.object({
-  id: z.string(),
-  object: z.literal('invoice'),
-  billing_reason: z.string().nullable(),
-  currency: z.string(),
-  amount_paid: z.number().int(),
-  parent: z
-    .object({
-      type: z.string(),
-      subscription_details: z.object({ subscription: z.string(), metadata }).nullable().optional(),
-    })
-    .nullable(),
-  // Present when the event's API version includes the invoice's payments.
-  payments: z.object({ data: z.array(z.object({ payment: z.object({ payment_intent: z.string().nullable().optional() }) })) }).optional(),
-});
+const subscriptionDetails = z.object({ subscription: z.string(), metadata });
+
+export const stripeInvoice = z
+  .object({
+    id: z.string(),
+    object: z.literal('invoice'),
+    billing_reason: z.string().nullable(),
+    currency: z.string(),
+    amount_paid: z.number().int(),
+    parent: z.object({ type: z.string(), subscription_details: subscriptionDetails.nullish() }).nullish(),
+    // Present when the event's API version includes the invoice's payments.
+    payments: z.object({ data: z.array(z.object({ payment: z.object({ payment_intent: z.string().nullish() }) })) }).optional(),
+    // Before 2025-03-31.
+    subscription: z.string().nullish(),
+    subscription_details: z.object({ metadata }).nullish(),
+    payment_intent: z.string().nullish(),
+  })
+  .transform(({ parent, payments, subscription, subscription_details, payment_intent, ...invoice }) => ({
+    ...invoice,
+    /** The subscription the invoice bills and its metadata when the invoice was made; null for an invoice of no subscription. */
+    subscription_details: parent?.subscription_details ?? (subscription ? { subscription, metadata: subscription_details?.metadata } : null),
+    /** The PaymentIntents this event says paid the invoice. */
+    payment_intents: [...(payments?.data ?? []).map((p) => p.payment.payment_intent), payment_intent].filter((id): id is string => typeof id === 'string'),
+  }));
 
 export const stripeInvoicePayment = z.object({
   object: z.literal('invoice_payment'),

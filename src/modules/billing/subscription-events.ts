@@ -43,7 +43,7 @@ export const subscriptionCheckoutCompleted: EventHandler = async (transaction, e
 
 export const invoicePaymentFailed: EventHandler = async (transaction, event) => {
   const invoice = objectOf(stripeInvoice, event);
-  const details = invoice.parent?.subscription_details;
+  const details = invoice.subscription_details;
   if (!details) return { status: 'ignored', reason: 'not a subscription invoice' };
   const tx = withBillingTables(transaction);
   const subscriptionId = details.metadata?.[SUBSCRIPTION_ID_KEY];

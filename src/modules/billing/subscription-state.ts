@@ -29,9 +29,10 @@ export interface SubscriptionState {
 
 export function stateOf(subscription: StripeSubscription): SubscriptionState {
   const ends = subscription.items.data.flatMap((item) => (item.current_period_end === undefined ? [] : [item.current_period_end]));
+  const end = ends.length > 0 ? Math.max(...ends) : subscription.current_period_end;
   return {
     status: subscription.status,
-    currentPeriodEnd: ends.length > 0 ? new Date(Math.max(...ends) * 1000) : null,
+    currentPeriodEnd: end == null ? null : new Date(end * 1000),
     cancelAtPeriodEnd: subscription.cancel_at_period_end,
   };
 }
