@@ -11,7 +11,7 @@ export function adminGuard(deps: SessionDeps): RequestHandler {
   return async (req, res, next) => {
     if (hasBearer(req, deps.adminToken)) return next();
     if (!(await hasSession(deps, req))) return refuseUnauthenticated(res, 'admin');
-    if (isCrossOrigin(req)) return refuseCrossOrigin(res);
+    if (isCrossOrigin(req)) return refuseCrossOrigin(req, res);
     next();
   };
 }
@@ -45,7 +45,7 @@ export function adminDashboard(deps: SessionDeps): Router {
   // Not behind the guard: signing out with an expired session still clears the cookie and shows
   // the sign-in page. Another origin may not sign the operator out.
   router.post('/admin/logout', async (req, res) => {
-    if (isCrossOrigin(req)) return refuseCrossOrigin(res);
+    if (isCrossOrigin(req)) return refuseCrossOrigin(req, res);
     await endSession(deps, req, res);
     res.redirect(303, '/admin');
   });

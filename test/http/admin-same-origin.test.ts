@@ -95,9 +95,10 @@ describe('with the session cookie, a POST', () => {
     assert.equal(status.status, 200);
   });
 
-  test('without TRUST_PROXY, X-Forwarded-Host and -Proto do not make another origin the service’s own', async () => {
+  test('without TRUST_PROXY, X-Forwarded-Host and -Proto do not make another origin the service’s own, and the 403 says what to set', async () => {
     const reply = await send('POST', '/admin/api/sweep', { ...BEHIND_PROXY, origin: DASHBOARD, 'sec-fetch-site': 'same-origin' }, direct);
     assert.equal(reply.status, 403);
+    assert.match((reply.body as { error: string }).error, /^cross-origin request refused: .*set TRUST_PROXY to the number of proxies$/);
   });
 });
 
