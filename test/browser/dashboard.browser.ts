@@ -82,6 +82,11 @@ test('sign in, see events arrive, replay a fixed failure, sign out', async () =>
   await page.click('#detail button.close');
   await page.locator('#detail[open]').waitFor({ state: 'detached' });
 
+  // A request the server refuses is shown on the page with its reason, not lost in the console.
+  await page.fill('#q', 'ord created late');
+  await page.click('#search button');
+  await page.locator('#notice').filter({ hasText: /^GET \/search\?q=.* answered 400: .*no spaces/ }).waitFor();
+
   await mkdir('artifacts', { recursive: true });
   await page.screenshot({ path: 'artifacts/dashboard.png', fullPage: true });
 

@@ -39,8 +39,26 @@ async function api(method, path) {
     location.reload();
     throw new Error('signed out');
   }
-  if (!response.ok) throw new Error(method + ' ' + path + ' answered ' + response.status);
+  if (!response.ok) {
+    // The server's reason, when it gave one: a 404 says the event is gone, a 403 what to set.
+    /** @type {{ error?: unknown }} */
+    const body = await response.json().catch(() => ({}));
+    throw new Error(method + ' ' + path + ' answered ' + response.status + (typeof body.error === 'string' ? ': ' + body.error : ''));
+  }
   return response.json();
+}
+
+/**
+ * Runs what a button or form asked for; a refusal is shown on the page instead of lost in the console.
+ * @param {() => Promise<void>} action
+ */
+async function act(action) {
+  $('notice').textContent = '';
+  try {
+    await action();
+  } catch (error) {
+    $('notice').textContent = error instanceof Error ? error.message : String(error);
+  }
 }
 
 /**
@@ -76,7 +94,7 @@ function eventTable(table, events, emptyText) {
     open.type = 'button';
     open.className = 'event';
     open.textContent = e.event_id;
-    open.addEventListener('click', () => void showDetail(e.event_id));
+    open.addEventListener('click', () => void act(() => showDetail(e.event_id)));
     cell(row, e.type);
     cell(row, e.status, 'status');
     cell(row, e.attempts);
@@ -86,11 +104,15 @@ function eventTable(table, events, emptyText) {
     button.type = 'button';
     button.className = 'replay';
     button.textContent = 'Replay';
-    button.addEventListener('click', async () => {
+    button.addEventListener('click', () => void act(async () => {
       button.disabled = true;
-      await api('POST', '/events/' + encodeURIComponent(e.event_id) + '/replay');
+      try {
+        await api('POST', '/events/' + encodeURIComponent(e.event_id) + '/replay');
+      } finally {
+        button.disabled = false;
+      }
       await refresh();
-    });
+    }));
   }
 }
 
@@ -179,17 +201,17 @@ async function refresh() {
   $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
 }
 
-$('sweep').addEventListener('click', async () => {
+$('sweep').addEventListener('click', () => void act(async () => {
   const result = await api('POST', '/sweep');
   $('sweep-result').textContent = 'reclaimed ' + result.reclaimed + ', failed ' + result.failed;
   await refresh();
-});
+}));
 hours.addEventListener('change', () => void refresh());
-$('search').addEventListener('submit', async (event) => {
+$('search').addEventListener('submit', (event) => {
   event.preventDefault();
   /** @type {HTMLInputElement} */
   const q = $('q');
-  eventTable($('results'), await api('GET', '/search?q=' + encodeURIComponent(q.value.trim())), 'No event matches.');
+  void act(async () => eventTable($('results'), await api('GET', '/search?q=' + encodeURIComponent(q.value.trim())), 'No event matches.'));
 });
 void refresh();
 setInterval(() => void refresh().catch(() => {}), 5000);
