@@ -31,6 +31,8 @@ export function isCrossOrigin(req: Request): boolean {
   return own === undefined || originOf(origin) !== own;
 }
 
+const UNTRUSTED_PROXY_HINT = '. X-Forwarded-Proto or X-Forwarded-Host came from a proxy this service does not trust: behind one (Coolify, Traefik, nginx), set TRUST_PROXY to the number of proxies';
+
 export function refuseCrossOrigin(req: Request, res: Response): void {
   // The usual cause in a deployment: a proxy in front says https and its host, and this service,
   // not told to trust it, compares the browser's Origin with what the socket saw. Such a request
@@ -40,4 +42,3 @@ export function refuseCrossOrigin(req: Request, res: Response): void {
     error: `cross-origin request refused: a signed-in dashboard action must come from the dashboard’s own page (Origin, Sec-Fetch-Site); scripts use the bearer token${untrustedProxy ? UNTRUSTED_PROXY_HINT : ''}`,
   });
 }
-const UNTRUSTED_PROXY_HINT = '. X-Forwarded-Proto or X-Forwarded-Host came from a proxy this service does not trust: behind one (Coolify, Traefik, nginx), set TRUST_PROXY to the number of proxies';

@@ -4,7 +4,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database, StripeEventRow } from '../../db/schema.js';
 import type { BusinessRecord } from '../../events/read-model.js';
-import { SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+import { stripeInvoice, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { withBillingTables } from './tables.js';
 
 export async function subscriptionOfEvent(db: Kysely<Database>, event: Pick<StripeEventRow, 'event_id' | 'object_id' | 'payload'>): Promise<BusinessRecord[]> {
@@ -28,17 +28,16 @@ export async function subscriptionOfEvent(db: Kysely<Database>, event: Pick<Stri
 
 /**
  * Our ids in the metadata of the object (or of its invoice's subscription), and Stripe subscription
- * ids it names; an invoice in either of its shapes (stripe-objects.ts).
+ * ids it names. An invoice is read with the handlers' schema, which knows both of its shapes.
  */
 function namedSubscriptions(payload: unknown): { ours: string[]; stripe: string[] } {
-  type Details = { subscription?: unknown; metadata?: Record<string, unknown> | null } | null | undefined;
   const object = (payload as { data?: { object?: Record<string, unknown> } } | null)?.data?.object ?? {};
-  const details = (object.parent as { subscription_details?: Details } | null | undefined)?.subscription_details;
-  const olderDetails = object.object === 'invoice' ? (object.subscription_details as Details) : undefined;
+  const invoice = object.object === 'invoice' ? stripeInvoice.safeParse(object) : undefined;
+  const details = invoice?.success ? invoice.data.subscription_details : null;
   const metadata = object.metadata as Record<string, unknown> | null | undefined;
   const strings = (...values: unknown[]) => values.filter((v): v is string => typeof v === 'string');
   return {
-    ours: strings(metadata?.[SUBSCRIPTION_ID_KEY], details?.metadata?.[SUBSCRIPTION_ID_KEY], olderDetails?.metadata?.[SUBSCRIPTION_ID_KEY]),
+    ours: strings(metadata?.[SUBSCRIPTION_ID_KEY], details?.metadata?.[SUBSCRIPTION_ID_KEY]),
     stripe: strings(object.object === 'subscription' ? object.id : undefined, object.subscription, details?.subscription),
   };
 }
