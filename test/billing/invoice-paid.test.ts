@@ -141,8 +141,10 @@ describe('an endpoint on an API version before 2025-03-31', () => {
    * PaymentIntent at its top level, a subscription holds its own period, and there is no
    * invoice_payment.paid (stripe-objects.ts).
    */
+  const paymentIntentOf = (events: readonly SampleEvent[]) => (events.find((event) => event.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
+
   function olderShapes(events: readonly SampleEvent[]): SampleEvent[] {
-    const paymentIntentId = (events.find((event) => event.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
+    const paymentIntentId = paymentIntentOf(events);
     return events
       .filter((event) => event.type !== 'invoice_payment.paid')
       .map((event) => {
@@ -171,8 +173,7 @@ describe('an endpoint on an API version before 2025-03-31', () => {
     const row = await subscriptionRow(subscription.subscriptionId);
     assert.deepEqual([row.status, row.stripe_subscription_id, row.current_period_end?.getTime()], ['active', subscription.stripeSubscriptionId, (start + PERIOD_SECONDS) * 1000]);
 
-    const paymentIntentId = (events.find((event) => event.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
-    const refund = sampleEvent('charge.refunded', { ...exampleObject('charge'), id: randomStripeId('ch'), amount: 1900, currency: 'chf', payment_intent: paymentIntentId, amount_refunded: 1900, refunded: true }, { api_version: '2024-06-20' });
+    const refund = sampleEvent('charge.refunded', { ...exampleObject('charge'), id: randomStripeId('ch'), amount: 1900, currency: 'chf', payment_intent: paymentIntentOf(events), amount_refunded: 1900, refunded: true }, { api_version: '2024-06-20' });
     assert.equal((await deliverAll([refund])).get('charge.refunded'), 'processed');
     assert.deepEqual(await quotaOf(file.database, subscription.accountId), { account_id: subscription.accountId, granted: 0, used: 0, remaining: 0 });
     const grant = await file.database.db.selectFrom('invoice_grants').select(['refunded_amount', 'revoked_credits']).where('subscription_id', '=', subscription.subscriptionId).executeTakeFirstOrThrow();
