@@ -1,5 +1,6 @@
 // Regressions found by fuzzing POST /webhooks/stripe (test/http/webhook-fuzz.test.ts), one plain
-// example each: a signature that never expired, and signed payloads that Postgres cannot store,
+// example each: a signature that never expired (and, beside it, one under a scheme that is not
+// v1, which random decoys cannot catch), and signed payloads that Postgres cannot store,
 // which were 503s that Stripe would retry for days. Plus the property behind the last group: what
 // the webhook accepts, Postgres's jsonb input takes (checked against Postgres itself).
 import assert from 'node:assert/strict';
@@ -47,6 +48,15 @@ describe('each was a 200 that should not be, or a 503 that Stripe would retry fo
     }
     const body = bodyOf(freshEvent());
     assert.equal(await judge.deliver(body, { 'stripe-signature': `t,v1=${hmac(WEBHOOK_SECRET, 'NaN', body)}` }), 'rejected');
+  });
+
+  test('a valid HMAC under any scheme but v1 (v0, V1) is refused, and the same value as v1 accepted', async () => {
+    for (const scheme of ['v0', 'V1', 'v2']) {
+      const body = bodyOf(freshEvent());
+      assert.equal(await judge.deliver(body, { 'stripe-signature': `t=${now()},${scheme}=${hmac(WEBHOOK_SECRET, String(now()), body)}` }), 'rejected', scheme);
+    }
+    const body = bodyOf(freshEvent());
+    assert.equal(await judge.deliver(body, { 'stripe-signature': `t=${now()},v1=${hmac(WEBHOOK_SECRET, String(now()), body)}` }), 'accepted');
   });
 
   test('a t far in the future is refused, 13 digits and more included (the old check read at most 12)', async () => {
