@@ -1,8 +1,8 @@
 // The billing API: plans, starting a subscription (our row first, then Checkout in subscription
 // mode with the outbound key `checkout-session:<subscription_id>`), the caller's Idempotency-Key as
 // on POST /api/checkout, reading one, and cancelling at period end through Stripe with
-// `subscription-cancel:<subscription_id>`. The worker role is off: events are fulfilled in the
-// tests that need them.
+// `subscription-cancel:<subscription_id>` (and a new key once the customer resumed it in Stripe).
+// The worker role is off: events are fulfilled in the tests that need them.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
@@ -165,5 +165,39 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
       assert.equal(update.idempotencyKey, `subscription-cancel:${subscriptionId}`);
       assert.deepEqual(update.params, { cancel_at_period_end: 'true' });
     }
+  });
+
+  test('a cancel after the customer resumed in Stripe cancels again, not a replay of the first; its retry is the same request', async () => {
+    const subscriptionId = await givenSubscription();
+    const stripeSubscriptionId = randomStripeId('sub');
+    const periodEnd = Math.floor(Date.now() / 1000) + 30 * 24 * 3600;
+    const stripeObject = (cancelAtPeriodEnd: boolean) =>
+      subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'active', periodEnd, cancelAtPeriodEnd });
+    file.service.stripe.addSubscription(stripeObject(false));
+    await file.database.db.updateTable('subscriptions').set({ stripe_subscription_id: stripeSubscriptionId }).where('subscription_id', '=', subscriptionId).execute();
+    const cancel = () => file.service.call('POST', `/api/subscriptions/${subscriptionId}/cancel`);
+
+    assert.equal((await cancel()).body.cancel_at_period_end, true);
+    const resumedAt = Math.ceil(Date.now() / 1000);
+    // The customer resumes in Stripe's portal, within the first cancel's idempotency window, and
+    // Stripe tells us with an event.
+    file.service.stripe.addSubscription(stripeObject(false));
+    const resumed = sampleEvent('customer.subscription.updated', stripeObject(false), { created: resumedAt });
+    assert.equal((await fulfilWith(file.database, billingModule.handlers(testConfig()), [resumed]))[0]!.row.status, 'processed');
+    assert.equal((await file.service.call('GET', `/api/subscriptions/${subscriptionId}`)).body.cancel_at_period_end, false);
+
+    await waitFor('the clock to pass the event', () => Promise.resolve(Date.now() > resumedAt * 1000));
+    const again = await cancel();
+    assert.equal(again.status, 200);
+    assert.equal(again.body.cancel_at_period_end, true);
+    assert.equal(file.service.stripe.subscriptions.get(stripeSubscriptionId)!.cancel_at_period_end, true, 'canceling at Stripe, not only in our answer');
+    const retried = await cancel();
+    assert.deepEqual([retried.status, retried.body.cancel_at_period_end], [200, true]);
+
+    const keys = file.service.stripe.requests
+      .filter((r) => r.method === 'POST' && r.path === `/v1/subscriptions/${stripeSubscriptionId}`)
+      .map((r) => r.idempotencyKey);
+    const first = `subscription-cancel:${subscriptionId}`;
+    assert.deepEqual(keys, [first, first, `${first}:after:${resumedAt}`, first]);
   });
 });

@@ -58,7 +58,8 @@ export function billingApiRoutes(context: RouteContext): Router {
     res.json(subscriptionView(subscription));
   });
 
-  // Repeating a cancel is harmless: Stripe gets the same request with the same key.
+  // Repeating a cancel is harmless: Stripe gets the same request with the same key (a new one
+  // only once the subscription was resumed since: stripe-calls.ts).
   router.post('/subscriptions/:id/cancel', async (req, res) => {
     const subscription = await findSubscription(db, req.params.id);
     if (!subscription) return notFound(res);

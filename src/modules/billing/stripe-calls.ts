@@ -10,6 +10,8 @@ import type { BillingDatabase, SubscriptionRow } from './tables.js';
 
 const subscriptionCheckoutKey = (subscriptionId: string) => `checkout-session:${subscriptionId}`;
 const subscriptionCancelKey = (subscriptionId: string) => `subscription-cancel:${subscriptionId}`;
+// A cancel after a resume we hold: named by the second of that state, so its own retries share it.
+const cancelAfterResumeKey = (subscriptionId: string, resumedAt: Date) => `${subscriptionCancelKey(subscriptionId)}:after:${resumedAt.getTime() / 1000}`;
 
 export interface BillingCallDeps {
   db: Kysely<BillingDatabase>;
@@ -51,30 +53,51 @@ export async function openSubscriptionCheckout(deps: BillingCallDeps, subscripti
   return { outcome: 'created', checkoutSessionId: call.value.id, url: call.value.url };
 }
 
+// Stripe refuses to change these; a cancel of one answers with what we hold.
+const ENDED = new Set(['canceled', 'incomplete_expired']);
+
 export type CancelOutcome = { outcome: 'canceling'; subscription: SubscriptionRow } | { outcome: 'not_linked' } | StripeCallFailure;
 
 /**
  * Cancels at the end of the period through Stripe. The state Stripe answers with is applied like a
  * fetch (as of when the call began), so the answer is right at once and a later event still wins.
+ *
  * A repeat within Stripe's idempotency window gets the first call's answer back
  * (Idempotent-Replayed): a state as of then, older than what events may have brought since, so it
- * is not applied, and the answer is the state we hold.
+ * is not applied, and the answer is the state we hold. If that state is no longer canceling, the
+ * first cancel was undone since (the customer resumed in Stripe's portal, say): replaying it would
+ * leave the subscription to renew while we answer 200, so this is a new cancel, under a key named
+ * by the resumed state. Setting cancel_at_period_end again is harmless at Stripe, so a spare call
+ * (our answer to the first one was lost) costs nothing.
  */
 export async function cancelAtPeriodEnd(deps: Pick<BillingCallDeps, 'db' | 'stripeCalls'>, subscription: SubscriptionRow): Promise<CancelOutcome> {
   const stripeId = subscription.stripe_subscription_id;
   if (stripeId === null) return { outcome: 'not_linked' };
+  const first = await requestCancel(deps, subscription.subscription_id, stripeId, subscriptionCancelKey(subscription.subscription_id));
+  if (first.outcome !== 'canceling' || !first.replayed) return first;
+  const held = first.subscription;
+  if (held.cancel_at_period_end || held.stripe_state_at === null || ENDED.has(held.status)) return first;
+  return requestCancel(deps, held.subscription_id, stripeId, cancelAfterResumeKey(held.subscription_id, held.stripe_state_at));
+}
+
+async function requestCancel(
+  deps: Pick<BillingCallDeps, 'db' | 'stripeCalls'>,
+  subscriptionId: string,
+  stripeId: string,
+  idempotencyKey: string,
+): Promise<{ outcome: 'canceling'; subscription: SubscriptionRow; replayed: boolean } | StripeCallFailure> {
   const began = new Date();
   const call = await deps.stripeCalls.attempt('subscription_cancel', (stripe): Promise<Stripe.Response<Stripe.Subscription>> =>
-    stripe.subscriptions.update(stripeId, { cancel_at_period_end: true }, { idempotencyKey: subscriptionCancelKey(subscription.subscription_id) }),
+    stripe.subscriptions.update(stripeId, { cancel_at_period_end: true }, { idempotencyKey }),
   );
   if (call.outcome !== 'done') return call;
   const replayed = call.value.lastResponse.headers['idempotent-replayed'] === 'true';
   const updated = await deps.db.transaction().execute(async (tx) => {
-    const row = await lockSubscription(tx, { subscriptionId: subscription.subscription_id });
-    if (!row) throw new Error(`subscription ${subscription.subscription_id} is no longer stored`);
+    const row = await lockSubscription(tx, { subscriptionId });
+    if (!row) throw new Error(`subscription ${subscriptionId} is no longer stored`);
     if (replayed) return row;
     await applyState(tx, row, stateOf(stripeSubscription.parse(call.value)), began, 'fetch');
-    return tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscription_id).executeTakeFirstOrThrow();
+    return tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
   });
-  return { outcome: 'canceling', subscription: updated };
+  return { outcome: 'canceling', subscription: updated, replayed };
 }
