@@ -16,9 +16,10 @@ import type { Kysely } from 'kysely';
 import { GroupCommit } from '../db/group-commit.js';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database } from '../db/schema.js';
-import { claimEvents, type ClaimOutcome, type EventQueueOptions, type IncomingEvent } from './event-store.js';
+import { claimEvents, type ClaimOutcome, type IncomingEvent } from './event-store.js';
+import type { EnqueueOptions } from './enqueue.js';
 
-export interface ClaimBatcherOptions extends EventQueueOptions {
+export interface ClaimBatcherOptions extends EnqueueOptions {
   /** Most deliveries in one transaction (bounds statement size and the lock held). */
   maxBatch?: number;
   /**

@@ -34,7 +34,10 @@ export const EVENTS_PER_JOB = 25;
 const JOB_KEY_PREFIX = 'stripe_events:';
 
 export interface EnqueueOptions {
-  /** graphile-worker's attempts for this job; our own count lives on the event row. */
+  /**
+   * The attempts an event gets: graphile-worker's max_attempts for its job, and the limit of the
+   * event row's own count (which outlives the job: reclaims and replays add attempts to the row).
+   */
   maxAttempts: number;
 }
 

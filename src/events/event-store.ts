@@ -7,7 +7,7 @@
 // row has last_error, ...).
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventStatus, StripeEventRow, StripeEventsTable } from '../db/schema.js';
-import { addEventJobs, jobKeys } from './enqueue.js';
+import { addEventJobs, jobKeys, type EnqueueOptions } from './enqueue.js';
 
 /** A verified delivery, reduced to what the inbox stores. */
 export interface IncomingEvent {
@@ -34,10 +34,6 @@ const EVENT_COLUMNS = [
   'attempts', 'last_error', 'duplicate_of', 'received_at', 'enqueued_at', 'finished_at', 'job_key',
 ] as const satisfies ReadonlyArray<keyof StripeEventsTable>;
 
-export interface EventQueueOptions {
-  maxAttempts: number;
-}
-
 /**
  * Claims each event id and enqueues its job in one statement, so in one transaction (DESIGN
  * invariants 1 and 3): when this resolves, every event is durable together with the means to
@@ -50,7 +46,7 @@ export interface EventQueueOptions {
 export async function claimEvents(
   db: Kysely<Database>,
   events: readonly IncomingEvent[],
-  options: EventQueueOptions,
+  options: EnqueueOptions,
 ): Promise<ClaimOutcome[]> {
   const unique = [...new Map(events.map((e) => [e.eventId, e])).values()];
   // One statement, not begin/insert/add_jobs/commit: under load each round trip waits its turn
@@ -148,7 +144,7 @@ export interface Failure {
  * event 'failed' (the dead letter) or, when it was only waiting, 'ignored' with the reason;
  * otherwise it stays 'processing' for graphile-worker's backoff. Returns the status the row is left in.
  */
-export async function recordFailure(db: Kysely<Database>, eventId: string, failure: Failure, options: EventQueueOptions): Promise<EventStatus | undefined> {
+export async function recordFailure(db: Kysely<Database>, eventId: string, failure: Failure, options: EnqueueOptions): Promise<EventStatus | undefined> {
   const giveUp = sql<boolean>`(${failure.permanent} or attempts + 1 >= ${options.maxAttempts})`;
   const finalStatus: EventStatus = failure.ignoreWhenExhausted && !failure.permanent ? 'ignored' : 'failed';
   const row = await db
@@ -171,7 +167,7 @@ export async function recordFailure(db: Kysely<Database>, eventId: string, failu
  * any status, because fulfilment is idempotent by business key (DESIGN invariant 5).
  * Returns the ids that exist (and were replayed).
  */
-export async function replayEvents(db: Kysely<Database>, eventIds: readonly string[], options: EventQueueOptions): Promise<string[]> {
+export async function replayEvents(db: Kysely<Database>, eventIds: readonly string[], options: EnqueueOptions): Promise<string[]> {
   const ids = [...new Set(eventIds)];
   const { rows } = await sql<{ replayed: string[] }>`
     with replayed as (

@@ -6,7 +6,8 @@
 import type { Kysely } from 'kysely';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
-import { lockForFulfilment, markFinished, recordFailure, type EventQueueOptions } from '../events/event-store.js';
+import { lockForFulfilment, markFinished, recordFailure } from '../events/event-store.js';
+import type { EnqueueOptions } from '../events/enqueue.js';
 import { describeError } from '../error-chain.js';
 import { PermanentError, RetryLaterError } from './handler.js';
 import { HandlerError, type Dispatch } from './dispatch.js';
@@ -15,7 +16,7 @@ export type FulfilResult =
   | { status: 'missing' | 'already_finished' }
   | { status: EventStatus; type: string; attempt: number; receivedAt: Date; error?: Error };
 
-export interface FulfilOptions extends EventQueueOptions {
+export interface FulfilOptions extends EnqueueOptions {
   dispatch: Dispatch;
 }
 
