@@ -10,7 +10,7 @@ import { benchLatency } from './parts/latency.js';
 import { benchSweep } from './parts/sweep.js';
 import { cleanupAll, installSignalCleanup } from './support/cleanup.js';
 import { buildService, imageNodeOptions } from './support/compiled-service.js';
-import { DEFAULT_SERVER_URL } from './support/database.js';
+import { DEFAULT_SERVER_URL, dropLeftoverBenchDatabases } from './support/database.js';
 import { machineFacts } from './support/machine.js';
 import type { BenchOptions } from './support/options.js';
 import { formatTable, type Figure } from './support/report.js';
@@ -44,8 +44,8 @@ options:
   --rounds N           ingest only: rounds of every server, in alternating order (default 2; --short 1)
   --warmup S           ingest only: seconds of load before each measured run (default 2; --short 0.5)
 
-Postgres: DATABASE_URL (the server; each part creates and drops stripe_inbox_bench_<random>),
-default ${DEFAULT_SERVER_URL}.`;
+Postgres: DATABASE_URL (the server; each part creates and drops stripe_inbox_bench_<random>,
+and a bench drops those a killed bench on this machine left), default ${DEFAULT_SERVER_URL}.`;
 
 class UsageError extends Error {}
 
@@ -127,6 +127,8 @@ async function main(): Promise<number> {
   installSignalCleanup();
   const out = (text: string) => !json && process.stdout.write(`${text}\n`);
 
+  const leftover = await dropLeftoverBenchDatabases(options.serverUrl);
+  if (leftover.length > 0) options.log(`dropped ${leftover.length} database(s) a killed bench left behind: ${leftover.join(', ')}`);
   const machine = await machineFacts(options.serverUrl);
   out(Object.entries({ ...machine, mode: options.short ? 'short (CI smoke: numbers not meaningful)' : 'full' }).map(([k, v]) => `${k}: ${v}`).join('\n'));
   out(`service NODE_OPTIONS (the image's): ${imageNodeOptions() || 'none'}`);

@@ -1,5 +1,7 @@
 // A throwaway database per bench part on the Postgres server: created with a random name,
-// migrated with the service's own migrate(), dropped at the end (only the one it created).
+// migrated with the service's own migrate(), dropped at the end (only the one it created). Each is
+// marked with the bench's process, as `npm test` marks its own (test/support/run-databases.ts), so
+// that the next bench drops what a killed one (SIGKILL) left behind, and nothing else.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { openDatabase, type Db } from '../../src/db/database.js';
@@ -7,6 +9,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/logger.js';
 import { onCleanup } from './cleanup.js';
 import { serviceMigrations } from '../../src/modules/index.js';
+import { leftBehind, markRun } from '../../test/support/run-databases.js';
 
 export const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 export const BENCH_DB_PREFIX = 'stripe_inbox_bench_';
@@ -37,7 +40,10 @@ async function withAdmin<T>(serverUrl: string, fn: (client: pg.Client) => Promis
 /** `settings`: ALTER DATABASE … SET for each (`--db-setting`); sessions opened after it see them. */
 export async function createBenchDatabase(serverUrl: string, options: { maxConnections?: number; settings?: Record<string, string> } = {}): Promise<BenchDatabase> {
   const name = BENCH_DB_PREFIX + randomBytes(4).toString('hex');
-  await withAdmin(serverUrl, (admin) => admin.query(`create database "${name}"`));
+  await withAdmin(serverUrl, async (admin) => {
+    await admin.query(`create database "${name}"`);
+    await markRun(admin, name);
+  });
   const url = databaseUrl(serverUrl, name);
   const opened = openDatabase(url, { maxConnections: options.maxConnections ?? 10, applicationName: 'stripe-inbox-bench' });
   const drop = onCleanup(`database ${name}`, async () => {
@@ -57,6 +63,15 @@ export async function createBenchDatabase(serverUrl: string, options: { maxConne
     throw new Error(`setting up bench database ${name}`, { cause: error });
   }
   return { ...opened, url, name, drop };
+}
+
+/** Drops the bench databases of earlier runs on this machine whose process is gone; returns their names. */
+export async function dropLeftoverBenchDatabases(serverUrl: string): Promise<string[]> {
+  return withAdmin(serverUrl, async (admin) => {
+    const names = await leftBehind(admin, `${BENCH_DB_PREFIX.replaceAll('_', '\\_')}%`);
+    for (const name of names) await admin.query(`drop database if exists "${name}" with (force)`);
+    return names;
+  });
 }
 
 /** Server facts for the report header. */

@@ -4,7 +4,8 @@
 // run's databases only when the mark names this machine (the same host, boot and process
 // namespace, so another container on the same kernel is another machine) and a process that no
 // longer exists. Anything else is left alone: a run on another machine sharing the server, a run
-// still going, a database without the mark.
+// still going, a database without the mark. The bench marks each of its databases the same way
+// (bench/support/database.ts).
 import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type pg from 'pg';
@@ -50,10 +51,10 @@ function processExists(pid: number): boolean {
   }
 }
 
-/** Marks a run's template with the run's process, so a later run can tell whether it still runs. */
-export async function markRun(admin: pg.Client, template: string, mark: RunMark = thisRun()): Promise<void> {
+/** Marks a database with the run's process, so a later run can tell whether its maker still runs. */
+export async function markRun(admin: pg.Client, database: string, mark: RunMark = thisRun()): Promise<void> {
   // COMMENT takes no parameters: the mark goes in as an escaped literal.
-  await admin.query(`comment on database "${template}" is ${admin.escapeLiteral(JSON.stringify(mark))}`);
+  await admin.query(`comment on database "${database}" is ${admin.escapeLiteral(JSON.stringify(mark))}`);
 }
 
 function parseMark(text: string | null): RunMark | undefined {
@@ -66,18 +67,27 @@ function parseMark(text: string | null): RunMark | undefined {
   }
 }
 
-/** Drops the databases of runs that ended without cleaning up; returns their prefixes. */
-export async function dropLeftoverRuns(admin: pg.Client, self: RunMark = thisRun()): Promise<string[]> {
+/** The databases named `like` (a LIKE pattern) whose mark names this machine and a process that is gone. */
+export async function leftBehind(admin: pg.Client, like: string, self: RunMark = thisRun()): Promise<string[]> {
   const { rows } = await admin.query<{ datname: string; mark: string | null }>(
     "select datname, shobj_description(oid, 'pg_database') as mark from pg_database where datname like $1",
-    [`${RUN_PREFIX}%\\_template`],
+    [like],
   );
+  return rows
+    .filter(({ mark: text }) => {
+      const mark = parseMark(text);
+      const here = mark !== undefined && mark.host === self.host && mark.boot === self.boot && mark.pidNamespace === self.pidNamespace;
+      return here && !processExists(mark.pid);
+    })
+    .map((row) => row.datname);
+}
+
+/** Drops the databases of runs that ended without cleaning up; returns their prefixes. */
+export async function dropLeftoverRuns(admin: pg.Client, self: RunMark = thisRun()): Promise<string[]> {
   const gone: string[] = [];
-  for (const { datname, mark: text } of rows) {
-    const prefix = TEMPLATE_NAME.exec(datname)?.[1];
-    const mark = parseMark(text);
-    const here = mark !== undefined && mark.host === self.host && mark.boot === self.boot && mark.pidNamespace === self.pidNamespace;
-    if (!prefix || !here || processExists(mark.pid)) continue;
+  for (const template of await leftBehind(admin, `${RUN_PREFIX}%\\_template`, self)) {
+    const prefix = TEMPLATE_NAME.exec(template)?.[1];
+    if (!prefix) continue;
     await dropRunDatabases(admin, prefix);
     gone.push(prefix);
   }
