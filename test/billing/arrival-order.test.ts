@@ -1,6 +1,7 @@
 // Billing's handlers driven attempt by attempt, without a worker (fulfilWith): an invoice that
 // arrives before anything tied its Stripe subscription to ours waits and then grants once; one
-// that is never tied ends 'ignored'; an older subscription state never overwrites a newer one;
+// that is never tied ends 'ignored'; an older subscription state (a paused collection among it)
+// never overwrites a newer one;
 // a refund takes back that period's credits once, and one that maps to no grant ends 'ignored'.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -68,6 +69,29 @@ describe("the subscription's state", () => {
       const row = await subscriptionRow(subscription.subscriptionId);
       assert.deepEqual([row.status, row.cancel_at_period_end, row.stripe_state_at?.getTime()], ['active', true, (t + 5) * 1000], `newer first: ${newerFirst}`);
     }
+  });
+
+  test('a paused collection is held as Stripe sent it, and in order: an older pause delivered after the resume does not bring it back', async () => {
+    const subscription = await givenSubscription();
+    const t = Math.floor(Date.now() / 1000) - 100;
+    const periodEnd = t + 86_400;
+    const resumesAt = t + 7 * 86_400;
+    const pausedAt = (created: number) =>
+      sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, pause: { behavior: 'void', resumesAt } }), { created });
+    const resumed = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd }), { created: t + 5 });
+    const pauseOf = async () => {
+      const row = await subscriptionRow(subscription.subscriptionId);
+      return [row.status, row.pause_behavior, row.pause_resumes_at?.getTime() ?? null];
+    };
+
+    await fulfilWith(database, billing, [pausedAt(t)]);
+    assert.deepEqual(await pauseOf(), ['active', 'void', resumesAt * 1000]);
+    await fulfilWith(database, billing, [resumed]);
+    assert.deepEqual(await pauseOf(), ['active', null, null]);
+    // Another Event object of the pause, delivered late.
+    const [late] = await fulfilWith(database, billing, [pausedAt(t)]);
+    assert.equal(late!.row.status, 'processed');
+    assert.deepEqual(await pauseOf(), ['active', null, null]);
   });
 
   test('two different states of one second are not guessed between: a fetch from Stripe is queued', async () => {

@@ -115,11 +115,25 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
     assert.equal(reply.status, 200);
     assert.deepEqual(reply.body, {
       subscription_id: subscriptionId, status: 'pending', plan_id: 'pro_monthly', account_id: reply.body.account_id,
-      stripe_subscription_id: null, current_period_end: null, cancel_at_period_end: false,
+      stripe_subscription_id: null, current_period_end: null, cancel_at_period_end: false, pause_collection: null,
     });
     const cancel = await file.service.call('POST', `/api/subscriptions/${subscriptionId}/cancel`);
     assert.equal(cancel.status, 409);
     assert.match(cancel.body.error as string, /no Stripe subscription yet/);
+  });
+
+  test('a subscription whose collection Stripe paused reads as active, with the pause and when it resumes', async () => {
+    const subscriptionId = await givenSubscription();
+    const stripeSubscriptionId = randomStripeId('sub');
+    const periodEnd = Math.floor(Date.now() / 1000) + 30 * 24 * 3600;
+    const resumesAt = periodEnd + 30 * 24 * 3600;
+    const paused = sampleEvent(
+      'customer.subscription.updated',
+      subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'active', periodEnd, pause: { behavior: 'mark_uncollectible', resumesAt } }),
+    );
+    assert.equal((await fulfilWith(file.database, billingModule.handlers(testConfig()), [paused]))[0]!.row.status, 'processed');
+    const reply = await file.service.call('GET', `/api/subscriptions/${subscriptionId}`);
+    assert.deepEqual([reply.body.status, reply.body.pause_collection], ['active', { behavior: 'mark_uncollectible', resumes_at: new Date(resumesAt * 1000).toISOString() }]);
   });
 
   test('unknown ids are 404; malformed ones 400', async () => {

@@ -82,7 +82,7 @@ export class Resources {
     const periodEnd = created + 30 * 24 * 60 * 60;
     this.subscriptions.set(id, {
       id, object: 'subscription', created, currency: session.currency, customer: null, livemode: false,
-      status: 'active', cancel_at_period_end: false, cancel_at: null, canceled_at: null, ended_at: null,
+      status: 'active', cancel_at_period_end: false, cancel_at: null, canceled_at: null, ended_at: null, pause_collection: null,
       metadata: isRecord(data.metadata) ? data.metadata : {},
       items: { object: 'list', data: [{ object: 'subscription_item', current_period_start: created, current_period_end: periodEnd }] },
     });

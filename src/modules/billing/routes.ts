@@ -88,6 +88,7 @@ function subscriptionView(subscription: SubscriptionRow) {
     stripe_subscription_id: subscription.stripe_subscription_id,
     current_period_end: subscription.current_period_end,
     cancel_at_period_end: subscription.cancel_at_period_end,
+    pause_collection: subscription.pause_behavior === null ? null : { behavior: subscription.pause_behavior, resumes_at: subscription.pause_resumes_at },
   };
 }
 

@@ -21,7 +21,7 @@ export const PERIOD_SECONDS = 30 * DAY_SECONDS;
 /** A Stripe subscription of ours, shaped as the current API sends it (the period on its items). */
 export function subscriptionObject(
   subscription: SampleSubscription,
-  state: { status: string; periodEnd: number; cancelAtPeriodEnd?: boolean; metadata?: boolean },
+  state: { status: string; periodEnd: number; cancelAtPeriodEnd?: boolean; pause?: { behavior: string; resumesAt: number | null }; metadata?: boolean },
 ): Record<string, unknown> {
   const example = exampleObject('subscription');
   const items = example.items as { data: Array<Record<string, unknown>> };
@@ -30,6 +30,8 @@ export function subscriptionObject(
     id: subscription.stripeSubscriptionId,
     status: state.status,
     cancel_at_period_end: state.cancelAtPeriodEnd ?? false,
+    // Stripe's example is paused; ours collect unless asked.
+    pause_collection: state.pause ? { behavior: state.pause.behavior, resumes_at: state.pause.resumesAt } : null,
     cancel_at: null,
     canceled_at: null,
     ended_at: null,

@@ -17,6 +17,8 @@ export const stripeSubscription = z.object({
   object: z.literal('subscription'),
   status: z.string(),
   cancel_at_period_end: z.boolean(),
+  // Absent from versions before collection could be paused; null while Stripe collects.
+  pause_collection: z.object({ behavior: z.string(), resumes_at: z.number().int().nullable() }).nullish(),
   metadata,
   items: z.object({ data: z.array(z.object({ current_period_end: z.number().int().optional() })) }),
   // Before 2025-03-31: the period was the subscription's, not its items'.

@@ -1,4 +1,5 @@
-// Our copy of a Stripe subscription's state (status, current period end, cancel_at_period_end),
+// Our copy of a Stripe subscription's state (status, current period end, cancel_at_period_end,
+// whether collection is paused),
 // kept true to Stripe whatever order its events arrive in. Each state is stamped with when it was
 // true: an event's `created`, or the moment we fetched it. A state older than the one held is
 // dropped, a newer one replaces it.
@@ -25,15 +26,21 @@ export interface SubscriptionState {
   status: string;
   currentPeriodEnd: Date | null;
   cancelAtPeriodEnd: boolean;
+  /** While Stripe does not collect: how it treats the invoices meanwhile, and when it resumes by itself. */
+  pause: { behavior: string; resumesAt: Date | null } | null;
 }
+
+const timeOf = (seconds: number | null | undefined): Date | null => (seconds == null ? null : new Date(seconds * 1000));
 
 export function stateOf(subscription: StripeSubscription): SubscriptionState {
   const ends = subscription.items.data.flatMap((item) => (item.current_period_end === undefined ? [] : [item.current_period_end]));
-  const end = ends.length > 0 ? Math.max(...ends) : subscription.current_period_end;
   return {
     status: subscription.status,
-    currentPeriodEnd: end == null ? null : new Date(end * 1000),
+    currentPeriodEnd: timeOf(ends.length > 0 ? Math.max(...ends) : subscription.current_period_end),
     cancelAtPeriodEnd: subscription.cancel_at_period_end,
+    pause: subscription.pause_collection
+      ? { behavior: subscription.pause_collection.behavior, resumesAt: timeOf(subscription.pause_collection.resumes_at) }
+      : null,
   };
 }
 
@@ -54,23 +61,25 @@ export async function applyState(
   const held = subscription.stripe_state_at?.getTime();
   const when = Math.floor(at.getTime() / 1000) * 1000;
   if (held !== undefined && when < held) return 'older';
-  const same =
-    subscription.status === state.status &&
-    subscription.cancel_at_period_end === state.cancelAtPeriodEnd &&
-    (subscription.current_period_end?.getTime() ?? null) === (state.currentPeriodEnd?.getTime() ?? null);
+  const columns = {
+    status: state.status,
+    current_period_end: state.currentPeriodEnd,
+    cancel_at_period_end: state.cancelAtPeriodEnd,
+    pause_behavior: state.pause?.behavior ?? null,
+    pause_resumes_at: state.pause?.resumesAt ?? null,
+  };
+  const same = Object.entries(columns).every(([column, value]) => sameValue(subscription[column as keyof typeof columns], value));
   if (held !== undefined && when === held && source === 'event') return same ? 'unchanged' : 'tie';
   await tx
     .updateTable('subscriptions')
-    .set({
-      status: state.status,
-      current_period_end: state.currentPeriodEnd,
-      cancel_at_period_end: state.cancelAtPeriodEnd,
-      stripe_state_at: new Date(when),
-      updated_at: sql`now()`,
-    })
+    .set({ ...columns, stripe_state_at: new Date(when), updated_at: sql`now()` })
     .where('subscription_id', '=', subscription.subscription_id)
     .execute();
   return same ? 'unchanged' : 'applied';
+}
+
+function sameValue(held: string | boolean | Date | null, value: string | boolean | Date | null): boolean {
+  return held instanceof Date && value instanceof Date ? held.getTime() === value.getTime() : held === value;
 }
 
 /** Queues a fetch of the subscription from Stripe, in the caller's transaction; a burst makes one job. */

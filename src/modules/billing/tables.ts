@@ -31,6 +31,9 @@ export interface SubscriptionsTable {
   stripe_subscription_id: string | null;
   current_period_end: Date | null;
   cancel_at_period_end: Defaulted<boolean>;
+  /** Stripe's pause_collection.behavior while collection is paused; null while it collects. */
+  pause_behavior: string | null;
+  pause_resumes_at: Date | null;
   stripe_state_at: Date | null;
   created_at: Defaulted<Date>;
   updated_at: Defaulted<Date>;
