@@ -97,15 +97,28 @@ test('every delivery again, a second Event object for the same invoice, and a re
   assert.equal(row.current_period_end?.getTime(), (start + 2 * PERIOD_SECONDS) * 1000);
 });
 
+test("a renewal paid from the customer's credit balance grants: its period is paid, though no money moved", async () => {
+  const subscription = await givenSubscription();
+  const start = Math.floor(Date.now() / 1000) - 60;
+  await deliverAll(periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS }));
+  // A downgrade's proration or a goodwill credit left a balance that covers the whole renewal.
+  const renewal = invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'paid', fromBalance: 1900 });
+  assert.deepEqual([renewal.total, renewal.amount_paid], [1900, 0]);
+  const event = sampleEvent('invoice.paid', renewal);
+  await file.service.deliver(event);
+  assert.equal((await finishedEvent(file.database, event.id)).status, 'processed');
+  assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 200);
+});
+
 describe('invoices that do not grant', () => {
-  test("a proration, a manual invoice and a zero-amount invoice end 'ignored' with the reason", async () => {
+  test("a proration, a manual invoice and an invoice for nothing end 'ignored' with the reason", async () => {
     const subscription = await givenSubscription();
     const start = Math.floor(Date.now() / 1000) - 60;
     await deliverAll(periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS }));
     const cases: Array<[Record<string, unknown>, RegExp]> = [
-      [invoiceObject(subscription, { billingReason: 'subscription_update', status: 'paid', amountPaid: 350 }), /billing_reason subscription_update does not grant/],
+      [invoiceObject(subscription, { billingReason: 'subscription_update', status: 'paid', total: 350 }), /billing_reason subscription_update does not grant/],
       [invoiceObject(subscription, { billingReason: 'manual', status: 'paid' }), /billing_reason manual does not grant/],
-      [invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'paid', amountPaid: 0 }), /paid nothing: credits come with paid periods/],
+      [invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'paid', total: 0 }), /is for nothing \(a trial, a 100 % discount\): credits come with paid periods/],
     ];
     for (const [invoice, reason] of cases) {
       const event = sampleEvent('invoice.paid', invoice);

@@ -6,8 +6,9 @@
 //
 // Which invoices grant (docs/billing.md): billing_reason 'subscription_create' (the first
 // period) and 'subscription_cycle' (each renewal). Prorations ('subscription_update'), manual and
-// threshold invoices end 'ignored' with the reason. A zero-amount invoice (a trial, a 100 %
-// coupon) grants nothing: credits come with paid periods.
+// threshold invoices end 'ignored' with the reason. An invoice for nothing (a trial, a 100 %
+// coupon) grants nothing: credits come with paid periods. One paid from the customer's credit
+// balance grants: its period is paid.
 import type { Transaction } from 'kysely';
 import { PermanentError, RetryLaterError, type EventHandler } from '../../fulfilment/handler.js';
 import { addGrants } from '../credits/index.js';
@@ -37,7 +38,9 @@ export const invoicePaid: EventHandler = async (transaction, event) => {
   if (!invoice.billing_reason || !GRANTING_BILLING_REASONS.has(invoice.billing_reason)) {
     return { status: 'ignored', reason: `billing_reason ${invoice.billing_reason ?? 'null'} does not grant credits` };
   }
-  if (invoice.amount_paid === 0) return { status: 'ignored', reason: `invoice ${invoice.id} paid nothing: credits come with paid periods` };
+  // The total, not amount_paid: a period paid from the customer's credit balance (a downgrade's
+  // proration, a goodwill credit) is paid, though no money moved (amount_paid 0).
+  if (invoice.total <= 0) return { status: 'ignored', reason: `invoice ${invoice.id} is for nothing (a trial, a 100 % discount): credits come with paid periods` };
   if (invoice.currency.toLowerCase() !== subscription.currency) {
     throw new PermanentError(`currency mismatch for subscription ${subscription.subscription_id}: invoice ${invoice.id} paid in ${invoice.currency}, the plan is in ${subscription.currency}`);
   }

@@ -44,20 +44,32 @@ export function subscriptionObject(
 /** An invoice of the subscription, its subscription and our id under parent.subscription_details. */
 export function invoiceObject(
   subscription: SampleSubscription,
-  invoice: { id?: string; billingReason: string; status: 'draft' | 'open' | 'paid'; amountPaid?: number; currency?: string; metadata?: boolean },
+  invoice: {
+    id?: string;
+    billingReason: string;
+    status: 'draft' | 'open' | 'paid';
+    /** After discounts and taxes; the plan's amount unless given. */
+    total?: number;
+    /** Paid from the customer's credit balance, which Stripe applies before charging. */
+    fromBalance?: number;
+    currency?: string;
+    metadata?: boolean;
+  },
 ): Record<string, unknown> {
-  const paid = invoice.status === 'paid' ? (invoice.amountPaid ?? subscription.amount) : 0;
+  const total = invoice.total ?? subscription.amount;
+  const due = total - (invoice.fromBalance ?? 0);
+  const paid = invoice.status === 'paid' ? due : 0;
   return {
     ...exampleObject('invoice'),
     id: invoice.id ?? randomStripeId('in'),
     billing_reason: invoice.billingReason,
     status: invoice.status,
     currency: invoice.currency ?? subscription.currency,
-    amount_due: invoice.amountPaid ?? subscription.amount,
+    amount_due: due,
     amount_paid: paid,
-    amount_remaining: invoice.status === 'paid' ? 0 : subscription.amount,
-    total: subscription.amount,
-    subtotal: subscription.amount,
+    amount_remaining: due - paid,
+    total,
+    subtotal: total,
     parent: {
       type: 'subscription_details',
       quote_details: null,

@@ -35,6 +35,7 @@ export const stripeInvoice = z
     billing_reason: z.string().nullable(),
     currency: z.string(),
     amount_paid: z.number().int(),
+    total: z.number().int(),
     parent: z.object({ type: z.string(), subscription_details: subscriptionDetails.nullish() }).nullish(),
     // Present when the event's API version includes the invoice's payments.
     payments: z.object({ data: z.array(z.object({ payment: z.object({ payment_intent: z.string().nullish() }) })) }).optional(),
