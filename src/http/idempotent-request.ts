@@ -14,6 +14,11 @@
 //
 // Keys are scoped by operation (stored as `<operation>:<key>`): a key used for a checkout and the
 // same key used for a refund are two keys, so one caller cannot squat another's.
+//
+// A retry is safe only while Stripe still knows our outbound key: it keeps keys for 24 hours, and
+// after that the same request is a new one to Stripe. A key whose first request ended without an
+// answer we kept (a timeout, a 502: it may have reached Stripe) is therefore refused once it is
+// older than OUTBOUND_KEY_WINDOW_MS: retrying it could refund or charge twice.
 import { createHash } from 'node:crypto';
 import type { Response } from 'express';
 import { sql, type Kysely, type Transaction } from 'kysely';
@@ -65,6 +70,18 @@ export function stripeCallFailed(failure: StripeCallFailure, what: string, ids: 
 }
 
 const IN_FLIGHT: HttpResult = { status: 409, body: { error: 'a request with this Idempotency-Key is still in progress; retry shortly' } };
+
+/** Stripe keeps an idempotency key for 24 hours; an hour's margin for the call itself and clocks. */
+export const OUTBOUND_KEY_WINDOW_MS = 23 * 3600 * 1000;
+
+const PAST_STRIPE_WINDOW: HttpResult = {
+  status: 422,
+  body: {
+    error:
+      "this Idempotency-Key's first request may have reached Stripe more than 23 hours ago, and Stripe has forgotten its own key since: " +
+      'a retry could do it twice. Check in Stripe whether it was done; if not, send the request with a new Idempotency-Key',
+  },
+};
 
 export async function runIdempotent<S extends KeySubject>(db: Kysely<Database>, request: IdempotentRequest<S>): Promise<HttpResult> {
   const key = `${request.operation}:${request.key}`;
@@ -118,7 +135,7 @@ async function takeLease<S extends KeySubject>(db: Kysely<Database>, key: string
         // A short wait at most: other requests hold this lock only for their own short transaction.
         const row = await tx
           .selectFrom('api_idempotency_keys')
-          .select(['operation', 'request_hash', 'response_status', 'response_body', 'subject'])
+          .select(['operation', 'request_hash', 'response_status', 'response_body', 'subject', sql<boolean>`created_at < now() - make_interval(secs => ${OUTBOUND_KEY_WINDOW_MS / 1000})`.as('past_window')])
           .where('idempotency_key', '=', key)
           .forUpdate()
           .executeTakeFirst();
@@ -148,6 +165,7 @@ async function takeLease<S extends KeySubject>(db: Kysely<Database>, key: string
           return { status: 422, body: { error: 'Idempotency-Key was already used with a different request; use a new key' } };
         }
         if (row.response_status !== null) return { status: row.response_status, body: row.response_body as Record<string, unknown> };
+        if (row.past_window) return PAST_STRIPE_WINDOW;
         const leased = await tx
           .updateTable('api_idempotency_keys')
           .set({ leased_until: until })

@@ -3,6 +3,7 @@
 // a second partial refund is not mistaken for a replay of the first.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { sql } from 'kysely';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 
 import { givenOrder, paidOrder } from '../support/factories.js';
@@ -57,6 +58,22 @@ test('when Stripe fails: 502, and a retry with the same key sends Stripe the sam
   assert.equal(requests.length, 3);
   assert.deepEqual(new Set(requests.map((r) => `${r.idempotencyKey} ${String(r.params.amount)}`)), new Set([`refund:${order.order_id}:1 ${order.amount}`]));
   assert.equal([...file.service.stripe.refunds.values()].filter((r) => r.payment_intent === order.payment_intent_id).length, 1);
+});
+
+test("a retry after Stripe's idempotency window is refused: the first request may have refunded, and Stripe would not know its key", async () => {
+  const order = await paidOrder(file.database, file.service);
+  file.service.stripe.failNext(2);
+  assert.equal((await refund(order.order_id, 'ops-refund-late')).status, 502);
+  // The caller comes back after Stripe has forgotten refund:<order>:1.
+  await file.database.db.updateTable('api_idempotency_keys').set({ created_at: sql`now() - interval '23 hours 1 minute'` }).where('idempotency_key', '=', 'refund:ops-refund-late').execute();
+  const late = await refund(order.order_id, 'ops-refund-late');
+  assert.equal(late.status, 422);
+  assert.match(late.body.error as string, /more than 23 hours ago.*new Idempotency-Key/);
+  assert.equal(refundRequests(order).length, 2, 'only the two failed tries reached Stripe');
+
+  const fresh = await refund(order.order_id, 'ops-refund-late-2');
+  assert.equal(fresh.status, 201);
+  assert.equal(refundRequests(order).at(-1)!.idempotencyKey, `refund:${order.order_id}:2`);
 });
 
 test('a key an API caller used for a checkout is not the same key for a refund: keys are scoped by operation', async () => {
