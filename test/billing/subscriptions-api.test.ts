@@ -181,6 +181,21 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
     }
   });
 
+  test('cancelling a subscription that has ended answers with its state, without asking Stripe (which refuses to change it)', async () => {
+    const subscriptionId = await givenSubscription();
+    const stripeSubscriptionId = randomStripeId('sub');
+    await file.database.db.updateTable('subscriptions').set({ stripe_subscription_id: stripeSubscriptionId }).where('subscription_id', '=', subscriptionId).execute();
+    const deleted = sampleEvent(
+      'customer.subscription.deleted',
+      subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'canceled', periodEnd: Math.floor(Date.now() / 1000) }),
+    );
+    assert.equal((await fulfilWith(file.database, billingModule.handlers(testConfig()), [deleted]))[0]!.row.status, 'processed');
+
+    const cancel = await file.service.call('POST', `/api/subscriptions/${subscriptionId}/cancel`);
+    assert.deepEqual([cancel.status, cancel.body.status], [200, 'canceled']);
+    assert.equal(file.service.stripe.requests.filter((r) => r.path === `/v1/subscriptions/${stripeSubscriptionId}`).length, 0);
+  });
+
   test('a cancel after the customer resumed in Stripe cancels again, not a replay of the first; its retry is the same request', async () => {
     const subscriptionId = await givenSubscription();
     const stripeSubscriptionId = randomStripeId('sub');

@@ -53,7 +53,8 @@ export async function openSubscriptionCheckout(deps: BillingCallDeps, subscripti
   return { outcome: 'created', checkoutSessionId: call.value.id, url: call.value.url };
 }
 
-// Stripe refuses to change these; a cancel of one answers with what we hold.
+// Stripe refuses to change these (a 400 we would pass on as a 502 to retry, in vain): a cancel of
+// one answers with what we hold, without a call.
 const ENDED = new Set(['canceled', 'incomplete_expired']);
 
 export type CancelOutcome = { outcome: 'canceling'; subscription: SubscriptionRow } | { outcome: 'not_linked' } | StripeCallFailure;
@@ -73,6 +74,7 @@ export type CancelOutcome = { outcome: 'canceling'; subscription: SubscriptionRo
 export async function cancelAtPeriodEnd(deps: Pick<BillingCallDeps, 'db' | 'stripeCalls'>, subscription: SubscriptionRow): Promise<CancelOutcome> {
   const stripeId = subscription.stripe_subscription_id;
   if (stripeId === null) return { outcome: 'not_linked' };
+  if (ENDED.has(subscription.status)) return { outcome: 'canceling', subscription };
   const first = await requestCancel(deps, subscription.subscription_id, stripeId, subscriptionCancelKey(subscription.subscription_id));
   if (first.outcome !== 'canceling' || !first.replayed) return first;
   const held = first.subscription;
