@@ -142,9 +142,19 @@ export interface Failure {
 /**
  * Counts a failed attempt. A permanent failure, or the attempt that reaches maxAttempts, ends the
  * event 'failed' (the dead letter) or, when it was only waiting, 'ignored' with the reason;
- * otherwise it stays 'processing' for graphile-worker's backoff. Returns the status the row is left in.
+ * otherwise it stays 'processing' for graphile-worker's backoff. Returns the status the row is left
+ * in, or undefined when the attempt is no longer the row's to count.
+ *
+ * `event` is the row as the attempt read it. The attempt counts only while the row is still
+ * 'processing' under the same job: a replay or a reclaim since gave it a new job (and a fresh
+ * budget), and the old attempt's failure must not spend the new one's, or end it 'failed'.
  */
-export async function recordFailure(db: Kysely<Database>, eventId: string, failure: Failure, options: EnqueueOptions): Promise<EventStatus | undefined> {
+export async function recordFailure(
+  db: Kysely<Database>,
+  event: Pick<StripeEventRow, 'event_id' | 'job_key'>,
+  failure: Failure,
+  options: EnqueueOptions,
+): Promise<EventStatus | undefined> {
   const giveUp = sql<boolean>`(${failure.permanent} or attempts + 1 >= ${options.maxAttempts})`;
   const finalStatus: EventStatus = failure.ignoreWhenExhausted && !failure.permanent ? 'ignored' : 'failed';
   const row = await db
@@ -155,8 +165,9 @@ export async function recordFailure(db: Kysely<Database>, eventId: string, failu
       status: sql`case when ${giveUp} then ${finalStatus} else status end`,
       finished_at: sql`case when ${giveUp} then now() else finished_at end`,
     })
-    .where('event_id', '=', eventId)
+    .where('event_id', '=', event.event_id)
     .where('status', '=', 'processing')
+    .where('job_key', 'is not distinct from', event.job_key)
     .returning('status')
     .executeTakeFirst();
   return row?.status;

@@ -91,9 +91,10 @@ async function fulfilTogether(db: Kysely<Database>, eventIds: readonly string[],
 
 /**
  * The handler's writes are rolled back with the rest of its transaction; the attempt is then
- * counted on its own. Between the two the row lock is not held, which is safe: the job is still
- * locked by this worker, so the sweep leaves the row alone, and recordFailure only touches a row
- * still 'processing'. (A savepoint would keep the lock, at one more round trip per event.)
+ * counted on its own. Between the two the row lock is not held: a replay, or a sweep that judged
+ * the job stale, may take the row meanwhile, and recordFailure then leaves it to its new job (it
+ * counts only a row still 'processing' under the job this attempt read). (A savepoint would keep
+ * the lock, at one more round trip per event.)
  */
 async function recordFailedAttempt(db: Kysely<Database>, event: StripeEventRow, error: unknown, options: FulfilOptions): Promise<FulfilResult> {
   const failure = {
@@ -101,7 +102,7 @@ async function recordFailedAttempt(db: Kysely<Database>, event: StripeEventRow, 
     permanent: error instanceof PermanentError,
     ignoreWhenExhausted: error instanceof RetryLaterError && error.ignoreWhenExhausted,
   };
-  const status = await recordFailure(db, event.event_id, failure, options);
+  const status = await recordFailure(db, event, failure, options);
   return {
     status: status ?? 'processing',
     type: event.type,
