@@ -45,6 +45,11 @@ export function processStripeEventsTask({ db, logger, metrics, ...fulfilOptions 
         logger.error({ ...fields, err: result.error }, 'event failed: dead letter, replay after fixing the cause');
         return undefined;
       }
+      // A wait that ran out of attempts (RetryLaterError): ended, with the reason on the row.
+      if (result.status !== 'processing') {
+        logger.warn({ ...fields, err: result.error }, 'event ignored: what it waited for never came');
+        return undefined;
+      }
       logger.warn({ ...fields, err: result.error }, 'event handler failed, will retry');
       return result.error;
     }

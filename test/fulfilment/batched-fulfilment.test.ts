@@ -13,6 +13,7 @@ import { runOnce } from 'graphile-worker';
 import { sql } from 'kysely';
 import { processStripeEventsTask } from '../../tasks/process_stripe_event.js';
 import { claimEvents } from '../../src/events/event-store.js';
+import { refundedCharge, sampleEvent } from '../../src/stripe/sample-events.js';
 import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
 import { FulfilmentBatcher } from '../../src/fulfilment/fulfilment-batcher.js';
 import { serviceDispatch } from '../support/handlers.js';
@@ -28,14 +29,26 @@ const options = { maxAttempts: 3, dispatch: serviceDispatch(), maxJobs: 4 };
 const database = databaseForFile({ maxConnections: 6 });
 
 /** Runs the jobs that are due, once, through the real task, and waits until graphile-worker has settled them. */
-async function runJobs(): Promise<void> {
+async function runJobs(maxAttempts = options.maxAttempts): Promise<void> {
   const logger = createLogger('silent');
-  const task = processStripeEventsTask({ db: database.db, ...options, logger, metrics: new Metrics(database.db) });
+  const task = processStripeEventsTask({ db: database.db, ...options, maxAttempts, logger, metrics: new Metrics(database.db) });
   await runOnce({ pgPool: database.pool, taskList: { process_stripe_event: task }, logger: graphileLogger(logger), noHandleSignals: true });
   // runOnce can resolve before the completion or failure of the last job it ran has committed
   // (graphile-worker does not await them): a job is settled once it is deleted or unlocked.
   await waitFor('graphile-worker to settle the jobs it ran', async () => (await fulfilmentJobs(database.db)).every((job) => job.locked_at === null));
 }
+
+test("an event whose wait runs out ends 'ignored', and its job is done, not kept for a retry", async () => {
+  // A refund of a payment no module knows: each waits for it, and may wait forever.
+  const refund = sampleEvent('charge.refunded', refundedCharge({ paymentIntentId: 'pi_never_ours', amount: 4900, currency: 'chf', amountRefunded: 4900 }));
+  await claimEvents(database.db, [incomingEvent(refund)], { maxAttempts: 1 });
+
+  await runJobs(1);
+
+  const row = await eventRow(database, refund.id);
+  assert.deepEqual([row.status, row.attempts], ['ignored', 1]);
+  assert.deepEqual(await fulfilmentJobs(database.db), []);
+});
 
 test('a job with a poison event: the others are fulfilled, the poison event fails alone with one attempt', async () => {
   const orders = await Promise.all(Array.from({ length: 4 }, () => givenOrder(database)));
