@@ -8,6 +8,7 @@ import type { OrderRow } from '../../src/modules/credits/tables.js';
 
 import { givenOrder, paidOrder } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 
 const file = serviceForFile();
 
@@ -74,6 +75,28 @@ test("a retry after Stripe's idempotency window is refused: the first request ma
   const fresh = await refund(order.order_id, 'ops-refund-late-2');
   assert.equal(fresh.status, 201);
   assert.equal(refundRequests(order).at(-1)!.idempotencyKey, `refund:${order.order_id}:2`);
+});
+
+test('two refunds of one order at once take the next two numbers', async () => {
+  const order = await paidOrder(file.database, file.service);
+  // Both requests arrive while another transaction holds the order, so both wait for it together.
+  const holder = await file.database.pool.connect();
+  try {
+    await holder.query('begin');
+    await holder.query('select 1 from orders where order_id = $1 for update', [order.order_id]);
+    const both = Promise.all([refund(order.order_id, 'ops-refund-a', { amount: 1000 }), refund(order.order_id, 'ops-refund-b', { amount: 1000 })]);
+    // Asked outside the holder's transaction, which would see one snapshot of the activity.
+    await waitFor('both requests to wait for the order', async () => {
+      const { rows } = await sql<{ n: number }>`
+        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(file.database.db);
+      return rows[0]!.n === 2;
+    });
+    await holder.query('commit');
+    assert.deepEqual((await both).map((reply) => reply.status), [201, 201]);
+  } finally {
+    holder.release(true); // closed: a failure above may have left its transaction open
+  }
+  assert.deepEqual(refundRequests(order).map((r) => r.idempotencyKey).sort(), [`refund:${order.order_id}:1`, `refund:${order.order_id}:2`]);
 });
 
 test('a key an API caller used for a checkout is not the same key for a refund: keys are scoped by operation', async () => {

@@ -26,17 +26,23 @@ export type RefundPlan =
 
 /**
  * Checks that the order can be refunded by `amount` (all that is left when undefined) and numbers
- * the refund after the `earlierRefunds` already planned for the order. Locks the order, so
- * concurrent requests for one order take numbers in turn.
+ * the refund after those already planned for the order, which `earlierRefunds` counts. Locks the
+ * order first and counts under the lock, so concurrent requests for one order take numbers in
+ * turn: a count taken before the lock saw the same number as a request committing meanwhile.
  */
-export async function planRefund(tx: Transaction<CreditsDatabase>, orderId: string, amount: number | undefined, earlierRefunds: number): Promise<RefundPlan> {
+export async function planRefund(
+  tx: Transaction<CreditsDatabase>,
+  orderId: string,
+  amount: number | undefined,
+  earlierRefunds: () => Promise<number>,
+): Promise<RefundPlan> {
   const order = await findOrder(tx, orderId, { forUpdate: true });
   if (!order) return { outcome: 'order_not_found' };
   if (order.status === 'pending' || order.payment_intent_id === null) return { outcome: 'not_paid' };
   const left = order.amount - order.refunded_amount;
   const wanted = amount ?? left;
   if (wanted <= 0 || wanted > left) return { outcome: 'amount_out_of_range', left, orderAmount: order.amount, currency: order.currency };
-  return { outcome: 'planned', refund: { orderId, seq: earlierRefunds + 1, amount: wanted } };
+  return { outcome: 'planned', refund: { orderId, seq: (await earlierRefunds()) + 1, amount: wanted } };
 }
 
 export type RefundOutcome = { outcome: 'created'; refundId: string; amount: number; status: string | null } | StripeCallFailure;

@@ -114,7 +114,7 @@ export function creditsAdminRoutes(context: RouteContext): Router {
       request: [orderId, body.data.amount ?? null],
       leaseMs: context.idempotencyLeaseMs,
       async register(tx) {
-        const plan = await planRefund(withCreditTables(tx), orderId, body.data.amount, await countKeys(tx, 'refund', { orderId }));
+        const plan = await planRefund(withCreditTables(tx), orderId, body.data.amount, () => countKeys(tx, 'refund', { orderId }));
         return plan.outcome === 'planned' ? { subject: plan.refund } : refusedRefund(plan);
       },
       async execute(refund: PlannedRefund) {
