@@ -19,7 +19,11 @@ export interface GroupCommitOptions {
    * neighbours), false to fail them all with the batch's error (the database is away).
    */
   retryAlone(error: unknown): boolean;
-  /** A submitter not answered within this time gets `timeoutError()`; none if unset. */
+  /**
+   * A submitter not answered within this time gets `timeoutError()`; none if unset. Its item, if no
+   * transaction has taken it yet, never will be: it leaves the queue, and what it holds is freed
+   * (a transaction that hangs must not keep every later item alive behind it).
+   */
   timeoutMs?: number;
   timeoutError?: () => Error;
   /**
@@ -30,7 +34,10 @@ export interface GroupCommitOptions {
 }
 
 interface Pending<I, O> {
-  item: I;
+  /** Undefined once the submitter timed out before a transaction took the item. */
+  item: I | undefined;
+  /** Taken into a transaction: it commits with it, even after its submitter timed out. */
+  taken: boolean;
   resolve: (outcome: O) => void;
   reject: (error: unknown) => void;
 }
@@ -54,12 +61,18 @@ export class GroupCommit<I, O> {
   submit(item: I): Promise<O> {
     return new Promise((resolve, reject) => {
       const { timeoutMs, timeoutError } = this.options;
-      const timer = timeoutMs === undefined ? undefined : setTimeout(() => reject(timeoutError?.() ?? new Error(`not committed within ${timeoutMs} ms`)), timeoutMs);
       const settle = <T>(fn: (value: T) => void) => (value: T) => {
         clearTimeout(timer);
         fn(value);
       };
-      this.#queue.push({ item, resolve: settle(resolve), reject: settle(reject) });
+      const pending: Pending<I, O> = { item, taken: false, resolve: settle(resolve), reject: settle(reject) };
+      // Emptied rather than spliced out: under a hang thousands time out, and a search of the
+      // queue for each would cost its length.
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+        if (!pending.taken) pending.item = undefined;
+        reject(timeoutError?.() ?? new Error(`not committed within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.#queue.push(pending);
       this.#next();
     });
   }
@@ -103,11 +116,12 @@ export class GroupCommit<I, O> {
       this.#gathering--;
     }
     // Another slot that waited too may have taken everything.
-    const batch = this.#queue.splice(0, this.options.maxBatch);
+    const batch = this.#queue.splice(0, this.options.maxBatch).filter((p): p is Pending<I, O> & { item: I } => p.item !== undefined);
+    for (const p of batch) p.taken = true;
     if (batch.length > 0) await this.#run(batch);
   }
 
-  async #run(batch: Array<Pending<I, O>>): Promise<void> {
+  async #run(batch: Array<Pending<I, O> & { item: I }>): Promise<void> {
     try {
       const outcomes = await this.#commit(batch.map((p) => p.item));
       batch.forEach((p, i) => p.resolve(outcomes[i]!));

@@ -11,7 +11,9 @@
 // A claim not committed within claimTimeoutMs is answered with an error (the route's 503). That
 // bounds a request when the database hangs instead of refusing (a network partition, a frozen
 // host: nothing on the client side bounds a query on an open connection). If that transaction
-// commits after all, Stripe's retry is simply answered as a duplicate.
+// commits after all, Stripe's retry is simply answered as a duplicate. A delivery still queued
+// behind a hung transaction when it times out is dropped with its body, so a hang does not hold
+// every later body in memory; Stripe's retry brings it again.
 import type { Kysely } from 'kysely';
 import { GroupCommit } from '../db/group-commit.js';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';

@@ -1,7 +1,7 @@
 // Group commit's idle signal, which fulfilment awaits where the webhook's claims share the process
 // (src/fulfilment/fulfilment-batcher.ts): at once when nothing is queued or in flight, when the
 // last transaction in flight ends, and never later than the wait allowed; and the wait before a
-// batch, during which later items join it.
+// batch, during which later items join it; and what a timeout does to an item still queued.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { GroupCommit } from '../../src/db/group-commit.js';
@@ -69,4 +69,26 @@ test('beforeBatch: items submitted while a slot waits for it join that slot\'s b
 
   assert.deepEqual(await Promise.all(submitted), [1, 2, 3]);
   assert.deepEqual(batches, [[1, 2, 3]]);
+});
+
+test('a submitter that timed out before a transaction took its item: the item never commits; one already taken still does', async () => {
+  const batches: number[][] = [];
+  const ends: Array<() => void> = [];
+  const group = new GroupCommit<number, number>(
+    (items) => {
+      batches.push(items);
+      return new Promise((resolve) => ends.push(() => resolve(items)));
+    },
+    { maxBatch: 10, maxInFlight: 1, retryAlone: () => false, timeoutMs: 20 },
+  );
+  const taken = group.submit(1);
+  const queued = group.submit(2);
+  await Promise.all([assert.rejects(taken, /not committed within 20 ms/), assert.rejects(queued, /not committed within 20 ms/)]);
+
+  ends.shift()!(); // the transaction that hung ends after all
+  const later = group.submit(3);
+  while (ends.length === 0) await new Promise((resolve) => setImmediate(resolve));
+  ends.shift()!();
+  assert.equal(await later, 3);
+  assert.deepEqual(batches, [[1], [3]]);
 });
