@@ -118,6 +118,18 @@ export async function deleteSpentJobs(db: Kysely<Database>): Promise<number> {
  * it exists exactly when the caller's writes commit. A job with the same key that has not started
  * yet is replaced, so a burst of requests for the same thing makes one job.
  */
-export async function addModuleJob(tx: Transaction<Database>, task: string, payload: object, options: { key: string; maxAttempts: number }): Promise<void> {
-  await sql`select graphile_worker.add_job(${task}, ${JSON.stringify(payload)}::json, max_attempts => ${options.maxAttempts}::int, job_key => ${options.key})`.execute(tx);
+export async function addModuleJob(
+  tx: Transaction<Database>,
+  task: string,
+  payload: object,
+  options: {
+    key: string;
+    maxAttempts: number;
+    /** Not to run sooner than this. */
+    inSeconds?: number;
+  },
+): Promise<void> {
+  await sql`
+    select graphile_worker.add_job(${task}, ${JSON.stringify(payload)}::json, max_attempts => ${options.maxAttempts}::int, job_key => ${options.key},
+      run_at => now() + make_interval(secs => ${options.inSeconds ?? 0}))`.execute(tx);
 }

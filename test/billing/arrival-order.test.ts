@@ -10,6 +10,7 @@ import { billingModule } from '../../src/modules/billing/index.js';
 import { businessModules } from '../../src/modules/index.js';
 import { invoiceObject, invoicePaymentObject, subscriptionObject, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
 import { createSubscription } from '../../src/modules/billing/subscriptions.js';
+import { applyState } from '../../src/modules/billing/subscription-state.js';
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';
 import { newAccountId, quotaOf } from '../support/factories.js';
@@ -92,6 +93,25 @@ describe("the subscription's state", () => {
     const [late] = await fulfilWith(database, billing, [pausedAt(t)]);
     assert.equal(late!.row.status, 'processed');
     assert.deepEqual(await pauseOf(), ['active', null, null]);
+  });
+
+  test('a fetch of the same second as a different state held is newer only if that state was held before the fetch began', async () => {
+    const subscription = await givenSubscription();
+    await fulfilWith(database, billing, [sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'active', periodEnd: Math.floor(Date.now() / 1000) + 86_400 }))]);
+    const second = Math.floor(Date.now() / 1000) * 1000;
+    const fetched = { status: 'active', currentPeriodEnd: null, cancelAtPeriodEnd: false, pause: null };
+    /** The fetch's outcome when the held state (cancelling, of the same second) was applied `appliedMs` into that second, and the fetch began `beganMs` into it. */
+    const fetchAgainst = (appliedMs: number, beganMs: number) =>
+      database.db.transaction().execute(async (tx) => {
+        await tx.updateTable('subscriptions').set({ cancel_at_period_end: true, stripe_state_at: new Date(second), updated_at: new Date(second + appliedMs) })
+          .where('subscription_id', '=', subscription.subscriptionId).execute();
+        const row = await tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscriptionId).forUpdate().executeTakeFirstOrThrow();
+        const change = await applyState(tx, row, fetched, new Date(second + beganMs), 'fetch');
+        const after = await tx.selectFrom('subscriptions').select('cancel_at_period_end').where('subscription_id', '=', subscription.subscriptionId).executeTakeFirstOrThrow();
+        return [change, after.cancel_at_period_end];
+      });
+    assert.deepEqual(await fetchAgainst(200, 500), ['applied', false], 'held before the fetch began: the fetch read Stripe after it');
+    assert.deepEqual(await fetchAgainst(500, 200), ['tie', true], 'arrived while the fetch was on its way: it may be newer than what the fetch read');
   });
 
   test('two different states of one second are not guessed between: a fetch from Stripe is queued', async () => {

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';
 import type { StripeCallFailure, StripeCalls } from '../../stripe/outbound.js';
 import { stripeSubscription, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
-import { applyState, stateOf } from './subscription-state.js';
+import { applyState, requestRefresh, stateOf } from './subscription-state.js';
 import { linkSubscription, lockSubscription } from './subscriptions.js';
 import type { BillingDatabase, SubscriptionRow } from './tables.js';
 
@@ -98,7 +98,8 @@ async function requestCancel(
     const row = await lockSubscription(tx, { subscriptionId });
     if (!row) throw new Error(`subscription ${subscriptionId} is no longer stored`);
     if (replayed) return row;
-    await applyState(tx, row, stateOf(stripeSubscription.parse(call.value)), began, 'fetch');
+    const change = await applyState(tx, row, stateOf(stripeSubscription.parse(call.value)), began, 'fetch');
+    if (change === 'tie') await requestRefresh(tx, row, stripeId, 1);
     return tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
   });
   return { outcome: 'canceling', subscription: updated, replayed };

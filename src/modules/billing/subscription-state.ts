@@ -1,14 +1,17 @@
 // Our copy of a Stripe subscription's state (status, current period end, cancel_at_period_end,
-// whether collection is paused),
-// kept true to Stripe whatever order its events arrive in. Each state is stamped with when it was
-// true: an event's `created`, or the moment we fetched it. A state older than the one held is
-// dropped, a newer one replaces it.
+// whether collection is paused), kept true to Stripe whatever order its events arrive in. Each
+// state is stamped with when it was true: an event's `created`, or the second we began to fetch
+// it. A state older than the one held is dropped, a newer one replaces it.
 //
-// `created` has one-second resolution, so two events of one second cannot be ordered (a
+// Stamps have one-second resolution, so two events of one second cannot be ordered (a
 // subscription created and made active in the same second). When such a tie carries a different
 // state, neither is trusted: a job asks Stripe for the subscription as it is now
-// (refreshSubscriptionTask), as dj-stripe and Pay do for every event. The fetched state is
-// stamped with the second the fetch began, so it wins over every event of that second or before.
+// (refreshSubscriptionTask), as dj-stripe and Pay do for every event. A fetch wins over every
+// state of an earlier second, and over one of its own second that we held before it began (Stripe
+// had created that event before we fetched). A state of its second that arrived while it was on
+// its way may be newer than what it read (the customer changed something just after): a tie too,
+// and the fetch is made again a second later. Stamps compare our clock (a fetch's) with Stripe's
+// (an event's): the host's clock must be kept in time (NTP), as for any webhook signature.
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
@@ -47,9 +50,9 @@ export function stateOf(subscription: StripeSubscription): SubscriptionState {
 export type StateChange = 'applied' | 'older' | 'unchanged' | 'tie';
 
 /**
- * Applies `state`, true at `at` (whole seconds), to the locked subscription row. An event's state
- * ties with one held from the same second unless they are equal; a fetched state never ties (the
- * fetch began after every event of that second was created).
+ * Applies `state`, true at `at` (whole seconds: an event's `created`, or when a fetch began), to the
+ * locked subscription row. A different state of the same second ties, unless it is a fetch and the
+ * one held was applied before the fetch began.
  */
 export async function applyState(
   tx: Kysely<BillingDatabase>,
@@ -69,7 +72,7 @@ export async function applyState(
     pause_resumes_at: state.pause?.resumesAt ?? null,
   };
   const same = Object.entries(columns).every(([column, value]) => sameValue(subscription[column as keyof typeof columns], value));
-  if (held !== undefined && when === held && source === 'event') return same ? 'unchanged' : 'tie';
+  if (held !== undefined && when === held && !(source === 'fetch' && subscription.updated_at < at)) return same ? 'unchanged' : 'tie';
   await tx
     .updateTable('subscriptions')
     .set({ ...columns, stripe_state_at: new Date(when), updated_at: sql`now()` })
@@ -82,11 +85,15 @@ function sameValue(held: string | boolean | Date | null, value: string | boolean
   return held instanceof Date && value instanceof Date ? held.getTime() === value.getTime() : held === value;
 }
 
-/** Queues a fetch of the subscription from Stripe, in the caller's transaction; a burst makes one job. */
-export async function requestRefresh(tx: Transaction<BillingDatabase>, subscription: SubscriptionRow, stripeSubscriptionId: string): Promise<void> {
+/**
+ * Queues a fetch of the subscription from Stripe, in the caller's transaction; a burst makes one
+ * job. `inSeconds`: not before then (a fetch that tied waits for the next second).
+ */
+export async function requestRefresh(tx: Transaction<BillingDatabase>, subscription: SubscriptionRow, stripeSubscriptionId: string, inSeconds = 0): Promise<void> {
   await addModuleJob(tx, REFRESH_TASK, { subscriptionId: subscription.subscription_id, stripeSubscriptionId }, {
     key: `${REFRESH_TASK}:${subscription.subscription_id}`,
     maxAttempts: REFRESH_MAX_ATTEMPTS,
+    inSeconds,
   });
 }
 
@@ -104,7 +111,10 @@ export function refreshSubscriptionTask({ db, stripeCalls, logger }: TaskContext
     const fetched = stripeSubscription.parse(await stripeCalls.run('subscription_retrieve', (stripe) => stripe.subscriptions.retrieve(stripeSubscriptionId)));
     const change = await billing.transaction().execute(async (tx) => {
       const subscription = await lockSubscription(tx, { subscriptionId });
-      return subscription ? applyState(tx, subscription, stateOf(fetched), began, 'fetch') : undefined;
+      if (!subscription) return undefined;
+      const applied = await applyState(tx, subscription, stateOf(fetched), began, 'fetch');
+      if (applied === 'tie') await requestRefresh(tx, subscription, stripeSubscriptionId, 1);
+      return applied;
     });
     logger.info({ subscriptionId, stripeSubscriptionId, change: change ?? 'no such subscription' }, 'subscription refreshed from Stripe');
   };
