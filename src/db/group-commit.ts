@@ -21,8 +21,8 @@ export interface GroupCommitOptions {
   retryAlone(error: unknown): boolean;
   /**
    * A submitter not answered within this time gets `timeoutError()`; none if unset. Its item, if no
-   * transaction has taken it yet, never will be: it leaves the queue, and what it holds is freed
-   * (a transaction that hangs must not keep every later item alive behind it).
+   * transaction has taken it yet, never will be: it is dropped, and what it holds is freed (a
+   * transaction that hangs must not keep every later item alive behind it).
    */
   timeoutMs?: number;
   timeoutError?: () => Error;

@@ -72,7 +72,7 @@ export function stripeCallFailed(failure: StripeCallFailure, what: string, ids: 
 const IN_FLIGHT: HttpResult = { status: 409, body: { error: 'a request with this Idempotency-Key is still in progress; retry shortly' } };
 
 /** Stripe keeps an idempotency key for 24 hours; an hour's margin for the call itself and clocks. */
-export const OUTBOUND_KEY_WINDOW_MS = 23 * 3600 * 1000;
+const OUTBOUND_KEY_WINDOW_MS = 23 * 3600 * 1000;
 
 const PAST_STRIPE_WINDOW: HttpResult = {
   status: 422,
