@@ -12,7 +12,7 @@ export async function subscriptionOfEvent(db: Kysely<Database>, event: Pick<Stri
   const named = namedSubscriptions(event.payload);
   const subscriptions = await billing
     .selectFrom('subscriptions')
-    .select(['subscription_id', 'status', 'plan_id', 'account_id', 'stripe_subscription_id', 'cancel_at_period_end'])
+    .select(['subscription_id', 'status', 'plan_id', 'account_id', 'stripe_subscription_id', 'cancel_at_period_end', 'pause_behavior'])
     .where((eb) => eb.or([
       ...(named.ours.length > 0 ? [eb('subscription_id', 'in', named.ours)] : []),
       ...(named.stripe.length > 0 ? [eb('stripe_subscription_id', 'in', named.stripe)] : []),
