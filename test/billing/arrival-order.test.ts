@@ -10,7 +10,7 @@ import { billingModule } from '../../src/modules/billing/index.js';
 import { businessModules } from '../../src/modules/index.js';
 import { invoiceObject, invoicePaymentObject, subscriptionObject, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
 import { createSubscription } from '../../src/modules/billing/subscriptions.js';
-import { applyState } from '../../src/modules/billing/subscription-state.js';
+import { applyState, requestRefresh } from '../../src/modules/billing/subscription-state.js';
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';
 import { newAccountId, quotaOf } from '../support/factories.js';
@@ -112,6 +112,17 @@ describe("the subscription's state", () => {
       });
     assert.deepEqual(await fetchAgainst(200, 500), ['applied', false], 'held before the fetch began: the fetch read Stripe after it');
     assert.deepEqual(await fetchAgainst(500, 200), ['tie', true], 'arrived while the fetch was on its way: it may be newer than what the fetch read');
+
+    // A fetch that tied is made again a second later, not at once (it would land in the same second).
+    await database.db.transaction().execute(async (tx) => {
+      const row = await tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscriptionId).executeTakeFirstOrThrow();
+      await requestRefresh(tx, row, subscription.stripeSubscriptionId, 1);
+    });
+    const { rows } = await sql<{ wait: number }>`
+      select extract(epoch from run_at - now())::float8 as wait from graphile_worker.jobs
+      where key = ${`billing_refresh_subscription:${subscription.subscriptionId}`}`.execute(database.db);
+    assert.equal(rows.length, 1);
+    assert.ok(rows[0]!.wait > 0 && rows[0]!.wait <= 1, `runs in ${rows[0]!.wait} s`);
   });
 
   test('two different states of one second are not guessed between: a fetch from Stripe is queued', async () => {
