@@ -4,6 +4,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { openServicePools } from './db/pools.js';
 import { databaseUrlOrEmbedded } from './db/embedded-postgres.js';
 import { migrate } from './db/migrate.js';
+import { describeError } from './error-chain.js';
 import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
 import { startService } from './service.js';
 import { installShutdown } from './shutdown.js';
@@ -79,6 +80,7 @@ function printDevelopmentHelp(config: Config, logger: Logger): void {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`stripe-inbox failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  // The causes first: "applying migration …" alone does not say what to fix.
+  process.stderr.write(`stripe-inbox failed to start: ${describeError(error)}\n${error instanceof Error ? (error.stack ?? '') : ''}\n`);
   process.exit(1);
 });

@@ -63,10 +63,17 @@ export interface MigrateOptions {
 export async function migrate(pool: pg.Pool, logger: Logger, migrations: readonly Migration[], options: MigrateOptions = {}): Promise<MigrateResult> {
   const runWorkerMigrations = options.runWorkerMigrations ?? ((p, l) => runMigrations({ pgPool: p, logger: graphileLogger(l) }));
   const client = await pool.connect();
+  let failed = false;
   try {
     // Session-level lock on a dedicated client: held across the per-migration transactions and
-    // released even if this process dies (the session ends).
+    // released even if this process dies (the session ends). The pool's timeouts are a request's
+    // budget: a process that starts while another migrates waits as long as that takes, so they
+    // are lifted for this wait only (SET LOCAL ends with the transaction; the lock does not).
+    await client.query('begin');
+    await client.query('set local lock_timeout = 0');
+    await client.query('set local statement_timeout = 0');
     await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await client.query('commit');
     try {
       await client.query(`create table if not exists schema_migrations (
         version integer primary key,
@@ -90,6 +97,10 @@ export async function migrate(pool: pg.Pool, logger: Logger, migrations: readonl
         }
         await client.query('begin');
         try {
+          // A migration may rewrite a big table for longer than a request may run. Its wait for a
+          // table lock keeps the pool's bound: an ALTER queued behind a long transaction would
+          // hold every query on that table behind it, so it gives up and start-up fails instead.
+          await client.query('set local statement_timeout = 0');
           await client.query(m.sql);
           await client.query('insert into schema_migrations (version, name, checksum) values ($1, $2, $3)', [m.version, m.name, m.checksum]);
           await client.query('commit');
@@ -111,7 +122,11 @@ export async function migrate(pool: pg.Pool, logger: Logger, migrations: readonl
     } finally {
       await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
     }
+  } catch (error) {
+    failed = true;
+    throw error;
   } finally {
-    client.release();
+    // A failure may leave this session in a transaction or holding the lock: end it.
+    client.release(failed);
   }
 }

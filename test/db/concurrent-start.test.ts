@@ -1,5 +1,5 @@
 // Two service processes started at the same instant on an empty database (DESIGN invariant 10):
-// both come up, and each migration is applied exactly once.
+// both come up, and each migration is applied exactly once. A start that cannot migrate says why.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
@@ -30,4 +30,19 @@ test('two processes starting at once on an empty database both come up and migra
   assert.equal(applied.length, rows.length, 'each migration logged once, by whichever process got the lock');
   const { rows: worker } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.migrations`.execute(database.db);
   assert.ok(worker[0]!.n > 0);
+});
+
+test('a start whose migration fails exits and says what failed and why', async () => {
+  // The database has the first migration's tables but no record of it, as after a hand-made fix.
+  const first = (await serviceMigrations())[0]!;
+  await sql`delete from schema_migrations where version = ${first.version}`.execute(database.db);
+  try {
+    await assert.rejects(spawnService(database.url), (error: Error) => {
+      assert.match(error.message, /service exited with 1 before starting/);
+      assert.match(error.message, new RegExp(`failed to start: applying migration ${first.name}: .*already exists`));
+      return true;
+    });
+  } finally {
+    await sql`insert into schema_migrations (version, name, checksum) values (${first.version}, ${first.name}, ${first.checksum})`.execute(database.db);
+  }
 });

@@ -9,16 +9,19 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate, readMigrations, type Migration } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { waitFor } from '../support/wait-for.js';
 import { serviceMigrations } from '../../src/modules/index.js';
 
 const logger = createLogger('silent');
 let database: TestDatabase;
 let migrations: Migration[];
 const pools: Db[] = [];
+const impatient: pg.Pool[] = [];
 
 /** Another process's pool on the same database. */
 function secondPool(): Db {
@@ -34,6 +37,7 @@ before(async () => {
 });
 after(async () => {
   for (const db of pools) await db.close();
+  for (const pool of impatient) await pool.end();
   await database.close();
 });
 
@@ -76,6 +80,58 @@ test('an applied migration whose file changed makes migrate() refuse, and releas
   // A fixed release in another process can still take the lock: the refusal did not keep it.
   assert.deepEqual(await migrate(secondPool().pool, logger, migrations), { applied: [] });
 });
+
+/** A pool whose requests may wait for a lock or run for a fraction of a second only. */
+function impatientPool(): pg.Pool {
+  const pool = new pg.Pool({ connectionString: database.url, max: 2, lock_timeout: 100, statement_timeout: 200 });
+  pool.on('error', () => {});
+  impatient.push(pool);
+  return pool;
+}
+
+test("a start that waits for another's migrations longer than a request may wait still migrates", async () => {
+  // The first process holds the migration lock until `release` is called.
+  let release!: () => void;
+  const holding = new Promise<void>((resolve) => (release = resolve));
+  const first = migrate(database.pool, logger, migrations, { runWorkerMigrations: () => holding });
+  await waitFor('the first process to hold the migration lock', async () => (await lockWaiters()).holders > 0);
+
+  const second = migrate(impatientPool(), logger, migrations);
+  let gaveUp: Error | undefined;
+  second.catch((error: Error) => (gaveUp = error));
+  try {
+    await waitFor('the second process to have waited for the lock well past its pool timeouts', async () => {
+      if (gaveUp) throw gaveUp;
+      return (await lockWaiters()).waitedLong;
+    });
+  } finally {
+    release();
+  }
+  assert.deepEqual(await first, { applied: [] });
+  assert.deepEqual(await second, { applied: [] });
+});
+
+test('a migration may run longer than a request may', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'module-migrations-'));
+  try {
+    writeFileSync(path.join(dir, '9100_slow_backfill.sql'), 'select pg_sleep(0.5);');
+    const withSlow = await readMigrations([{ name: 'slow', migrations: pathToFileURL(dir + '/') }]);
+    assert.deepEqual(await migrate(impatientPool(), logger, withSlow), { applied: ['9100_slow_backfill.sql'] });
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
+
+/** Who holds the migration lock, and whether a waiter has waited over half a second for it. */
+async function lockWaiters(): Promise<{ holders: number; waitedLong: boolean }> {
+  const { rows } = await sql<{ holders: number; waited_long: boolean }>`
+    select (select count(*)::int from pg_locks l where l.locktype = 'advisory' and l.granted
+              and l.database = (select oid from pg_database where datname = current_database())) as holders,
+           exists (select 1 from pg_stat_activity a
+                    where a.datname = current_database() and a.wait_event = 'advisory'
+                      and clock_timestamp() - a.query_start > interval '500 ms') as waited_long`.execute(database.db);
+  return { holders: rows[0]!.holders, waitedLong: rows[0]!.waited_long };
+}
 
 test('a module migration that takes a version the core or another module has is refused', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'module-migrations-'));
