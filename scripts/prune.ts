@@ -1,7 +1,7 @@
 // npm run prune: retention on demand (the worker also prunes daily at 03:17).
 import { runScript } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
-import { MIN_RETENTION_DAYS, pruneEvents } from '../src/prune/prune-events.js';
+import { MAX_RETENTION_DAYS, MIN_RETENTION_DAYS, pruneEvents } from '../src/prune/prune-events.js';
 
 runScript({
   usage: `usage: npm run prune -- [--older-than-days <n>] [--json]
@@ -17,7 +17,7 @@ the order's refunds).`,
     const raw = values['older-than-days'];
     const days = raw === undefined
       ? ctx.config.eventRetentionDays
-      : wholeNumberOption(raw, '--older-than-days', { min: MIN_RETENTION_DAYS, example: '90', reason: 'Stripe resends events for up to 30 days' });
+      : wholeNumberOption(raw, '--older-than-days', { min: MIN_RETENTION_DAYS, max: MAX_RETENTION_DAYS, example: '90', reason: 'Stripe resends events for up to 30 days' });
     const { db } = await ctx.database();
     const result = await pruneEvents(db, { retentionDays: days });
     return {

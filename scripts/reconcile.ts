@@ -1,5 +1,5 @@
 // npm run reconcile: claim events Stripe has but we never received (Events API, last 30 days).
-import { parseDuration } from '../src/cli/duration.js';
+import { sinceOption } from '../src/cli/duration.js';
 import { runScript, UsageError } from '../src/cli/script.js';
 import { reconcileEvents, STRIPE_EVENTS_RETENTION_DAYS } from '../src/reconcile/reconcile-events.js';
 import { createStripeClient } from '../src/stripe/client.js';
@@ -17,16 +17,17 @@ nothing. Needs STRIPE_SECRET_KEY (and honours STRIPE_API_BASE).`,
     'dry-run': { type: 'boolean' },
   },
   async run({ values }, ctx) {
-    const sinceMs = typeof values.since === 'string' ? parseDuration(values.since) : undefined;
-    if (sinceMs === undefined) throw new UsageError('--since is required: a duration like 12h or 3d');
-    if (sinceMs > STRIPE_EVENTS_RETENTION_DAYS * 86_400_000) {
-      throw new UsageError(`--since can be at most ${STRIPE_EVENTS_RETENTION_DAYS}d: Stripe's Events API keeps ${STRIPE_EVENTS_RETENTION_DAYS} days`);
-    }
+    if (values.since === undefined) throw new UsageError('--since is required: a duration like 12h or 3d');
+    const since = sinceOption(values.since, '--since', {
+      maxDays: STRIPE_EVENTS_RETENTION_DAYS,
+      example: '3d',
+      reason: `Stripe's Events API keeps ${STRIPE_EVENTS_RETENTION_DAYS} days`,
+    });
     if (!ctx.config.stripeSecretKey) throw new UsageError('STRIPE_SECRET_KEY is required: reconcile reads Stripe\'s Events API');
     const stripe = createStripeClient(ctx.config.stripeSecretKey, ctx.config.stripeApiBase, { timeoutMs: ctx.config.stripeTimeoutMs });
     const { db } = await ctx.database();
     const result = await reconcileEvents(db, stripe, {
-      since: new Date(Date.now() - sinceMs),
+      since,
       undeliveredOnly: values['undelivered-only'] === true,
       dryRun: values['dry-run'] === true,
       maxAttempts: ctx.config.maxAttempts,

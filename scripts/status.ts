@@ -1,6 +1,6 @@
 // npm run status: is anything stuck, failed or behind? The same figures as GET /admin/api/status.
-import { parseDuration } from '../src/cli/duration.js';
-import { runScript, UsageError } from '../src/cli/script.js';
+import { sinceOption } from '../src/cli/duration.js';
+import { runScript } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
 import { countsByType, inboxStatusReader, listFailedEvents } from '../src/events/read-model.js';
 
@@ -13,12 +13,11 @@ dead letters with their last error. Exits 1 when any event has failed.`,
   options: { failed: { type: 'string', default: '10' }, since: { type: 'string', default: '24h' } },
   async run({ values }, ctx) {
     const limit = wholeNumberOption(values.failed, '--failed', { min: 0, example: '20' });
-    const sinceMs = parseDuration(String(values.since));
-    if (sinceMs === undefined) throw new UsageError('--since must be a duration like 30m, 24h or 7d');
+    const since = sinceOption(values.since, '--since', { example: '7d' });
     const { db } = await ctx.database();
     const status = await inboxStatusReader(db)();
     const failed = await listFailedEvents(db, limit);
-    const byType = await countsByType(db, new Date(Date.now() - sinceMs));
+    const byType = await countsByType(db, since);
     const staleAfterSeconds = ctx.config.staleAfterMs / 1000;
     const lines = [
       `events:  ${Object.entries(status.counts).map(([k, n]) => `${k} ${n}`).join(', ')}`,

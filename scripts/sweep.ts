@@ -28,7 +28,7 @@ any time, from any number of places at once. --dry-run lists what would be recla
       ...(limit !== undefined && { limit }),
     });
     const text = result.dry_run
-      ? `dry run: ${result.event_ids.length} event(s) would be reclaimed${result.event_ids.length ? `:\n  ${result.event_ids.join('\n  ')}` : ''}`
+      ? `dry run: would reclaim ${result.reclaimed}, mark failed ${result.failed} (on their last attempt)${result.event_ids.length ? `:\n  ${result.event_ids.join('\n  ')}` : ''}`
       : `reclaimed ${result.reclaimed}, marked failed ${result.failed}, in ${result.batches} batch(es)`;
     return { json: result, text };
   },

@@ -14,6 +14,8 @@ import { deleteSpentJobs } from '../events/enqueue.js';
 import type { Logger } from '../logger.js';
 
 export const MIN_RETENTION_DAYS = 31;
+/** A century: a cutoff further back would leave Postgres' range of dates, and delete nothing more. */
+export const MAX_RETENTION_DAYS = 36_500;
 /** Rows per statement, each its own short transaction (no long lock on the table), until a batch comes back short. */
 const PRUNE_BATCH_ROWS = 1_000;
 export const PRUNE_TASK = 'prune_events';
@@ -41,8 +43,8 @@ export interface PruneResult {
 }
 
 export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): Promise<PruneResult> {
-  if (!Number.isInteger(options.retentionDays) || options.retentionDays < MIN_RETENTION_DAYS) {
-    throw new RangeError(`retention must be at least ${MIN_RETENTION_DAYS} days: Stripe resends events for up to 30 days`);
+  if (!Number.isInteger(options.retentionDays) || options.retentionDays < MIN_RETENTION_DAYS || options.retentionDays > MAX_RETENTION_DAYS) {
+    throw new RangeError(`retention must be ${MIN_RETENTION_DAYS} to ${MAX_RETENTION_DAYS} days: Stripe resends events for up to 30 days`);
   }
   const batchSize = options.batchSize ?? PRUNE_BATCH_ROWS;
   const finishedBefore = new Date(Date.now() - options.retentionDays * DAY_MS);

@@ -106,7 +106,7 @@ async function reclaimBatch(db: Kysely<Database>, options: ReclaimOptions): Prom
   // are hashed, so the index scan keeps its order and stops at the limit.
   const candidates = sql`
     with waiting as materialized (${waitingJobs(stale)})
-    select e.event_id
+    select e.event_id, e.attempts
     from stripe_events e
     where e.status = 'processing'
       and e.enqueued_at < ${stale}
@@ -125,7 +125,7 @@ async function reclaimBatch(db: Kysely<Database>, options: ReclaimOptions): Prom
   if (options.dryRun) {
     return db.transaction().execute(async (tx) => {
       const { rows } = await sql<{ event_id: string; status: EventStatus }>`
-        select event_id, 'processing' as status from (${candidates}) c`.execute(tx);
+        select event_id, case when ${giveUp} then 'failed' else 'processing' end as status from (${candidates}) e`.execute(tx);
       return rows;
     });
   }

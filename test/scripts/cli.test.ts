@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { promisify } from 'node:util';
 import { claimEvents } from '../../src/events/event-store.js';
 import { databaseForFile } from '../support/database.js';
@@ -63,8 +64,12 @@ test('status counts events by type and status within --since', async () => {
 
 test('bad values are refused with the flag named and an example', async () => {
   const cases: Array<[string, string[], RegExp]> = [
-    ['prune', ['--older-than-days', '7'], /--older-than-days .*at least 31/],
-    ['status', ['--since', 'yesterday'], /--since must be a duration/],
+    ['prune', ['--older-than-days', '7'], /--older-than-days must be a whole number from 31 to 36500, e\.g\. --older-than-days 90: Stripe resends/],
+    // Past a century the cutoff would leave Postgres' range of dates: refused here, not by Postgres.
+    ['prune', ['--older-than-days', '99999999'], /--older-than-days must be a whole number from 31 to 36500/],
+    ['status', ['--since', 'yesterday'], /--since must be a duration like 30m, 24h or 7d, e\.g\. --since 7d/],
+    ['status', ['--since', '999999w'], /--since can be at most 36500d/],
+    ['replay', ['--status', 'failed', '--since', '999999w'], /--since can be at most 36500d/],
     ['reconcile', ['--since', '40d'], /--since can be at most 30d/],
     ['reconcile', [], /--since is required/],
     ['sweep', ['--stale-after', 'soon'], /--stale-after must be a whole number/],
@@ -84,5 +89,21 @@ test('bad values are refused with the flag named and an example', async () => {
 test('replay of an unknown event exits 1 and says which', async () => {
   const result = await script('replay', ['evt_unknown', '--json']);
   assert.equal(result.code, 1);
-  assert.deepEqual(JSON.parse(result.stdout), { replayed: [], not_found: ['evt_unknown'] });
+  assert.deepEqual(JSON.parse(result.stdout), { replayed: [], not_found: ['evt_unknown'], limit_reached: false });
+});
+
+test('replay --status stops at --limit, says so, and the next run takes the rest', async () => {
+  const events = Array.from({ length: 3 }, () => incomingEvent(sampleEvent('charge.succeeded', exampleObject('charge'))));
+  await claimEvents(database.db, events, { maxAttempts: 10 });
+  const ids = events.map((e) => e.eventId);
+  await sql`update stripe_events set status = 'failed', last_error = 'amount mismatch', finished_at = now() where event_id = any(${ids})`.execute(database.db);
+
+  const first = await script('replay', ['--status', 'failed', '--limit', '2']);
+  assert.equal(first.code, 0);
+  assert.match(first.stdout, /replayed 2 event\(s\)/);
+  assert.match(first.stdout, /stopped at --limit 2: more may match; run it again for the next ones/);
+  const second = JSON.parse((await script('replay', ['--status', 'failed', '--limit', '2', '--json'])).stdout) as { replayed: string[]; limit_reached: boolean };
+  assert.deepEqual({ replayed: second.replayed.length, limit_reached: second.limit_reached }, { replayed: 1, limit_reached: false });
+  const left = await database.db.selectFrom('stripe_events').select('status').distinct().where('event_id', 'in', ids).execute();
+  assert.deepEqual(left, [{ status: 'processing' }]);
 });

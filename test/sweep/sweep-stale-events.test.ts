@@ -177,17 +177,20 @@ describe('which rows the sweep takes', () => {
     assert.deepEqual(await fulfilmentJobs(database.db), [], 'no new job for a failed event');
   });
 
-  test('a dry run reports and changes nothing; a real run records when it ran', async () => {
+  test('a dry run reports what a run would do and changes nothing; a real run records when it ran', async () => {
     const ids = await givenAbandoned(3);
+    // One of them is on its last attempt: the run would end it failed, and the dry run says so.
+    await sql`update stripe_events set attempts = 2 where event_id = ${ids[2]!}`.execute(database.db);
     const dry = await sweepStaleEvents(database.db, { ...options, dryRun: true });
     assert.deepEqual([...dry.event_ids].sort(), [...ids].sort());
+    assert.deepEqual({ reclaimed: dry.reclaimed, failed: dry.failed }, { reclaimed: 2, failed: 1 });
     assert.equal((await row(ids[0]!)).attempts, 0);
     assert.deepEqual(await fulfilmentJobs(database.db), []);
     const { rows: before } = await sql`select * from maintenance_runs`.execute(database.db);
     assert.equal(before.length, 0);
     await sweepStaleEvents(database.db, options);
     const { rows } = await sql<{ last_result: unknown }>`select last_result from maintenance_runs where name = 'sweep'`.execute(database.db);
-    assert.deepEqual(rows[0]?.last_result, { reclaimed: 3, failed: 0, batches: 1 });
+    assert.deepEqual(rows[0]?.last_result, { reclaimed: 2, failed: 1, batches: 1 });
   });
 
   test('--limit bounds the rows taken in one run', async () => {
