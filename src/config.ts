@@ -45,7 +45,12 @@ const stripeKey = z
   .regex(new RegExp(`^(sk|rk)_(test|live)_\\w{${STRIPE_SECRET_MIN_CHARS},}$`), `must be sk_ or rk_, test_ or live_, then at least ${STRIPE_SECRET_MIN_CHARS} letters or digits`);
 
 // Tokens guard money-adjacent routes: short ones are guessable.
-const token = z.string().min(16, 'must be at least 16 characters');
+// A token travels in an Authorization header, which carries it as one run of visible ASCII: one
+// with a space (often a trailing one pasted into a .env file) would never match a request.
+const token = z
+  .string()
+  .min(16, 'must be at least 16 characters')
+  .regex(/^[\x21-\x7e]+$/, 'must be letters, digits and punctuation only, without spaces or line breaks (check for a trailing space)');
 // In production a token also needs this many different characters: that refuses what a person
 // types (`aaaa…`, `passwordpassword`, `changeme-changeme`), never `openssl rand -hex 32` (64 hex
 // characters show fewer than 10 of the 16 digits about once in 10^11) nor the development tokens.

@@ -125,6 +125,12 @@ describe('production', () => {
     assert.match(problemsOf({ ...PRODUCTION, API_TOKEN: 'short' }).join('\n'), /^API_TOKEN must be at least 16 characters/);
   });
 
+  test('a token with a space or a non-ASCII character is refused: a bearer header could never carry it', () => {
+    for (const token of [`${SECRETS.API_TOKEN} `, 'test-api token-0123456789', 'test-api-tökén-0123456789']) {
+      assert.match(problemsOf({ ...PRODUCTION, API_TOKEN: token }).join('\n'), /^API_TOKEN must be letters, digits and punctuation only, without spaces/);
+    }
+  });
+
   test('a token with fewer than 10 different characters is refused, 10 are enough', () => {
     for (const [name, token] of [['API_TOKEN', 'a'.repeat(32)], ['ADMIN_TOKEN', 'passwordpassword'], ['METRICS_TOKEN', '123456789123456789']] as const) {
       assert.deepEqual(problemsOf({ ...PRODUCTION, [name]: token }), [
