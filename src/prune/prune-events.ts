@@ -44,7 +44,7 @@ export interface PruneResult {
 
 export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): Promise<PruneResult> {
   if (!Number.isInteger(options.retentionDays) || options.retentionDays < MIN_RETENTION_DAYS || options.retentionDays > MAX_RETENTION_DAYS) {
-    throw new RangeError(`retention must be ${MIN_RETENTION_DAYS} to ${MAX_RETENTION_DAYS} days: Stripe resends events for up to 30 days`);
+    throw new RangeError(`retention must be at least ${MIN_RETENTION_DAYS} days (Stripe resends events for up to 30 days) and at most ${MAX_RETENTION_DAYS}`);
   }
   const batchSize = options.batchSize ?? PRUNE_BATCH_ROWS;
   const finishedBefore = new Date(Date.now() - options.retentionDays * DAY_MS);
