@@ -8,7 +8,7 @@ runScript({
 
 Re-enqueues 'processing' events that no live worker holds and that have waited longer than
 --stale-after seconds (default STALE_AFTER_SECONDS) with no job waiting to run. Safe to run at
-any time, from any number of places at once. --dry-run lists what would be reclaimed.`,
+any time, from any number of places at once. --dry-run lists what would be reclaimed or marked failed.`,
   options: {
     'dry-run': { type: 'boolean' },
     'stale-after': { type: 'string' },

@@ -26,7 +26,7 @@ export interface SweepOptions {
   batchSize?: number;
   /** Most rows to take in this run; unlimited by default. */
   limit?: number;
-  /** Report what would be reclaimed, change nothing. */
+  /** Report what would be reclaimed or marked failed, change nothing. */
   dryRun?: boolean;
   /** Logs a line only when the sweep did something. */
   logger?: Logger;
