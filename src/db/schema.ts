@@ -1,5 +1,5 @@
 // Kysely's view of our tables. Column types are what `pg` really returns: timestamptz as Date,
-// jsonb parsed, integer as number. We have no int8 columns; counts are cast to int in SQL, so
+// json and jsonb parsed, integer as number. We have no int8 columns; counts are cast to int in SQL, so
 // pg's default (int8 as string) is left alone for graphile-worker's bigint job ids.
 import type { ColumnType, Selectable } from 'kysely';
 
@@ -14,7 +14,7 @@ export interface StripeEventsTable {
   object_id: string | null;
   livemode: boolean;
   stripe_created_at: Date;
-  // Inserted as the raw, verified body text; read back as parsed JSON.
+  // The raw, verified body as Stripe signed it (a json column keeps the text); read back parsed.
   payload: ColumnType<unknown, string, never>;
   status: Defaulted<EventStatus>;
   attempts: Defaulted<number>;

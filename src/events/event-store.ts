@@ -17,8 +17,8 @@ export interface IncomingEvent {
   readonly livemode: boolean;
   readonly stripeCreatedAt: Date;
   /**
-   * The exact body Stripe signed, as bytes (UTF-8, without a byte-order mark): stored as is,
-   * never parsed and re-serialised. Bytes rather than a string, so a body waiting for its commit
+   * The exact body Stripe signed, as bytes (UTF-8, without a byte-order mark): stored as is
+   * (a json column keeps the text), never parsed and re-serialised. Bytes rather than a string, so a body waiting for its commit
    * sits outside V8's heap instead of being copied by each collection it outlives.
    */
   readonly rawBody: Buffer;
@@ -51,22 +51,32 @@ export async function claimEvents(
   const unique = [...new Map(events.map((e) => [e.eventId, e])).values()];
   // One statement, not begin/insert/add_jobs/commit: under load each round trip waits its turn
   // behind the HTTP work on the event loop, so round trips, not the database, bounded ingest.
-  // The batch goes as one JSON array with each raw body spliced in as it came, parsed once, by
-  // jsonb (arrays of 3 KB bodies full of quotes were escaped by the client and unescaped by
-  // Postgres). It goes as bytes (a bytea parameter, which pg sends as is): a batch built as a
-  // string was the largest thing V8 copied into its old generation under load.
+  // The bodies go as one bytea parameter, cut apart by offset in SQL, and the other fields as
+  // arrays. Bytes, because pg sends a Buffer as is: a batch built as a string was the largest
+  // thing V8 copied into its old generation under load. Each body is then read once, by json's
+  // input, which checks that it is JSON and keeps its text (sql/0017); a JSON array of the batch
+  // was lexed whole once more, and jsonb built a binary form that fulfilment had printed back.
   // `jobs` sits in the select list so it always runs.
   // Job keys are handed out before the insert knows which ids are new: a job then carries only
   // the claimed events of its key, so it may carry fewer than EVENTS_PER_JOB.
   const keys = jobKeys(unique.length);
-  const parts = unique.flatMap((e, i) => [Buffer.from(`${i === 0 ? '[' : ','}${batchEntryStart(e, keys[i]!)}`), e.rawBody, BATCH_ENTRY_END]);
-  const batch = Buffer.concat([...parts, BATCH_END]);
+  const bodyStarts: number[] = [];
+  let start = 1;
+  for (const e of unique) {
+    bodyStarts.push(start);
+    start += e.rawBody.length;
+  }
   const { rows } = await sql<{ claimed: string[] }>`
     with claimed as (
       insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, job_key)
-      select event_id, type, object_id, livemode, stripe_created_at, payload, job_key
-      from jsonb_to_recordset(convert_from(${batch}, 'UTF8')::jsonb)
-        as incoming(event_id text, type text, object_id text, livemode boolean, stripe_created_at timestamptz, payload jsonb, job_key text)
+      select event_id, type, object_id, livemode, stripe_created_at,
+             convert_from(substring(${Buffer.concat(unique.map((e) => e.rawBody))}::bytea from body_start for body_length), 'UTF8')::json,
+             job_key
+      from unnest(
+        ${unique.map((e) => e.eventId)}::text[], ${unique.map((e) => e.type)}::text[], ${unique.map((e) => e.objectId)}::text[],
+        ${unique.map((e) => e.livemode)}::boolean[], ${unique.map((e) => e.stripeCreatedAt.toISOString())}::timestamptz[],
+        ${keys}::text[], ${bodyStarts}::int[], ${unique.map((e) => e.rawBody.length)}::int[]
+      ) as incoming(event_id, type, object_id, livemode, stripe_created_at, job_key, body_start, body_length)
       on conflict (event_id) do nothing
       returning event_id, job_key
     ), jobs as (
@@ -83,17 +93,6 @@ export async function claimEvents(
     return first && claimed.has(e.eventId) ? 'claimed' : 'duplicate';
   });
 }
-
-/**
- * One event of a claim batch is a JSON object: this, its raw body spliced in as sent (a JSON
- * value), then BATCH_ENTRY_END.
- */
-function batchEntryStart(e: IncomingEvent, jobKey: string): string {
-  const fields = JSON.stringify({ event_id: e.eventId, type: e.type, object_id: e.objectId, livemode: e.livemode, stripe_created_at: e.stripeCreatedAt, job_key: jobKey });
-  return `${fields.slice(0, -1)},"payload":`;
-}
-const BATCH_ENTRY_END = Buffer.from('}');
-const BATCH_END = Buffer.from(']');
 
 /**
  * Locks the event rows for the whole fulfilment transaction. The lock is the liveness signal the

@@ -17,7 +17,7 @@ export class WebhookRejectedError extends Error {
 
 /** Far beyond anything Stripe sends, far below what Postgres stores: numeric takes up to 131072
  * digits before the point and 16383 after, so 1000 digits and a 1000 exponent always fit; its
- * recursive jsonb parser copes with about 10k levels of nesting at the default max_stack_depth. */
+ * recursive JSON parsers cope with about 10k levels of nesting at the default max_stack_depth. */
 const MAX_NUMBER_LENGTH = 1000;
 const MAX_JSON_DEPTH = 512;
 /** Ids are indexed (a btree entry holds at most ~2.7 KB); Stripe's are a few dozen characters. */
@@ -80,8 +80,8 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
     const issue = parsed.error.issues[0];
     throw new WebhookRejectedError(`malformed event: ${issue?.path.join('.') || 'body'} is missing or invalid`);
   }
-  // What Postgres would refuse must be refused here: a database error on the webhook path is a
-  // 5xx, and Stripe retries a 5xx for days although the payload can never be stored.
+  // What Postgres would fail on, storing it or reading it back, must be refused here: a database
+  // error on the webhook path is a 5xx, and Stripe retries a 5xx for days although it never passes.
   const unstorable = unstorableJson(text);
   if (unstorable) throw new WebhookRejectedError(`malformed event: ${unstorable}`);
 
@@ -92,7 +92,7 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
     throw new WebhookRejectedError('malformed event: data.object.id is missing or invalid');
   }
   // The bytes of the text that was parsed: TextDecoder drops a leading byte-order mark, and so
-  // must what is stored, or jsonb would refuse it.
+  // must what is stored, or Postgres's JSON input would refuse it.
   const stored = rawBody.subarray(0, UTF8_BOM.length).equals(UTF8_BOM) ? rawBody.subarray(UTF8_BOM.length) : rawBody;
   return toIncomingEvent(event, stored);
 }
@@ -147,7 +147,9 @@ export function toIncomingEvent(
 
 /**
  * Why Postgres's jsonb input would refuse this JSON text (already valid for JSON.parse), or
- * undefined. One pass over the text, no recursion: \u0000 (jsonb cannot hold NUL), an unpaired
+ * undefined. Payloads are kept as json text (sql/0017), which takes more, but not safely: a NUL
+ * escape fails every `payload #>> …` that reads the row (the modules' lookups), deep nesting
+ * exhausts json's parser as well, and refusing what jsonb refuses keeps a cast back possible. One pass over the text, no recursion: \u0000 (jsonb cannot hold NUL), an unpaired
  * UTF-16 surrogate escape, a number beyond what numeric holds, nesting deep enough to exhaust
  * Postgres's stack (its parser recurses, and 100k levels fit in a 200 KB body).
  */

@@ -63,7 +63,7 @@ describe('a valid delivery', () => {
     assert.equal(row.object_id, null);
   });
 
-  test('whose signed bytes start with a byte-order mark is stored without it (jsonb refuses one)', async () => {
+  test("whose signed bytes start with a byte-order mark is stored without it (Postgres's JSON input refuses one)", async () => {
     const event = sampleEvent('charge.succeeded', exampleObject('charge'));
     const signed = signDelivery(`\ufeff${JSON.stringify(event)}`, WEBHOOK_SECRET);
     const reply = await post(signed.body, signed.headers);

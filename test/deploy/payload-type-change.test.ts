@@ -1,0 +1,48 @@
+// sql/0017 changes stripe_events.payload from jsonb to json in one release (docs/migrations.md).
+// A worker of the previous release prepared its read of the event rows while the column was jsonb,
+// and Postgres refuses that statement once the type has changed. What must hold across the
+// deploy: that worker's attempt leaves no effect and loses nothing, and the new release fulfils
+// the event once.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { openDatabase } from '../../src/db/database.js';
+import { migrate } from '../../src/db/migrate.js';
+import { claimEvents } from '../../src/events/event-store.js';
+import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
+import { createLogger } from '../../src/logger.js';
+import { serviceMigrations } from '../../src/modules/index.js';
+import { createTestDatabase } from '../support/database.js';
+import { eventRow, givenOrder, grantsOf, incomingEvent, paidEvent } from '../support/factories.js';
+import { serviceDispatch } from '../support/handlers.js';
+
+const logger = createLogger('silent');
+const PAYLOAD_AS_JSON = 17;
+
+test('a worker whose read of events was prepared while payloads were jsonb fails without effect, and the new release fulfils the event once', async () => {
+  const database = await createTestDatabase({ empty: true });
+  // The previous release's worker: one connection, so its prepared statements are this one's.
+  const previous = openDatabase(database.url, { maxConnections: 1 });
+  try {
+    const migrations = await serviceMigrations();
+    await migrate(database.pool, logger, migrations.filter((m) => m.version < PAYLOAD_AS_JSON));
+    const options = { maxAttempts: 10, dispatch: serviceDispatch() };
+    const orders = await Promise.all([givenOrder(database), givenOrder(database)]);
+    const [before, across] = orders.map((order) => paidEvent(order));
+    await claimEvents(database.db, [before!, across!].map(incomingEvent), options);
+    const [fulfilled] = await fulfilEvents(previous.db, [before!.id], options);
+    assert.equal(fulfilled?.status, 'processed');
+
+    await migrate(database.pool, logger, migrations);
+    await assert.rejects(fulfilEvents(previous.db, [across!.id], options), /cached plan must not change result type/);
+    assert.deepEqual(await grantsOf(database, orders[1].order_id), []);
+    assert.deepEqual((({ status, attempts }) => ({ status, attempts }))(await eventRow(database, across!.id)), { status: 'processing', attempts: 0 });
+
+    const [after] = await fulfilEvents(database.db, [across!.id], options);
+    assert.equal(after?.status, 'processed');
+    assert.equal((await grantsOf(database, orders[1].order_id)).length, 1);
+    assert.deepEqual(await eventRow(database, across!.id).then((row) => row.payload), across);
+  } finally {
+    await previous.close();
+    await database.close();
+  }
+});
