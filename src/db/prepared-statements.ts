@@ -43,6 +43,7 @@ export function preparingPool(pool: pg.Pool): PostgresPool {
 
 class PreparingClient implements PostgresPoolClient {
   readonly #names = new Map<string, string>();
+  #renamed = 0;
 
   constructor(private readonly client: pg.PoolClient) {}
 
@@ -53,8 +54,16 @@ class PreparingClient implements PostgresPoolClient {
     if (typeof textOrCursor !== 'string') return this.client.query(textOrCursor as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
     const values = [...parameters];
     const name = values.length > 0 ? this.#nameFor(textOrCursor) : undefined;
+    if (!name) return this.client.query({ text: textOrCursor, values }) as unknown as Promise<PostgresQueryResult<R>>;
     // pg types `command` as any string; Kysely lists the ones it reads.
-    return this.client.query(name ? { name, text: textOrCursor, values } : { text: textOrCursor, values }) as unknown as Promise<PostgresQueryResult<R>>;
+    return (this.client.query({ name, text: textOrCursor, values }) as unknown as Promise<PostgresQueryResult<R>>).catch((error: unknown) => {
+      // A migration changed the type of a column this statement returns, which Postgres refuses
+      // for a statement prepared before it on every later run. The next run prepares it again,
+      // under a new name (pg remembers which names it has prepared on this connection), so the
+      // connection recovers after one failed query instead of failing it until it closes.
+      if (isResultTypeChanged(error) && this.#names.get(textOrCursor) === name) this.#names.set(textOrCursor, `${name}_${++this.#renamed}`);
+      throw error;
+    });
   }
 
   release(destroy?: boolean): void {
@@ -68,4 +77,9 @@ class PreparingClient implements PostgresPoolClient {
     this.#names.set(text, name);
     return name;
   }
+}
+
+function isResultTypeChanged(error: unknown): boolean {
+  // feature_not_supported, which covers more than this: the message tells this case apart.
+  return (error as { code?: unknown }).code === '0A000' && (error as Error).message === 'cached plan must not change result type';
 }

@@ -1,7 +1,7 @@
 // The inbox as ops read it: status at a glance (GET /admin/api/status, `npm run status`, the
 // metrics' gauges), the dashboard's lists, timeline, search and event detail. Reads only; the
 // writers of stripe_events are in event-store.ts.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { EVENT_STATUSES, type Database, type EventStatus, type StripeEventRow } from '../db/schema.js';
 import { lastMaintenanceRun } from '../db/maintenance-runs.js';
 import { countQueuedJobs } from './enqueue.js';
@@ -136,6 +136,19 @@ export interface EventLookups {
   eventRecords?(db: Kysely<Database>, event: Pick<StripeEventRow, 'event_id' | 'type' | 'object_id' | 'payload'>): Promise<BusinessRecord[]>;
   /** Ids of the events about a record of the module (an order id), for the dashboard's search. */
   searchEvents?(db: Kysely<Database>, term: string): Promise<string[]>;
+}
+
+/**
+ * Whether a stored payload holds `value` at one of `paths` (each a list of keys, as `#>>` takes
+ * them): for a module's searchEvents, which reads every stored event. A payload is kept as json
+ * text (sql/0017), and `#>>` parses the text of each row it reads, several times jsonb's cost; a
+ * row whose text does not contain the value as JSON writes a string cannot match, and a substring
+ * test skips its parse. A CASE, so that the test runs first: the planner may order plain
+ * conditions the other way round.
+ */
+export function payloadHolds(paths: ReadonlyArray<readonly string[]>, value: string): RawBuilder<boolean> {
+  const matches = paths.map((path) => sql`payload #>> ${path}::text[] = ${value}`);
+  return sql<boolean>`case when strpos(payload::text, ${JSON.stringify(value)}) > 0 then (${sql.join(matches, sql` or `)}) else false end`;
 }
 
 export interface EventDetail {

@@ -1,10 +1,12 @@
 // Kysely's statements run as prepared statements (src/db/prepared-statements.ts). A migration that
 // adds a column, the usual expand step of a rolling deploy, must not break a running process
-// whose connections prepared them; and varying statement texts must not grow without bound.
+// whose connections prepared them, one that changes a column's type may fail a statement once;
+// and varying statement texts must not grow without bound.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
+import { openDatabase } from '../../src/db/database.js';
 import { claimEvents, findEvent } from '../../src/events/event-store.js';
 import { creditsModule } from '../../src/modules/credits/index.js';
 import { givenOrder, incomingEvent, paidEvent } from '../support/factories.js';
@@ -47,6 +49,23 @@ test('statements that name their columns are prepared and keep working after a m
   assert.deepEqual(await preparedStatements(), prepared, 'the same connection, with its prepared statements');
   // A `select *` through Kysely is not prepared, so it simply returns the new column.
   assert.ok('probe_note' in (await starter()));
+});
+
+test('a statement prepared before a migration changed the type of a column it returns fails once on its connection, then is prepared again', async () => {
+  // A connection of its own: the refused statement stays prepared on it until it closes.
+  const own = openDatabase(database.url, { maxConnections: 1 });
+  try {
+    await sql`create table probe_types (id int primary key, doc jsonb not null)`.execute(own.db);
+    await sql`insert into probe_types values (1, '{"a": 1}')`.execute(own.db);
+    const read = async () => (await sql<{ doc: unknown }>`select doc from probe_types where id = ${1}`.execute(own.db)).rows;
+    assert.deepEqual(await read(), [{ doc: { a: 1 } }]);
+    await sql`alter table probe_types alter column doc type json using doc::json`.execute(own.db);
+    await assert.rejects(read(), /cached plan must not change result type/);
+    assert.deepEqual(await read(), [{ doc: { a: 1 } }]);
+    assert.deepEqual(await read(), [{ doc: { a: 1 } }]);
+  } finally {
+    await own.close();
+  }
 });
 
 test("a paid checkout's fulfilment runs prepared statements: the lock, the payments, the finish", async () => {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { exampleObject, sampleEvent } from '../../src/stripe/sample-events.js';
+import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 
 import { givenOrder, paidEvent } from '../support/factories.js';
 import { deleteJobs, fulfilmentJobs } from '../support/jobs.js';
@@ -116,6 +116,19 @@ describe('GET /admin/api/events/:id', () => {
     const reply = await file.service.call('GET', '/admin/api/events/evt_unknown');
     assert.equal(reply.status, 404);
     assert.equal(typeof reply.body.error, 'string');
+  });
+});
+
+describe('GET /admin/api/search', () => {
+  test('by an order id finds the events whose metadata names it, not those holding it elsewhere or naming a longer id', async () => {
+    const order = await givenOrder(file.database);
+    const paid = paidEvent(order);
+    const elsewhere = sampleEvent('charge.succeeded', { ...exampleObject('charge'), id: randomStripeId('ch'), description: order.order_id });
+    const longer = sampleEvent('checkout.session.expired', { ...exampleObject('checkout.session'), id: randomStripeId('cs'), metadata: { order_id: `${order.order_id}_2` } });
+    for (const event of [paid, elsewhere, longer]) assert.equal((await file.service.deliver(event)).status, 200);
+    const reply = await file.service.call('GET', `/admin/api/search?q=${order.order_id}`);
+    assert.equal(reply.status, 200);
+    assert.deepEqual((reply.body as unknown as Array<{ event_id: string }>).map((e) => e.event_id), [paid.id]);
   });
 });
 

@@ -1,9 +1,9 @@
 // What the dashboard shows of billing beside an event: the subscription it names (our id in the
 // metadata, or the Stripe subscription it is about) and the invoice grant it made; and the events
 // that search by our subscription id finds.
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database, StripeEventRow } from '../../db/schema.js';
-import type { BusinessRecord } from '../../events/read-model.js';
+import { payloadHolds, type BusinessRecord } from '../../events/read-model.js';
 import { stripeInvoice, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { withBillingTables } from './tables.js';
 
@@ -49,9 +49,11 @@ export async function eventsOfSubscription(db: Kysely<Database>, subscriptionId:
     .selectFrom('stripe_events')
     .select('event_id')
     .where((eb) => eb.or([
-      eb(sql`payload #>> ${`{data,object,metadata,${SUBSCRIPTION_ID_KEY}}`}::text[]`, '=', subscriptionId),
-      eb(sql`payload #>> ${`{data,object,parent,subscription_details,metadata,${SUBSCRIPTION_ID_KEY}}`}::text[]`, '=', subscriptionId),
-      eb(sql`payload #>> ${`{data,object,subscription_details,metadata,${SUBSCRIPTION_ID_KEY}}`}::text[]`, '=', subscriptionId),
+      payloadHolds([
+        ['data', 'object', 'metadata', SUBSCRIPTION_ID_KEY],
+        ['data', 'object', 'parent', 'subscription_details', 'metadata', SUBSCRIPTION_ID_KEY],
+        ['data', 'object', 'subscription_details', 'metadata', SUBSCRIPTION_ID_KEY],
+      ], subscriptionId),
       eb('object_id', 'in', eb.selectFrom('subscriptions').select('stripe_subscription_id').where('subscription_id', '=', subscriptionId).where('stripe_subscription_id', 'is not', null).$narrowType<{ stripe_subscription_id: string }>()),
       eb('event_id', 'in', eb.selectFrom('invoice_grants').select('event_id').where('subscription_id', '=', subscriptionId)),
     ]))

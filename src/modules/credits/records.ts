@@ -1,7 +1,7 @@
 // What the dashboard shows of the credits business beside an event: the order the event names in
 // its metadata or granted, and the events that search by order id finds.
-import { sql, type Kysely } from 'kysely';
-import type { BusinessRecord } from '../../events/read-model.js';
+import type { Kysely } from 'kysely';
+import { payloadHolds, type BusinessRecord } from '../../events/read-model.js';
 import type { Database, StripeEventRow } from '../../db/schema.js';
 import { withCreditTables } from './tables.js';
 
@@ -32,7 +32,7 @@ export async function eventsOfOrder(db: Kysely<Database>, orderId: string): Prom
     .selectFrom('stripe_events')
     .select('event_id')
     .where((eb) => eb.or([
-      eb(sql`payload #>> '{data,object,metadata,order_id}'`, '=', orderId),
+      payloadHolds([['data', 'object', 'metadata', 'order_id']], orderId),
       eb('event_id', 'in', eb.selectFrom('credit_grants').select('event_id').where('order_id', '=', orderId)),
     ]))
     .limit(50)
