@@ -17,9 +17,10 @@ export interface IncomingEvent {
   readonly livemode: boolean;
   readonly stripeCreatedAt: Date;
   /**
-   * The exact body Stripe signed, as bytes (UTF-8, without a byte-order mark): stored as is
-   * (a json column keeps the text), never parsed and re-serialised. Bytes rather than a string, so a body waiting for its commit
-   * sits outside V8's heap instead of being copied by each collection it outlives.
+   * The exact body Stripe signed, as bytes (UTF-8, without a byte-order mark): stored as is (a
+   * json column keeps the text), never parsed and re-serialised. Bytes rather than a string, so a
+   * body waiting for its commit sits outside V8's heap instead of being copied by each
+   * collection it outlives.
    */
   readonly rawBody: Buffer;
 }

@@ -143,8 +143,9 @@ export interface EventLookups {
  * them): for a module's searchEvents, which reads every stored event. A payload is kept as json
  * text (sql/0017), and `#>>` parses the text of each row it reads, several times jsonb's cost; a
  * row whose text does not contain the value as JSON writes a string cannot match, and a substring
- * test skips its parse. A CASE, so that the test runs first: the planner may order plain
- * conditions the other way round.
+ * test skips its parse. (The values searched for are the modules' own ids, letters, digits and
+ * underscores, which every JSON encoder writes as they are.) A CASE, so that the test runs first:
+ * the planner may order plain conditions the other way round.
  */
 export function payloadHolds(paths: ReadonlyArray<readonly string[]>, value: string): RawBuilder<boolean> {
   const matches = paths.map((path) => sql`payload #>> ${path}::text[] = ${value}`);
