@@ -14,7 +14,15 @@ export interface DbOptions {
   /** Pool size; size it for HTTP requests plus worker concurrency plus graphile-worker's own clients. */
   maxConnections?: number;
   applicationName?: string;
+  /**
+   * The longest a query sent through Kysely may go without an answer before its connection is
+   * closed (src/db/query-deadline.ts). Past statement_timeout, so that the server cancels a
+   * merely slow query first, with its own error.
+   */
+  queryDeadlineMs?: number;
 }
+
+const STATEMENT_TIMEOUT_MS = 15_000;
 
 export function openDatabase(connectionString: string, options: DbOptions = {}): Db {
   const pool = new pg.Pool({
@@ -23,7 +31,7 @@ export function openDatabase(connectionString: string, options: DbOptions = {}):
     application_name: options.applicationName ?? 'stripe-inbox',
     // A request must fail fast with 503 when Postgres is gone, not hang until Stripe times out.
     connectionTimeoutMillis: 5_000,
-    statement_timeout: 15_000,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
     lock_timeout: 10_000,
     // A worker that died mid-transaction must not keep its event's row lock (the sweep's liveness
     // signal) for long: Postgres ends such sessions, and keepalives notice a vanished peer.
@@ -37,7 +45,7 @@ export function openDatabase(connectionString: string, options: DbOptions = {}):
   // LISTEN client among them): the query in progress fails, the process must not.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool, { deadlineMs: options.queryDeadlineMs ?? STATEMENT_TIMEOUT_MS + 5_000 }) }) });
   return {
     pool,
     db,

@@ -17,11 +17,13 @@
 import { createHash } from 'node:crypto';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type pg from 'pg';
+import { withDeadline } from './query-deadline.js';
 
 const MAX_PER_CONNECTION = 200;
 const STAR_COLUMNS = /\b(?:select|returning)\s+\*|\.\*/i;
 
-export function preparingPool(pool: pg.Pool): PostgresPool {
+/** `deadlineMs`: the longest a query may go unanswered before its connection is closed (query-deadline.ts). */
+export function preparingPool(pool: pg.Pool, { deadlineMs }: { deadlineMs: number }): PostgresPool {
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   return {
     async connect() {
@@ -29,7 +31,7 @@ export function preparingPool(pool: pg.Pool): PostgresPool {
       // One wrapper per connection: Kysely keys its own connection state by this object.
       let wrapped = clients.get(client);
       if (!wrapped) {
-        wrapped = new PreparingClient(client);
+        wrapped = new PreparingClient(client, deadlineMs);
         clients.set(client, wrapped);
       }
       return wrapped;
@@ -45,7 +47,10 @@ class PreparingClient implements PostgresPoolClient {
   readonly #names = new Map<string, string>();
   #renamed = 0;
 
-  constructor(private readonly client: pg.PoolClient) {}
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly deadlineMs: number,
+  ) {}
 
   // Kysely calls query(text, parameters), or query(cursor) for streams, which pass through.
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
@@ -54,9 +59,10 @@ class PreparingClient implements PostgresPoolClient {
     if (typeof textOrCursor !== 'string') return this.client.query(textOrCursor as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
     const values = [...parameters];
     const name = values.length > 0 ? this.#nameFor(textOrCursor) : undefined;
-    if (!name) return this.client.query({ text: textOrCursor, values }) as unknown as Promise<PostgresQueryResult<R>>;
     // pg types `command` as any string; Kysely lists the ones it reads.
-    return (this.client.query({ name, text: textOrCursor, values }) as unknown as Promise<PostgresQueryResult<R>>).catch((error: unknown) => {
+    const query = withDeadline(this.client, this.client.query(name ? { name, text: textOrCursor, values } : { text: textOrCursor, values }), this.deadlineMs) as unknown as Promise<PostgresQueryResult<R>>;
+    if (!name) return query;
+    return query.catch((error: unknown) => {
       // A migration changed the type of a column this statement returns, which Postgres refuses
       // for a statement prepared before it on every later run. The next run prepares it again,
       // under a new name (pg remembers which names it has prepared on this connection), so the

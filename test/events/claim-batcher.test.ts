@@ -13,6 +13,7 @@ import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sam
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { deleteJobs, fulfilmentJobs } from '../support/jobs.js';
 import { incomingEvent } from '../support/factories.js';
+import { waitFor } from '../support/wait-for.js';
 
 let database: TestDatabase;
 let observer: Db;
@@ -150,6 +151,42 @@ test('a database that hangs instead of refusing: the claim gives up at its deadl
     assert.ok(Date.now() - started < 2_000);
   } finally {
     // Ending the partition with a reset frees the stuck connection, so the pool can close.
+    link.close();
+    for (const socket of sockets) socket.destroy();
+    await linked.close().catch(() => {});
+  }
+});
+
+test('a connection that hangs is closed at the query deadline, and the next claims go through a new one', async () => {
+  // Connections open before the freeze stop passing bytes and are never closed: a database host
+  // replaced without a reset. Connections opened after it pass, as to the new host.
+  const frozen = new WeakSet<net.Socket>();
+  const sockets = new Set<net.Socket>();
+  const target = new URL(database.url);
+  const link = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    sockets.add(client).add(upstream);
+    const forward = (from: net.Socket, to: net.Socket) => from.on('data', (chunk) => frozen.has(from) || to.write(chunk));
+    forward(client, upstream);
+    forward(upstream, client);
+    const close = () => (client.destroy(), upstream.destroy());
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+  });
+  await new Promise<void>((resolve) => link.listen(0, '127.0.0.1', resolve));
+  const url = new URL(database.url);
+  url.port = String((link.address() as AddressInfo).port);
+  const linked = openDatabase(url.toString(), { maxConnections: 2, queryDeadlineMs: 1_000 });
+  try {
+    const batcher = new ClaimBatcher(linked.db, { maxAttempts: 10, claimTimeoutMs: 500 });
+    assert.equal(await batcher.claim(incoming()), 'claimed');
+    for (const socket of sockets) frozen.add(socket);
+    await assert.rejects(batcher.claim(incoming()), ClaimTimeoutError);
+    // Without the deadline the frozen claim would hold the one claim slot until TCP gave up.
+    const event = incoming();
+    await waitFor('a claim through a new connection', async () => (await batcher.claim(event).catch(() => undefined)) !== undefined, { timeoutMs: 8_000 });
+    assert.deepEqual(await committed(event.eventId), { row: true, job: true });
+  } finally {
     link.close();
     for (const socket of sockets) socket.destroy();
     await linked.close().catch(() => {});
