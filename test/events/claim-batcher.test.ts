@@ -122,16 +122,19 @@ test('one row the database refuses fails alone; its neighbours in the batch are 
   }
 });
 
-test('a database that hangs instead of refusing: the claim gives up at its deadline', async () => {
-  // A link to Postgres that can stop passing bytes without closing anything, like a network
-  // partition: queries on its open connections never answer and never fail.
-  let stalled = false;
-  const sockets = new Set<net.Socket>();
+/**
+ * A link to the test database that can stop passing bytes without closing anything, like a
+ * network partition: queries on a frozen connection never answer and never fail.
+ */
+async function partitionableLink() {
   const target = new URL(database.url);
+  const sockets = new Set<net.Socket>();
+  const frozen = new WeakSet<net.Socket>();
+  let everything = false;
   const link = net.createServer((client) => {
     const upstream = net.connect(Number(target.port || 5432), target.hostname);
     sockets.add(client).add(upstream);
-    const forward = (from: net.Socket, to: net.Socket) => from.on('data', (chunk) => stalled || to.write(chunk));
+    const forward = (from: net.Socket, to: net.Socket) => from.on('data', (chunk) => everything || frozen.has(from) || to.write(chunk));
     forward(client, upstream);
     forward(upstream, client);
     const close = () => (client.destroy(), upstream.destroy());
@@ -141,46 +144,46 @@ test('a database that hangs instead of refusing: the claim gives up at its deadl
   await new Promise<void>((resolve) => link.listen(0, '127.0.0.1', resolve));
   const url = new URL(database.url);
   url.port = String((link.address() as AddressInfo).port);
-  const linked = openDatabase(url.toString(), { maxConnections: 2 });
+  return {
+    url: url.toString(),
+    /** The open connections stop passing bytes; with `alsoNew`, so do those opened later. */
+    freeze({ alsoNew }: { alsoNew: boolean }) {
+      for (const socket of sockets) frozen.add(socket);
+      everything = alsoNew;
+    },
+    /** Ends the partition with a reset, which frees any stuck connection so its pool can close. */
+    close() {
+      link.close();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+test('a database that hangs instead of refusing: the claim gives up at its deadline', async () => {
+  const link = await partitionableLink();
+  const linked = openDatabase(link.url, { maxConnections: 2 });
   try {
     const batcher = new ClaimBatcher(linked.db, { maxAttempts: 10, claimTimeoutMs: 500 });
     assert.equal(await batcher.claim(incoming()), 'claimed');
-    stalled = true;
+    link.freeze({ alsoNew: true });
     const started = Date.now();
     await assert.rejects(batcher.claim(incoming()), ClaimTimeoutError);
     assert.ok(Date.now() - started < 2_000);
   } finally {
-    // Ending the partition with a reset frees the stuck connection, so the pool can close.
     link.close();
-    for (const socket of sockets) socket.destroy();
     await linked.close().catch(() => {});
   }
 });
 
 test('a connection that hangs is closed at the query deadline, and the next claims go through a new one', async () => {
-  // Connections open before the freeze stop passing bytes and are never closed: a database host
-  // replaced without a reset. Connections opened after it pass, as to the new host.
-  const frozen = new WeakSet<net.Socket>();
-  const sockets = new Set<net.Socket>();
-  const target = new URL(database.url);
-  const link = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    sockets.add(client).add(upstream);
-    const forward = (from: net.Socket, to: net.Socket) => from.on('data', (chunk) => frozen.has(from) || to.write(chunk));
-    forward(client, upstream);
-    forward(upstream, client);
-    const close = () => (client.destroy(), upstream.destroy());
-    client.on('error', close).on('close', close);
-    upstream.on('error', close).on('close', close);
-  });
-  await new Promise<void>((resolve) => link.listen(0, '127.0.0.1', resolve));
-  const url = new URL(database.url);
-  url.port = String((link.address() as AddressInfo).port);
-  const linked = openDatabase(url.toString(), { maxConnections: 2, queryDeadlineMs: 1_000 });
+  // The connections open at the freeze are a database host replaced without a reset; those
+  // opened after it reach the new host.
+  const link = await partitionableLink();
+  const linked = openDatabase(link.url, { maxConnections: 2, queryDeadlineMs: 1_000 });
   try {
     const batcher = new ClaimBatcher(linked.db, { maxAttempts: 10, claimTimeoutMs: 500 });
     assert.equal(await batcher.claim(incoming()), 'claimed');
-    for (const socket of sockets) frozen.add(socket);
+    link.freeze({ alsoNew: false });
     await assert.rejects(batcher.claim(incoming()), ClaimTimeoutError);
     // Without the deadline the frozen claim would hold the one claim slot until TCP gave up.
     const event = incoming();
@@ -188,7 +191,6 @@ test('a connection that hangs is closed at the query deadline, and the next clai
     assert.deepEqual(await committed(event.eventId), { row: true, job: true });
   } finally {
     link.close();
-    for (const socket of sockets) socket.destroy();
     await linked.close().catch(() => {});
   }
 });
