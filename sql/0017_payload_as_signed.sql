@@ -6,11 +6,13 @@
 -- inside payloads (`payload #>> ...`, the modules' record lookups) parses the text of each row it
 -- reads. The webhook route still refuses what jsonb could not hold, so a later move back is a cast.
 --
--- Rewrites the table under an ACCESS EXCLUSIVE lock (docs/migrations.md): deliveries meanwhile
--- wait, and past 10 s are answered 503 and retried by Stripe. The previous release keeps working
--- during an overlapping deploy: its claims insert jsonb, which Postgres casts on assignment, and
--- it reads payloads as parsed JSON, which a json column gives it too. SET STORAGE runs before
--- the rewrite, so the rewritten rows are uncompressed too (as 0005 chose).
+-- A column type changed in one release, the one exception to docs/migrations.md's rule, with its
+-- price written there. It rewrites the table under an ACCESS EXCLUSIVE lock: deliveries meanwhile
+-- wait, and past 10 s are answered 503 and retried by Stripe. During an overlapping deploy the
+-- previous release's claims keep working (the jsonb they insert is cast on assignment), but its
+-- reads of payloads, prepared for jsonb, fail on the connections that prepared them until it
+-- stops; its workers' attempts roll back without effect and the new release fulfils the events.
+-- SET STORAGE runs before the rewrite, so the rewritten rows are uncompressed too (as 0005 chose).
 alter table stripe_events
   alter column payload type json using payload::json,
   alter column payload set storage external;

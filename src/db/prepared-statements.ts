@@ -1,7 +1,9 @@
 // Kysely's statements run as named prepared statements, one per distinct SQL text per connection.
 // Postgres then parses and plans each statement once per connection instead of on every call;
 // on the fulfilment path that was about a third of the database's CPU per event
-// (docs/benchmarks.md). graphile-worker prepares its own statements the same way.
+// (docs/benchmarks.md). graphile-worker prepares its own statements the same way. This wrapper is
+// also where every Kysely query gets its deadline (query-deadline.ts), and where a statement
+// that a column's type change made Postgres refuse is prepared again (below).
 //
 // Which statements are not prepared, and why:
 // - `select *`, `returning *`, `t.*`: a prepared statement's result columns are fixed when it is

@@ -62,7 +62,7 @@ export async function claimEvents(
   // the claimed events of its key, so it may carry fewer than EVENTS_PER_JOB.
   const keys = jobKeys(unique.length);
   const bodyStarts: number[] = [];
-  let start = 1;
+  let start = 1; // substring() counts bytes from 1
   for (const e of unique) {
     bodyStarts.push(start);
     start += e.rawBody.length;

@@ -149,7 +149,8 @@ export function toIncomingEvent(
  * Why Postgres's jsonb input would refuse this JSON text (already valid for JSON.parse), or
  * undefined. Payloads are kept as json text (sql/0017), which takes more, but not safely: a NUL
  * escape fails every `payload #>> …` that reads the row (the modules' lookups), deep nesting
- * exhausts json's parser as well, and refusing what jsonb refuses keeps a cast back possible. One pass over the text, no recursion: \u0000 (jsonb cannot hold NUL), an unpaired
+ * exhausts json's parser as well, and refusing what jsonb refuses keeps a cast back possible.
+ * One pass over the text, no recursion: \u0000 (jsonb cannot hold NUL), an unpaired
  * UTF-16 surrogate escape, a number beyond what numeric holds, nesting deep enough to exhaust
  * Postgres's stack (its parser recurses, and 100k levels fit in a 200 KB body).
  */
