@@ -108,6 +108,11 @@ const settings = {
   /** Bearer token for GET /metrics; ADMIN_TOKEN when unset. */
   metricsToken: { env: 'METRICS_TOKEN', schema: token, example: 'a long random string for Prometheus (openssl rand -hex 32)', default: (r: Resolved) => r.adminToken },
   workerConcurrency: { env: 'WORKER_CONCURRENCY', schema: int(1, 100), example: '5', default: '5' },
+  /**
+   * Slots for the modules' jobs, which call Stripe (src/worker/run-worker.ts): their own, so a
+   * Stripe that hangs holds these and never the fulfilment slots of WORKER_CONCURRENCY.
+   */
+  moduleJobConcurrency: { env: 'MODULE_JOB_CONCURRENCY', schema: int(1, 100), example: '2', default: '2' },
   staleAfterMs: { env: 'STALE_AFTER_SECONDS', schema: int(1, 86_400).transform(toMs), example: '300', default: '300' },
   sweepCron: { env: 'SWEEP_CRON', schema: z.string().regex(/^(\S+\s+){4}\S+$/, 'must have five crontab fields'), example: '* * * * *', default: '* * * * *' },
   /**

@@ -43,7 +43,7 @@ async function main(): Promise<void> {
     logger.warn({ url: offline.url }, 'STRIPE_SECRET_KEY is unset: using the offline Stripe stand-in (development only)');
   }
 
-  const pools = openServicePools(database.url, { workerConcurrency: config.workerConcurrency });
+  const pools = openServicePools(database.url, config);
   closers.unshift(() => pools.close());
 
   await migrate(pools.worker.pool, logger, await serviceMigrations());

@@ -1,7 +1,6 @@
 // Starts what ROLE asks for on an open, migrated database: the HTTP app and/or the worker.
 // main.ts and the tests share it, so tests run the same wiring as production.
 import type { Server } from 'node:http';
-import type { Runner } from 'graphile-worker';
 import type Stripe from 'stripe';
 import type { BusinessModule } from './business-module.js';
 import type { Config } from './config.js';
@@ -14,7 +13,7 @@ import type { Logger } from './logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { shutdown } from './shutdown.js';
 import { StripeCalls } from './stripe/outbound.js';
-import { startWorker } from './worker/run-worker.js';
+import { startWorker, type Worker, type WorkerOptions } from './worker/run-worker.js';
 
 export interface ServiceDeps {
   config: Config;
@@ -24,12 +23,14 @@ export interface ServiceDeps {
   /** The businesses to run (src/modules/index.ts); the service itself knows none. */
   modules: readonly BusinessModule[];
   logger: Logger;
+  /** Tests only: tighter thresholds for the worker (src/worker/run-worker.ts). */
+  workerOptions?: WorkerOptions;
 }
 
 export interface Service {
   readonly server: Server;
   readonly url: string;
-  readonly worker: Runner | undefined;
+  readonly worker: Worker | undefined;
   /** Settles when the worker stops, by a stop() or on its own; with the error, if it failed. */
   readonly workerStopped: Promise<unknown> | undefined;
   readonly readiness: Readiness;
@@ -49,7 +50,7 @@ const INTAKE_FIRST_MAX_WAIT_MS = 100;
 const runsWeb = (config: Config) => config.role !== 'worker';
 const runsWorker = (config: Config) => config.role !== 'web';
 
-export async function startService({ config, pools, stripe, modules, logger }: ServiceDeps): Promise<Service> {
+export async function startService({ config, pools, stripe, modules, logger, workerOptions }: ServiceDeps): Promise<Service> {
   const readiness = new Readiness(pools.intake.pool);
   readiness.markMigrated();
   const metrics = new Metrics(pools.api.db);
@@ -58,17 +59,24 @@ export async function startService({ config, pools, stripe, modules, logger }: S
   const stripeCalls = new StripeCalls(stripe, { maxConcurrent: config.stripeMaxConcurrentCalls, timeoutMs: config.stripeTimeoutMs, metrics, logger });
 
   const worker = runsWorker(config)
-    ? await startWorker({
-        config,
-        stripeCalls,
-        pool: pools.worker.pool,
-        db: pools.worker.db,
-        modules,
-        logger,
-        metrics,
-        ...(runsWeb(config) && { yieldTo: () => claims.whenIdle(INTAKE_FIRST_MAX_WAIT_MS) }),
-      })
+    ? await startWorker(
+        {
+          config,
+          stripeCalls,
+          pool: pools.worker.pool,
+          db: pools.worker.db,
+          modules,
+          logger,
+          metrics,
+          ...(runsWeb(config) && { yieldTo: () => claims.whenIdle(INTAKE_FIRST_MAX_WAIT_MS) }),
+        },
+        workerOptions,
+      )
     : undefined;
+  if (worker) {
+    readiness.watchJobLoop(() => Object.values(worker.status()).find((runner) => runner.stalled)?.stalled, { gatesReadiness: !runsWeb(config) });
+    metrics.watchJobLoops(() => worker.status());
+  }
 
   // The worker role still answers /healthz, /readyz and /metrics, nothing else.
   const app = runsWeb(config)

@@ -10,13 +10,13 @@
 // A second signal exits at once with code 1.
 import type { Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Runner } from 'graphile-worker';
 import type { Readiness } from './http/readiness.js';
 import type { Logger } from './logger.js';
+import type { Worker } from './worker/run-worker.js';
 
 export interface ShutdownDeps {
   server: Server;
-  worker: Runner | undefined;
+  worker: Worker | undefined;
   readiness: Readiness;
   /** Closed in order after HTTP and the worker have stopped (database pool, embedded services). */
   closers: ReadonlyArray<() => Promise<void>>;
@@ -68,7 +68,7 @@ async function closeServer(server: Server, budgetMs: number): Promise<void> {
   clearTimeout(timer);
 }
 
-async function stopWorker(worker: Runner, deadline: number, logger: Logger): Promise<void> {
+async function stopWorker(worker: Worker, deadline: number, logger: Logger): Promise<void> {
   // Leave two seconds to fail the remaining jobs back to the queue and close the pool.
   const forceAt = Math.max(0, deadline - Date.now() - 2_000);
   const stopped = worker.stop().then(

@@ -1,7 +1,9 @@
-// One pg pool per process, shared by Kysely, graphile-worker and the scripts.
+// A pg pool and the Kysely instance over it, with the timeouts every connection of the service
+// and its scripts runs under.
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { preparingPool } from './prepared-statements.js';
+import { deadlineEveryQuery } from './query-deadline.js';
 import type { Database } from './schema.js';
 
 export interface Db {
@@ -15,9 +17,10 @@ export interface DbOptions {
   maxConnections?: number;
   applicationName?: string;
   /**
-   * The longest a query sent through Kysely may go without an answer before its connection is
-   * closed (src/db/query-deadline.ts). Past statement_timeout, so that the server cancels a
-   * merely slow query first, with its own error.
+   * The longest a query on any of the pool's connections (Kysely's, graphile-worker's, a
+   * script's) may go without an answer before its connection is closed (src/db/query-deadline.ts).
+   * Past statement_timeout, so that the server cancels a merely slow query first, with its own
+   * error.
    */
   queryDeadlineMs?: number;
 }
@@ -45,7 +48,8 @@ export function openDatabase(connectionString: string, options: DbOptions = {}):
   // LISTEN client among them): the query in progress fails, the process must not.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool, { deadlineMs: options.queryDeadlineMs ?? STATEMENT_TIMEOUT_MS + 5_000 }) }) });
+  deadlineEveryQuery(pool, options.queryDeadlineMs ?? STATEMENT_TIMEOUT_MS + 5_000);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) });
   return {
     pool,
     db,

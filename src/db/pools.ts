@@ -27,19 +27,26 @@ export interface ServicePools extends Record<PoolName, Db> {
   close(): Promise<void>;
 }
 
-export function openServicePools(url: string, { workerConcurrency }: { workerConcurrency: number }): ServicePools {
+export interface PoolSizes {
+  workerConcurrency: number;
+  moduleJobConcurrency: number;
+  /** Tests only: a tighter query deadline than the default (database.ts). */
+  queryDeadlineMs?: number;
+}
+
+export function openServicePools(url: string, { workerConcurrency, moduleJobConcurrency, queryDeadlineMs }: PoolSizes): ServicePools {
   const sizes: Record<PoolName, number> = {
     // The claim batcher keeps one claim transaction in flight (src/events/claim-batcher.ts); the
     // rest is /readyz and a connection being replaced.
     intake: 3,
     api: 8,
-    // Each concurrent job (its fulfilment transaction, then graphile-worker's completion of it),
-    // plus graphile-worker's LISTEN client and its bookkeeping.
-    worker: workerConcurrency + 3,
+    // Each concurrent job of both runners (src/worker/run-worker.ts: its transaction, then
+    // graphile-worker's completion of it), plus each runner's LISTEN client and their bookkeeping.
+    worker: workerConcurrency + moduleJobConcurrency + 4,
   };
   let metrics: Pick<Metrics, 'poolWaitSeconds' | 'poolBusy'> | undefined;
   const open = (name: PoolName): Db => {
-    const db = openDatabase(url, { maxConnections: sizes[name], applicationName: `stripe-inbox-${name}` });
+    const db = openDatabase(url, { maxConnections: sizes[name], applicationName: `stripe-inbox-${name}`, ...(queryDeadlineMs !== undefined && { queryDeadlineMs }) });
     watchWaits(db.pool, name, {
       waited: (seconds) => metrics?.poolWaitSeconds.observe({ pool: name }, seconds),
       busy: () => metrics?.poolBusy.inc({ pool: name }),

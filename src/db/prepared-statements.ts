@@ -2,8 +2,8 @@
 // Postgres then parses and plans each statement once per connection instead of on every call;
 // on the fulfilment path that was about a third of the database's CPU per event
 // (docs/benchmarks.md). graphile-worker prepares its own statements the same way. This wrapper is
-// also where every Kysely query gets its deadline (query-deadline.ts), and where a statement
-// that a column's type change made Postgres refuse is prepared again (below).
+// also where a statement that a column's type change made Postgres refuse is prepared again
+// (below).
 //
 // Which statements are not prepared, and why:
 // - `select *`, `returning *`, `t.*`: a prepared statement's result columns are fixed when it is
@@ -19,13 +19,11 @@
 import { createHash } from 'node:crypto';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type pg from 'pg';
-import { withDeadline } from './query-deadline.js';
 
 const MAX_PER_CONNECTION = 200;
 const STAR_COLUMNS = /\b(?:select|returning)\s+\*|\.\*/i;
 
-/** `deadlineMs`: the longest a query may go unanswered before its connection is closed (query-deadline.ts). */
-export function preparingPool(pool: pg.Pool, { deadlineMs }: { deadlineMs: number }): PostgresPool {
+export function preparingPool(pool: pg.Pool): PostgresPool {
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   return {
     async connect() {
@@ -33,7 +31,7 @@ export function preparingPool(pool: pg.Pool, { deadlineMs }: { deadlineMs: numbe
       // One wrapper per connection: Kysely keys its own connection state by this object.
       let wrapped = clients.get(client);
       if (!wrapped) {
-        wrapped = new PreparingClient(client, deadlineMs);
+        wrapped = new PreparingClient(client);
         clients.set(client, wrapped);
       }
       return wrapped;
@@ -49,10 +47,7 @@ class PreparingClient implements PostgresPoolClient {
   readonly #names = new Map<string, string>();
   #renamed = 0;
 
-  constructor(
-    private readonly client: pg.PoolClient,
-    private readonly deadlineMs: number,
-  ) {}
+  constructor(private readonly client: pg.PoolClient) {}
 
   // Kysely calls query(text, parameters), or query(cursor) for streams, which pass through.
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
@@ -62,7 +57,7 @@ class PreparingClient implements PostgresPoolClient {
     const values = [...parameters];
     const name = values.length > 0 ? this.#nameFor(textOrCursor) : undefined;
     // pg types `command` as any string; Kysely lists the ones it reads.
-    const query = withDeadline(this.client, this.client.query(name ? { name, text: textOrCursor, values } : { text: textOrCursor, values }), this.deadlineMs) as unknown as Promise<PostgresQueryResult<R>>;
+    const query = this.client.query(name ? { name, text: textOrCursor, values } : { text: textOrCursor, values }) as unknown as Promise<PostgresQueryResult<R>>;
     if (!name) return query;
     return query.catch((error: unknown) => {
       // A migration changed the type of a column this statement returns, which Postgres refuses

@@ -4,7 +4,8 @@ import type { Readiness } from './readiness.js';
 export function healthRoutes(readiness: Readiness): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
-    res.json({ ok: true });
+    const live = readiness.live();
+    res.status(live.ready ? 200 : 503).json(live.ready ? { ok: true } : { ok: false, reason: live.reason });
   });
   router.get('/readyz', async (_req, res) => {
     const result = await readiness.check();

@@ -1,6 +1,12 @@
 // Readiness: 200 only while the database answers, migrations are applied and the process is not
 // shutting down. A proxy stops routing to a container that is not ready.
 //
+// Liveness: 200 unless the worker's job loop is stalled (src/worker/job-loop-watchdog.ts). A
+// worker that cannot reach its database fulfils nothing while the process looks alive, so this
+// is what shows it. It also gates readiness for ROLE=worker, which serves nothing else; for
+// ROLE=all it does not, because that process's webhook intake runs on its own pool and may be
+// fine: taking it out of the proxy would refuse Stripe's deliveries for a worker's fault.
+//
 // The database answer is kept for a second: /readyz needs no token, and a flood of probes must
 // not become a flood of queries on the pool the webhook claims with. Probes arriving while a
 // check runs share it.
@@ -14,6 +20,7 @@ export class Readiness {
   #migrated = false;
   #shuttingDown = false;
   #database: { at: number; result: Promise<ReadinessResult> } | undefined;
+  #jobLoop: { stalled: () => string | undefined; gatesReadiness: boolean } | undefined;
 
   constructor(private readonly pool: pg.Pool) {}
 
@@ -25,6 +32,16 @@ export class Readiness {
     this.#shuttingDown = true;
   }
 
+  /** `stalled`: why the worker's job loop is stuck, undefined while it makes progress. */
+  watchJobLoop(stalled: () => string | undefined, { gatesReadiness }: { gatesReadiness: boolean }): void {
+    this.#jobLoop = { stalled, gatesReadiness };
+  }
+
+  live(): ReadinessResult {
+    const stalled = this.#jobLoop?.stalled();
+    return stalled ? { ready: false, reason: stalled } : { ready: true };
+  }
+
   get shuttingDown(): boolean {
     return this.#shuttingDown;
   }
@@ -32,6 +49,10 @@ export class Readiness {
   async check(): Promise<ReadinessResult> {
     if (this.#shuttingDown) return { ready: false, reason: 'shutting down' };
     if (!this.#migrated) return { ready: false, reason: 'migrations not applied yet' };
+    if (this.#jobLoop?.gatesReadiness) {
+      const live = this.live();
+      if (!live.ready) return live;
+    }
     const now = performance.now();
     if (!this.#database || now - this.#database.at > DATABASE_CHECK_TTL_MS) {
       this.#database = { at: now, result: this.#pingDatabase() };

@@ -9,6 +9,7 @@ import type { Kysely } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/schema.js';
 import { inboxStatusReader, type InboxStatus } from '../events/read-model.js';
+import type { JobLoopStatus } from '../worker/job-loop-watchdog.js';
 
 const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'busy', 'unavailable'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
@@ -87,6 +88,8 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  #jobLoops: () => Partial<Record<string, JobLoopStatus>> = () => ({});
+
   constructor(db: Kysely<Database>) {
     for (const outcome of WEBHOOK_OUTCOMES) this.webhookRequests.inc({ outcome }, 0);
     collectDefaultMetrics({ register: this.registry, prefix: 'stripe_inbox_' });
@@ -117,8 +120,32 @@ export class Metrics {
     statusGauge('stripe_inbox_oldest_processing_age_seconds', "Age of the oldest 'processing' event; 0 when none", (s) => s.oldest_processing_age_seconds ?? 0);
     statusGauge('stripe_inbox_jobs_queued', 'process_stripe_event jobs waiting or running (each carries a batch of events)', (s) => s.jobs_queued);
     statusGauge('stripe_inbox_events_queued', 'Events carried by the process_stripe_event jobs waiting or running', (s) => s.events_queued);
+    const jobLoops = () => this.#jobLoops();
+    new Gauge({
+      name: 'stripe_inbox_worker_progress_age_seconds',
+      help: "Seconds since this process's worker runner (fulfilment, modules) last fetched or finished a job; over 30 while idle means stalled",
+      labelNames: ['runner'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [runner, status] of Object.entries(jobLoops())) if (status) this.set({ runner }, status.progressAgeSeconds);
+      },
+    });
+    new Gauge({
+      name: 'stripe_inbox_worker_stalled',
+      help: "1 while this process's worker runner (fulfilment, modules) makes no progress (see /healthz), else 0",
+      labelNames: ['runner'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [runner, status] of Object.entries(jobLoops())) if (status) this.set({ runner }, status.stalled ? 1 : 0);
+      },
+    });
     statusGauge('stripe_inbox_last_sweep_timestamp_seconds', 'When the sweep last ran (Unix time); 0 if never', (s) =>
       s.last_sweep_at ? Date.parse(s.last_sweep_at) / 1000 : 0,
     );
+  }
+
+  /** The worker's runners whose job loops the worker gauges report (a process with a worker). */
+  watchJobLoops(status: () => Partial<Record<string, JobLoopStatus>>): void {
+    this.#jobLoops = status;
   }
 }

@@ -1,6 +1,6 @@
-// Starts graphile-worker with our task list. Signal handling is ours (main.ts): graphile-worker
+// Starts graphile-worker with our task lists. Signal handling is ours (main.ts): graphile-worker
 // would otherwise install its own SIGTERM handlers and race our graceful shutdown.
-import { run, type Runner, type Task } from 'graphile-worker';
+import { run, type Runner, type RunnerOptions, type Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { processStripeEventsTask } from '../../tasks/process_stripe_event.js';
@@ -17,6 +17,7 @@ import type { StripeCalls } from '../stripe/outbound.js';
 import { PRUNE_TASK, pruneSchedule } from '../prune/prune-events.js';
 import { SWEEP_TASK, sweepSchedule } from '../sweep/sweep-stale-events.js';
 import { graphileLogger } from './graphile-logger.js';
+import { JobLoopWatchdog, type JobLoopStatus } from './job-loop-watchdog.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -32,38 +33,95 @@ export interface WorkerDeps {
   yieldTo?: () => Promise<void>;
 }
 
-export async function startWorker({ config, stripeCalls, pool, db, modules, logger, metrics, yieldTo }: WorkerDeps): Promise<Runner> {
+/** The service's graphile-worker runners, started and stopped together. */
+export interface Worker {
+  /** Settles when every runner has stopped; rejects with the first failure. */
+  readonly promise: Promise<void>;
+  stop(): Promise<void>;
+  /** Fails the jobs still running back to the queue and stops. */
+  kill(reason: string): Promise<void>;
+  /** Each runner's job loop: how long since it made progress, and whether it is stalled. */
+  status(): Partial<Record<RunnerName, JobLoopStatus>>;
+}
+
+export type RunnerName = 'fulfilment' | 'modules';
+
+export interface WorkerOptions {
+  /** For tests of a stall: the job loop's stall threshold (job-loop-watchdog.ts). */
+  stallAfterMs?: number;
+}
+
+// Two runners on one pool, each fetching only its own tasks. Fulfilment never calls Stripe; the
+// modules' jobs do (a subscription refresh), and while Stripe hangs each attempt holds its slot
+// for the whole Stripe deadline. Sharing slots, a pile of those kept new events waiting for
+// seconds; with their own MODULE_JOB_CONCURRENCY slots they wait for each other only.
+export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {}): Promise<Worker> {
+  const { config, stripeCalls, pool, db, modules, logger, metrics, yieldTo } = deps;
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
-  // A job carries the events claimed together (src/events/enqueue.ts), and the jobs running at once
-  // are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog pays its
-  // round trips once for several jobs.
-  const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config)) });
-  return run({
-    pgPool: pool,
-    concurrency,
-    noHandleSignals: true,
-    logger: graphileLogger(logger),
-    // New jobs arrive by LISTEN/NOTIFY at once; polling only finds retries whose backoff ended.
-    pollInterval: 2_000,
-    preset: {
-      worker: {
-        // Fetch jobs for all slots in one query (figures in docs/benchmarks.md). The trade-off on
-        // a kill: jobs held in the local queue stay locked; their events are still 'processing'
-        // and the sweep reclaims them once the lock is older than STALE_AFTER_SECONDS, so jobs
-        // must not sit in the local queue that long (ttl). Batched completion is off: with it, a
-        // database that goes away while a batch of failures is written ends graphile-worker's
-        // worker pool (seen in test/database-outage.test.ts).
-        localQueue: { size: concurrency + 1, ttl: Math.min(60_000, staleAfterMs / 2) },
+  const watchdogs: Partial<Record<RunnerName, JobLoopWatchdog>> = {};
+  const runners: Runner[] = [];
+  const start = async (name: RunnerName, runnerOptions: RunnerOptions) => {
+    const watchdog = new JobLoopWatchdog(name, logger, options);
+    watchdogs[name] = watchdog;
+    const firstFetch = watchdog.firstFetch();
+    firstFetch.catch(() => {}); // awaited below, once run() has returned
+    const runner = await run({
+      pgPool: pool,
+      noHandleSignals: true,
+      logger: graphileLogger(logger),
+      // New jobs arrive by LISTEN/NOTIFY at once; polling only finds retries whose backoff ended.
+      pollInterval: 2_000,
+      events: watchdog.events,
+      ...runnerOptions,
+    });
+    runners.push(runner);
+    void runner.promise.finally(() => watchdog.stop()).catch(() => {});
+    await firstFetch;
+  };
+  try {
+    // A job carries the events claimed together (src/events/enqueue.ts), and the jobs running at
+    // once are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog
+    // pays its round trips once for several jobs.
+    const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config)) });
+    await start('fulfilment', {
+      concurrency,
+      preset: {
+        worker: {
+          // Fetch jobs for all slots in one query (figures in docs/benchmarks.md). The trade-off
+          // on a kill: jobs held in the local queue stay locked; their events are still
+          // 'processing' and the sweep reclaims them once the lock is older than
+          // STALE_AFTER_SECONDS, so jobs must not sit in the local queue that long (ttl). Batched
+          // completion is off: with it, a database that goes away while a batch of failures is
+          // written ends graphile-worker's worker pool (seen in test/database-outage.test.ts).
+          localQueue: { size: concurrency + 1, ttl: Math.min(60_000, staleAfterMs / 2) },
+        },
       },
+      crontab: `${sweepSchedule(config.sweepCron)}\n${pruneSchedule()}\n`,
+      taskList: {
+        [PROCESS_EVENT_TASK]: processStripeEventsTask({ db, maxAttempts, dispatch, maxJobs: concurrency, yieldTo, logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
+        [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts, metrics }),
+        [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: config.eventRetentionDays }),
+      },
+    });
+    const tasks = moduleTasks(modules, { config, db, stripeCalls, logger });
+    if (Object.keys(tasks).length > 0) await start('modules', { concurrency: config.moduleJobConcurrency, taskList: tasks });
+  } catch (error) {
+    await Promise.allSettled(runners.map((runner) => runner.stop()));
+    for (const watchdog of Object.values(watchdogs)) watchdog.stop();
+    throw error;
+  }
+  return {
+    promise: Promise.all(runners.map((runner) => runner.promise)).then(() => undefined),
+    async stop() {
+      await Promise.all(runners.map((runner) => runner.stop()));
     },
-    crontab: `${sweepSchedule(config.sweepCron)}\n${pruneSchedule()}\n`,
-    taskList: {
-      ...moduleTasks(modules, { config, db, stripeCalls, logger }),
-      [PROCESS_EVENT_TASK]: processStripeEventsTask({ db, maxAttempts, dispatch, maxJobs: concurrency, yieldTo, logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
-      [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts, metrics }),
-      [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: config.eventRetentionDays }),
+    async kill(reason) {
+      await Promise.all(runners.map((runner) => runner.kill(reason)));
     },
-  });
+    status() {
+      return Object.fromEntries(Object.entries(watchdogs).map(([name, watchdog]) => [name, watchdog.status()]));
+    },
+  };
 }
 
 function moduleTasks(modules: readonly BusinessModule[], context: TaskContext): Record<string, Task> {

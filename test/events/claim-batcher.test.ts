@@ -3,7 +3,6 @@
 // same batch is a duplicate; one bad row does not fail its neighbours; a batch stores each event
 // exactly as it came.
 import assert from 'node:assert/strict';
-import net, { type AddressInfo } from 'node:net';
 import { after, before, beforeEach, test } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase, type Db } from '../../src/db/database.js';
@@ -13,6 +12,7 @@ import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sam
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { deleteJobs, fulfilmentJobs } from '../support/jobs.js';
 import { incomingEvent } from '../support/factories.js';
+import { partitionableLink } from '../support/partitionable-link.js';
 import { waitFor } from '../support/wait-for.js';
 
 let database: TestDatabase;
@@ -122,45 +122,8 @@ test('one row the database refuses fails alone; its neighbours in the batch are 
   }
 });
 
-/**
- * A link to the test database that can stop passing bytes without closing anything, like a
- * network partition: queries on a frozen connection never answer and never fail.
- */
-async function partitionableLink() {
-  const target = new URL(database.url);
-  const sockets = new Set<net.Socket>();
-  const frozen = new WeakSet<net.Socket>();
-  let everything = false;
-  const link = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    sockets.add(client).add(upstream);
-    const forward = (from: net.Socket, to: net.Socket) => from.on('data', (chunk) => everything || frozen.has(from) || to.write(chunk));
-    forward(client, upstream);
-    forward(upstream, client);
-    const close = () => (client.destroy(), upstream.destroy());
-    client.on('error', close).on('close', close);
-    upstream.on('error', close).on('close', close);
-  });
-  await new Promise<void>((resolve) => link.listen(0, '127.0.0.1', resolve));
-  const url = new URL(database.url);
-  url.port = String((link.address() as AddressInfo).port);
-  return {
-    url: url.toString(),
-    /** The open connections stop passing bytes; with `alsoNew`, so do those opened later. */
-    freeze({ alsoNew }: { alsoNew: boolean }) {
-      for (const socket of sockets) frozen.add(socket);
-      everything = alsoNew;
-    },
-    /** Ends the partition with a reset, which frees any stuck connection so its pool can close. */
-    close() {
-      link.close();
-      for (const socket of sockets) socket.destroy();
-    },
-  };
-}
-
 test('a database that hangs instead of refusing: the claim gives up at its deadline', async () => {
-  const link = await partitionableLink();
+  const link = await partitionableLink(database.url);
   const linked = openDatabase(link.url, { maxConnections: 2 });
   try {
     const batcher = new ClaimBatcher(linked.db, { maxAttempts: 10, claimTimeoutMs: 500 });
@@ -178,7 +141,7 @@ test('a database that hangs instead of refusing: the claim gives up at its deadl
 test('a connection that hangs is closed at the query deadline, and the next claims go through a new one', async () => {
   // The connections open at the freeze are a database host replaced without a reset; those
   // opened after it reach the new host.
-  const link = await partitionableLink();
+  const link = await partitionableLink(database.url);
   const linked = openDatabase(link.url, { maxConnections: 2, queryDeadlineMs: 1_000 });
   try {
     const batcher = new ClaimBatcher(linked.db, { maxAttempts: 10, claimTimeoutMs: 500 });

@@ -6,6 +6,7 @@ import { createLogger } from '../../src/logger.js';
 import { openServicePools, type ServicePools } from '../../src/db/pools.js';
 import { businessModules } from '../../src/modules/index.js';
 import { startService, type Service } from '../../src/service.js';
+import type { WorkerOptions } from '../../src/worker/run-worker.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';
 import { signDelivery } from '../../src/stripe/sample-events.js';
@@ -52,14 +53,28 @@ export interface HttpReply {
 
 export async function startTestService(
   database: TestDatabase,
-  options: { env?: Record<string, string>; stripe?: OfflineStripe } = {},
+  options: {
+    env?: Record<string, string>;
+    stripe?: OfflineStripe;
+    /** Where the service's pools connect, when not straight to `database` (a relay in front of it). */
+    databaseUrl?: string;
+    queryDeadlineMs?: number;
+    workerOptions?: WorkerOptions;
+  } = {},
 ): Promise<TestService> {
   const stripe = options.stripe ?? (await startOfflineStripe());
   const config = testConfig({ DATABASE_URL: database.url, STRIPE_API_BASE: stripe.url, ...options.env });
   const logger = createLogger(config.logLevel);
   // The service's own pools on the test's database, as main.ts opens them.
-  const pools = openServicePools(database.url, { workerConcurrency: config.workerConcurrency });
-  const service = await startService({ config, pools, stripe: createStripeClient(STRIPE_SECRET_KEY, stripe.url, { timeoutMs: config.stripeTimeoutMs }), modules: businessModules, logger });
+  const pools = openServicePools(options.databaseUrl ?? database.url, { ...config, ...(options.queryDeadlineMs !== undefined && { queryDeadlineMs: options.queryDeadlineMs }) });
+  const service = await startService({
+    config,
+    pools,
+    stripe: createStripeClient(STRIPE_SECRET_KEY, stripe.url, { timeoutMs: config.stripeTimeoutMs }),
+    modules: businessModules,
+    logger,
+    ...(options.workerOptions && { workerOptions: options.workerOptions }),
+  });
 
   const request = async (path: string, init: RequestInit): Promise<HttpReply> => {
     const response = await fetch(service.url + path, init);
@@ -86,8 +101,9 @@ export async function startTestService(
     },
     async close() {
       await service.stop();
-      await pools.close();
+      // Before the pools: a job still waiting on Stripe then fails while its pool can record it.
       if (!options.stripe) await stripe.close();
+      await pools.close();
     },
   };
 }
