@@ -1,5 +1,6 @@
 // The Stripe SDK client. STRIPE_API_BASE points it at another server (stripe-mock, the offline
 // stand-in, the tests' fake); its own retries reuse the Idempotency-Key we pass.
+import { DeadlineHttpClient } from './deadline-http-client.js';
 import { Stripe } from './sdk.js';
 
 /**
@@ -10,7 +11,10 @@ import { Stripe } from './sdk.js';
 const STRIPE_NETWORK_RETRIES = 1;
 
 export interface StripeClientOptions {
-  /** Per attempt (STRIPE_TIMEOUT_SECONDS): the longest a call can take is about twice this. */
+  /**
+   * Per attempt (STRIPE_TIMEOUT_SECONDS), a deadline for the whole answer (deadline-http-client.ts):
+   * the longest a call can take is twice this plus the SDK's half-second wait between attempts.
+   */
   timeoutMs: number;
 }
 
@@ -19,6 +23,7 @@ export function createStripeClient(secretKey: string, apiBase: string | undefine
   return new Stripe(secretKey, {
     maxNetworkRetries: STRIPE_NETWORK_RETRIES,
     timeout: timeoutMs,
+    httpClient: new DeadlineHttpClient(),
     appInfo: { name: 'stripe-inbox' },
     ...(base && {
       host: base.hostname,
@@ -29,7 +34,8 @@ export function createStripeClient(secretKey: string, apiBase: string | undefine
 }
 
 /**
- * The longest one outbound call can take, retries included, plus a margin: how long an inbound
+ * The longest one outbound call can take, retries and the wait between them included, plus a
+ * margin for our own work around it: how long an inbound
  * Idempotency-Key stays leased to the request making it (src/http/idempotent-request.ts).
  */
 export function longestCallMs({ timeoutMs }: StripeClientOptions): number {
