@@ -112,11 +112,12 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
   }
   return {
     promise: Promise.all(runners.map((runner) => runner.promise)).then(() => undefined),
+    // A runner that already failed rejects these with its failure, which `promise` reports.
     async stop() {
-      await Promise.all(runners.map((runner) => runner.stop()));
+      await Promise.allSettled(runners.map((runner) => runner.stop()));
     },
     async kill(reason) {
-      await Promise.all(runners.map((runner) => runner.kill(reason)));
+      await Promise.allSettled(runners.map((runner) => runner.kill(reason)));
     },
     status() {
       return Object.fromEntries(Object.entries(watchdogs).map(([name, watchdog]) => [name, watchdog.status()]));
