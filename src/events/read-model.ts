@@ -152,9 +152,20 @@ export function payloadHolds(paths: ReadonlyArray<readonly string[]>, value: str
   return sql<boolean>`case when strpos(payload::text, ${JSON.stringify(value)}) > 0 then (${sql.join(matches, sql` or `)}) else false end`;
 }
 
+/**
+ * An event's payload as stored: the text Stripe signed, never parsed. A parse and a stringify
+ * would show 1e400 as null and 18446744073709551617 as 18446744073709552000, and keep one of two
+ * equal keys; an operator comparing with Stripe's Dashboard must see what Stripe sent.
+ */
+export async function findPayloadText(db: Kysely<Database>, eventId: string): Promise<string | undefined> {
+  // ::text reads a json column's text as it was stored (pg would parse the json type).
+  const row = await db.selectFrom('stripe_events').select(sql<string>`payload::text`.as('text')).where('event_id', '=', eventId).executeTakeFirst();
+  return row?.text;
+}
+
 export interface EventDetail {
-  /** The body Stripe signed, as stored. */
-  payload: unknown;
+  /** The body Stripe signed, as stored (findPayloadText): JSON text. */
+  payloadText: string;
   /** Other events about the same Stripe object (retried actions, later updates), newest first. */
   related: EventSummary[];
   /** What the business modules hold about it: the order it named or granted, ... */
@@ -171,8 +182,12 @@ export async function eventDetail(
     ? []
     : await db.selectFrom('stripe_events').select(summaryColumns).where('object_id', '=', event.object_id).where('event_id', '<>', event.event_id)
       .orderBy('received_at', 'desc').limit(20).execute();
-  const records = (await Promise.all(modules.map((m) => m.eventRecords?.(db, event) ?? Promise.resolve([])))).flat();
-  return { payload: event.payload, related, records };
+  const [payloadText, records] = await Promise.all([
+    findPayloadText(db, event.event_id),
+    Promise.all(modules.map((m) => m.eventRecords?.(db, event) ?? Promise.resolve([]))).then((found) => found.flat()),
+  ]);
+  // Prune may delete the event between the read of its row and this one: no payload, then.
+  return { payloadText: payloadText ?? 'null', related, records };
 }
 
 /** Events whose id or object id is `term`, or that a business module finds by it (an order id). */

@@ -1,25 +1,42 @@
 // /admin/api/*: the operator's JSON API. ADMIN_TOKEN on every route, no exceptions: as a bearer
 // token, or the dashboard's session cookie that signing in with it sets.
-import express, { Router } from 'express';
+import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { BusinessModule, RouteContext } from '../business-module.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
-import { eventDetail, eventTimeline, listFailedEvents, listStuckEvents, searchEvents } from '../events/read-model.js';
+import { eventDetail, eventTimeline, findPayloadText, listFailedEvents, listStuckEvents, searchEvents } from '../events/read-model.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
 import { adminGuard } from './admin-dashboard.js';
+import { proveConnection } from './connection-keep-alive.js';
 import { badRequest, checkIdParam, lookupId } from './validation.js';
 
 const eventList = z.strictObject({ status: z.enum(['failed', 'stuck']), limit: z.coerce.number().int().min(1).max(500).default(50) });
 const timelineQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(48).default(3) });
 const searchQuery = z.strictObject({ q: z.string().trim().pipe(lookupId) });
 
+/**
+ * `members` as a JSON object with one more member, `name`, whose value is `json`, JSON text put in
+ * as it is: a stored payload (read-model.ts's findPayloadText says why it is not parsed). Postgres
+ * checked that it is JSON when it was stored.
+ */
+function withJsonMember(members: Record<string, unknown>, name: string, json: string): string {
+  const head = JSON.stringify(members).slice(0, -1);
+  return `${head}${head === '{' ? '' : ','}${JSON.stringify(name)}:${json}}`;
+}
+
+/** Past the guard: an operator's (or the dashboard's) connection keeps its keep-alive. */
+const proveConnectionOf: RequestHandler = (req, _res, next) => {
+  proveConnection(req);
+  next();
+};
+
 /** The inbox's own operations, then each module's under /admin/api. */
 export function adminRoutes(modules: readonly BusinessModule[], context: RouteContext, metrics: Metrics): Router {
   const { db, logger } = context;
   const { adminToken, maxAttempts, staleAfterMs } = context.config;
   const router = Router();
-  router.use('/admin', adminGuard({ db, adminToken }), express.json({ limit: '16kb' }));
+  router.use('/admin', adminGuard({ db, adminToken }), proveConnectionOf, express.json({ limit: '16kb' }));
   router.param('id', checkIdParam);
 
   router.get('/admin/api/status', async (_req, res) => {
@@ -29,7 +46,8 @@ export function adminRoutes(modules: readonly BusinessModule[], context: RouteCo
   router.get('/admin/api/events/:id', async (req, res) => {
     const event = await findEvent(db, req.params.id);
     if (!event) return void res.status(404).json({ error: 'event not found' });
-    res.json({
+    const { payloadText, ...detail } = await eventDetail(db, event, modules);
+    const members = {
       event_id: event.event_id,
       type: event.type,
       object_id: event.object_id,
@@ -40,8 +58,16 @@ export function adminRoutes(modules: readonly BusinessModule[], context: RouteCo
       livemode: event.livemode,
       received_at: event.received_at,
       finished_at: event.finished_at,
-      ...(await eventDetail(db, event, modules)),
-    });
+      ...detail,
+    };
+    res.type('json').send(withJsonMember(members, 'payload', payloadText));
+  });
+
+  // The payload alone, as its own JSON document: what the dashboard shows, and what `curl` saves.
+  router.get('/admin/api/events/:id/payload', async (req, res) => {
+    const text = await findPayloadText(db, req.params.id);
+    if (text === undefined) return void res.status(404).json({ error: 'event not found' });
+    res.type('json').send(text);
   });
 
   router.post('/admin/api/events/:id/replay', async (req, res) => {

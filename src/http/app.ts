@@ -12,6 +12,8 @@ import type { StripeCalls } from '../stripe/outbound.js';
 import { adminDashboard } from './admin-dashboard.js';
 import { adminRoutes } from './admin-routes.js';
 import { apiRoutes } from './api-routes.js';
+import { hasBearer } from './auth.js';
+import { proveConnection } from './connection-keep-alive.js';
 import { errorHandler } from './error-handler.js';
 import { healthRoutes } from './health-routes.js';
 import { metricsRoute } from './metrics-route.js';
@@ -44,7 +46,7 @@ export function buildApp({ config, db, claim, stripeCalls, modules, readiness, l
   app.use(healthRoutes(readiness));
   app.use(metricsRoute(metrics, config.metricsToken, limits.metricsRejections));
   // Limits come before authentication, so guessing a token is limited too.
-  app.use('/api', limits.api);
+  app.use('/api', limits.api, provesWithBearer(config.apiToken));
   app.use('/admin', limits.admin);
   const context = { config, db, stripeCalls, logger, idempotencyLeaseMs: longestCallMs({ timeoutMs: config.stripeTimeoutMs }) };
   app.use(apiRoutes(modules, context));
@@ -59,6 +61,17 @@ export function buildOpsApp({ config, readiness, metrics, logger }: Pick<AppDeps
   app.use(healthRoutes(readiness));
   app.use(metricsRoute(metrics, config.metricsToken, rateLimits(config.rateLimitPerMinute, logger).metricsRejections));
   return finish(app, logger);
+}
+
+/**
+ * A request with the right token proves its connection (connection-keep-alive.ts). The routes'
+ * own guard still decides whether it is let in; this only reads the same header first.
+ */
+function provesWithBearer(token: string): express.RequestHandler {
+  return (req, _res, next) => {
+    if (hasBearer(req, token)) proveConnection(req);
+    next();
+  };
 }
 
 function newApp(trustProxyHops: number): express.Express {

@@ -6,7 +6,8 @@
 //   - GET /metrics: a quarter of it too, counting refused requests only: it takes the admin token
 //     when METRICS_TOKEN is unset, so it must not be a cheaper place to guess that token, and
 //     Prometheus scraping with the right token never counts;
-//   - POST /webhooks/stripe: half of it (600/min), counting rejected deliveries only.
+//   - POST /webhooks/stripe: half of it (600/min), counting rejected deliveries only (refused
+//     for their signature, shape or size, for a body too slow to arrive, or for the body budget).
 // Stripe's bursts are never limited: after an outage Stripe retries every failed delivery at
 // once, from its few published IPs, and a limit on them would turn a backlog into a longer one.
 // The webhook limiter is therefore consulted only once a delivery is being rejected (bad
@@ -16,8 +17,8 @@
 // from one IP would be limited by its own concurrency.
 // The client IP is the socket's unless TRUST_PROXY says how many proxies (Traefik) sit in front;
 // IPv6 clients are counted per /56 (express-rate-limit's default: one household or server).
-import type { RequestHandler } from 'express';
-import { rateLimit } from 'express-rate-limit';
+import type { Request, RequestHandler } from 'express';
+import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import type { Logger } from '../logger.js';
 
 const TOO_MANY_REQUESTS = 'too many requests from this address: retry after the delay in Retry-After';
@@ -33,6 +34,16 @@ export interface RateLimits {
   readonly webhookRejections: RequestHandler;
   /** For a /metrics request without the right token, as webhookRejections. */
   readonly metricsRejections: RequestHandler;
+}
+
+/**
+ * The client as the limiters count it: the address Express derives through TRUST_PROXY, IPv6 by
+ * /56. For other per-client bounds (the webhook body budget's share), so that a client is one
+ * client everywhere.
+ */
+export function clientKey(req: Request): string {
+  // req.ip is undefined only once the socket is gone; such a request has no one to bound.
+  return ipKeyGenerator(req.ip ?? '', 56);
 }
 
 const passThrough: RequestHandler = (_req, _res, next) => next();

@@ -9,14 +9,22 @@ import type { Metrics, WebhookOutcome } from '../metrics/metrics.js';
 import { parseWebhook, WebhookRejectedError } from '../stripe/webhook-event.js';
 import { BUSY_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE, POOL_BUSY } from './error-handler.js';
 import { BodyBudget } from './body-budget.js';
+import { proveConnection } from './connection-keep-alive.js';
+import { clientKey } from './rate-limits.js';
 import { readRawBody } from './read-raw-body.js';
 
 /** 1 MiB. Stripe's events are a few KB; the limit bounds the memory one request can take. */
 const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
+/**
+ * How long a body may take to arrive after its headers. Stripe sends a few KB at once; a body
+ * still arriving after this is a client holding its share of the budget, and the request timeout
+ * (HTTP_REQUEST_TIMEOUT_SECONDS, 30 s) would let it hold that six times as long.
+ */
+const WEBHOOK_BODY_DEADLINE_MS = 5_000;
 
 export interface WebhookDeps {
   webhookSecrets: readonly string[];
-  /** WEBHOOK_BODY_BUDGET_MB: bytes of unverified bodies held at once, across all requests. */
+  /** WEBHOOK_BODY_BUDGET_MB: bytes of unverified bodies held at once, across all requests (one client an eighth of it). */
   webhookBodyBudgetBytes: number;
   /** Durably claims the event and enqueues its job; resolves only after commit. */
   claim: (event: IncomingEvent) => Promise<ClaimOutcome>;
@@ -26,6 +34,8 @@ export interface WebhookDeps {
 
 function rejectionOutcome(status: number, error: string): WebhookOutcome {
   if (status === 413) return 'too_large';
+  // An incomplete request: the body never came whole.
+  if (status === 408) return 'malformed';
   if (status === 503) return 'busy';
   return error.includes('Stripe-Signature') ? 'bad_signature' : 'malformed';
 }
@@ -39,10 +49,12 @@ const DUPLICATE = JSON.stringify({ received: true, duplicate: true });
  * rate-limits.ts): it calls next, or answers 429.
  */
 export function webhookHandler({ webhookSecrets, webhookBodyBudgetBytes, claim, logger, metrics }: WebhookDeps, limitRejections: RequestHandler): RequestHandler {
-  const budget = new BodyBudget(webhookBodyBudgetBytes);
+  const budget = new BodyBudget(webhookBodyBudgetBytes, { bodyLimitBytes: WEBHOOK_BODY_LIMIT_BYTES });
   return async (req, res, next) => {
     const started = performance.now();
     // A client over its limit gets a quiet 429 instead, so a flood cannot flood the log either.
+    // Every refusal counts, those of a slow body or of the body budget too: they are what a
+    // client holding unverified bodies is answered.
     const reject = (status: number, error: string) => {
       res.once('finish', () => metrics.webhookRequests.inc({ outcome: res.statusCode === 429 ? 'rate_limited' : rejectionOutcome(status, error) }));
       void limitRejections(req, res, (failure?: unknown) => {
@@ -52,19 +64,21 @@ export function webhookHandler({ webhookSecrets, webhookBodyBudgetBytes, claim, 
       });
     };
     // Raw body on this route only: the signature covers the exact bytes.
-    const read = await readRawBody(req, res, { limitBytes: WEBHOOK_BODY_LIMIT_BYTES, budget });
+    const read = await readRawBody(req, res, { limitBytes: WEBHOOK_BODY_LIMIT_BYTES, deadlineMs: WEBHOOK_BODY_DEADLINE_MS, budget, client: clientKey(req) });
     if (read.kind === 'aborted') return;
     if (read.kind === 'rejected') return reject(read.status, read.error);
 
     let event: IncomingEvent;
     try {
       event = parseWebhook(read.body, req.headers['stripe-signature'], webhookSecrets);
+      // Signed with our secret: Stripe, whose connection may idle as long as keep-alive allows.
+      proveConnection(req);
     } catch (error) {
       if (!(error instanceof WebhookRejectedError)) throw error;
       return reject(400, error.message);
     } finally {
       // Verified or refused: either way no longer an unverified body. A verified one is a few KB.
-      budget.give(read.body.length);
+      read.release();
     }
     const log = { eventId: event.eventId, type: event.type };
     let outcome: ClaimOutcome;

@@ -10,7 +10,7 @@
  * @typedef {{ minute: string, received: number, finished: number, failed: number }} MinuteCounts
  * @typedef {{ kind: string, id: string, fields: Record<string, string | number | boolean | null> }} BusinessRecord
  * @typedef {EventSummary & { object_id: string | null, duplicate_of: string | null, livemode: boolean, finished_at: string | null,
- *   payload: unknown, related: EventSummary[], records: BusinessRecord[] }} EventDetail
+ *   related: EventSummary[], records: BusinessRecord[] }} EventDetail
  */
 
 /**
@@ -29,11 +29,12 @@ function $(id) {
 const hours = $('hours');
 
 /**
+ * The answer of a call to /admin/api, once it is known to be a success.
  * @param {string} method
  * @param {string} path
- * @returns {Promise<any>}
+ * @returns {Promise<Response>}
  */
-async function api(method, path) {
+async function call(method, path) {
   const response = await fetch('/admin/api' + path, { method, headers: { accept: 'application/json' }, credentials: 'same-origin' });
   if (response.status === 401) {
     location.reload();
@@ -45,7 +46,57 @@ async function api(method, path) {
     const body = await response.json().catch(() => ({}));
     throw new Error(method + ' ' + path + ' answered ' + response.status + (typeof body.error === 'string' ? ': ' + body.error : ''));
   }
-  return response.json();
+  return response;
+}
+
+/**
+ * @param {string} method
+ * @param {string} path
+ * @returns {Promise<any>}
+ */
+async function api(method, path) {
+  return (await call(method, path)).json();
+}
+
+/**
+ * JSON text laid out two spaces a level, each token kept as written. The payload is shown as
+ * Stripe sent it, and a parse would not give it back: 1e400 would become null,
+ * 18446744073709551617 would be rounded, and of two equal keys one would be lost.
+ * @param {string} text JSON (the server stored it as json, so its strings are terminated)
+ */
+function layOut(text) {
+  let out = '';
+  let depth = 0;
+  const newline = () => '\n' + '  '.repeat(depth);
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charAt(i);
+    if (c === '"') {
+      let end = i + 1;
+      while (end < text.length && text.charAt(end) !== '"') end += text.charAt(end) === '\\' ? 2 : 1;
+      out += text.slice(i, end + 1);
+      i = end;
+    } else if (c === '{' || c === '[') {
+      const next = text.slice(i + 1).search(/\S/);
+      const close = c === '{' ? '}' : ']';
+      if (next !== -1 && text.charAt(i + 1 + next) === close) {
+        out += c + close;
+        i += 1 + next;
+      } else {
+        depth++;
+        out += c + newline();
+      }
+    } else if (c === '}' || c === ']') {
+      depth--;
+      out += newline() + c;
+    } else if (c === ',') {
+      out += ',' + newline();
+    } else if (c === ':') {
+      out += ': ';
+    } else if (!/\s/.test(c)) {
+      out += c;
+    }
+  }
+  return out;
 }
 
 /**
@@ -122,8 +173,9 @@ function eventTable(table, events, emptyText) {
  * @param {string} eventId
  */
 async function showDetail(eventId) {
-  /** @type {EventDetail} */
-  const detail = await api('GET', '/events/' + encodeURIComponent(eventId));
+  const path = '/events/' + encodeURIComponent(eventId);
+  /** @type {[EventDetail, string]} */
+  const [detail, payload] = await Promise.all([api('GET', path), call('GET', path + '/payload').then((r) => r.text())]);
   $('detail-title').textContent = detail.type + ' · ' + detail.event_id;
   const facts = $('detail-facts');
   facts.replaceChildren();
@@ -142,7 +194,7 @@ async function showDetail(eventId) {
   }
   if (detail.records.length === 0) records.appendChild(document.createElement('li')).textContent = 'none';
   eventTable($('detail-related'), detail.related, 'No other event of this object.');
-  $('detail-payload').textContent = JSON.stringify(detail.payload, null, 2);
+  $('detail-payload').textContent = layOut(payload);
   /** @type {HTMLDialogElement} */
   const dialog = $('detail');
   if (!dialog.open) dialog.showModal();
