@@ -121,24 +121,18 @@ export class Metrics {
     statusGauge('stripe_inbox_jobs_queued', 'process_stripe_event jobs waiting or running (each carries a batch of events)', (s) => s.jobs_queued);
     statusGauge('stripe_inbox_events_queued', 'Events carried by the process_stripe_event jobs waiting or running', (s) => s.events_queued);
     const jobLoops = () => this.#jobLoops();
-    new Gauge({
-      name: 'stripe_inbox_worker_progress_age_seconds',
-      help: "Seconds since this process's worker runner (fulfilment, modules) last fetched or finished a job; over 30 while idle means stalled",
-      labelNames: ['runner'] as const,
-      registers: [this.registry],
-      collect() {
-        for (const [runner, status] of Object.entries(jobLoops())) if (status) this.set({ runner }, status.progressAgeSeconds);
-      },
-    });
-    new Gauge({
-      name: 'stripe_inbox_worker_stalled',
-      help: "1 while this process's worker runner (fulfilment, modules) makes no progress (see /healthz), else 0",
-      labelNames: ['runner'] as const,
-      registers: [this.registry],
-      collect() {
-        for (const [runner, status] of Object.entries(jobLoops())) if (status) this.set({ runner }, status.stalled ? 1 : 0);
-      },
-    });
+    const jobLoopGauge = (name: string, help: string, value: (status: JobLoopStatus) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['runner'] as const,
+        registers: [this.registry],
+        collect() {
+          for (const [runner, status] of Object.entries(jobLoops())) if (status) this.set({ runner }, value(status));
+        },
+      });
+    jobLoopGauge('stripe_inbox_worker_progress_age_seconds', "Seconds since this process's worker runner (fulfilment, modules) last fetched or finished a job; over 30 while idle means stalled", (s) => s.progressAgeSeconds);
+    jobLoopGauge('stripe_inbox_worker_stalled', "1 while this process's worker runner (fulfilment, modules) makes no progress (see /healthz), else 0", (s) => (s.stalled ? 1 : 0));
     statusGauge('stripe_inbox_last_sweep_timestamp_seconds', 'When the sweep last ran (Unix time); 0 if never', (s) =>
       s.last_sweep_at ? Date.parse(s.last_sweep_at) / 1000 : 0,
     );

@@ -1,8 +1,7 @@
 // The SDK's HTTP client with STRIPE_TIMEOUT_SECONDS as a deadline for each attempt's whole
 // exchange (connect, headers and body), not the idle timeout Node's socket timeout is: a Stripe
 // (or a proxy in front of it) trickling its answer a byte at a time resets an idle timer forever,
-// and a checkout then answered after 21 s while the Idempotency-Key lease, sized by this timeout
-// (client.ts), ran out under it. Otherwise as the SDK's own Node client: keep-alive agents, and
+// and the call would outlive the Idempotency-Key lease, which is sized by this timeout (client.ts). Otherwise as the SDK's own Node client: keep-alive agents, and
 // the same errors, so the SDK's retries and our classification (outbound.ts) see no difference.
 import type { IncomingMessage } from 'node:http';
 import { Stripe } from './sdk.js';

@@ -53,8 +53,8 @@ export interface WorkerOptions {
 
 // Two runners on one pool, each fetching only its own tasks. Fulfilment never calls Stripe; the
 // modules' jobs do (a subscription refresh), and while Stripe hangs each attempt holds its slot
-// for the whole Stripe deadline. Sharing slots, a pile of those kept new events waiting for
-// seconds; with their own MODULE_JOB_CONCURRENCY slots they wait for each other only.
+// for the whole Stripe deadline. In their own MODULE_JOB_CONCURRENCY slots they wait for each
+// other only, never in front of an event's fulfilment.
 export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {}): Promise<Worker> {
   const { config, stripeCalls, pool, db, modules, logger, metrics, yieldTo } = deps;
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
