@@ -92,6 +92,7 @@ interface OrderView {
 interface SubscriptionView {
   subscription_id: string;
   plan_id: string;
+  checkout_session_id: string | null;
   stripe_subscription_id: string | null;
   current_period_end: string | null;
 }
@@ -128,6 +129,8 @@ async function subscriptionPeriod(base: string, apiToken: string, subscription: 
   const sample = {
     subscriptionId: subscription.subscription_id,
     stripeSubscriptionId: subscription.stripe_subscription_id ?? `sub_test_${subscription.subscription_id}`,
+    // The session POST /api/subscriptions stored: its completion is what links the Stripe subscription.
+    checkoutSessionId: subscription.checkout_session_id ?? undefined,
     amount: plan.amount,
     currency: plan.currency,
   };

@@ -5,7 +5,7 @@
 // The machine's speed drifts (a shared host), so the full run times the baseline before and after
 // the service and compares the service with the mean of the two.
 import { claimEvents } from '../../src/events/event-store.js';
-import { createOrder } from '../../src/modules/credits/orders.js';
+import { attachCheckoutSession, createOrder } from '../../src/modules/credits/orders.js';
 import { createBenchDatabase, type BenchDatabase } from '../support/database.js';
 import { timeDrain } from '../support/drain-timer.js';
 import type { BenchOptions } from '../support/options.js';
@@ -37,6 +37,7 @@ async function seedBacklog(db: BenchDatabase, events: EventBodies): Promise<void
   await inParallel(events.count, SEED_PARALLEL, async (i) => {
     const order = await createOrder(db.db, { orderId: events.orderId(i), packageId: BENCH_PACKAGE.id, accountId: `acct_bench_${i}`, email: null });
     if (!order) throw new Error(`package ${BENCH_PACKAGE.id} is missing`);
+    await attachCheckoutSession(db.db, order.order_id, events.sessionId(i));
   });
   await inParallel(Math.ceil(events.count / CLAIM_BATCH), SEED_PARALLEL, async (i) => {
     const from = i * CLAIM_BATCH;

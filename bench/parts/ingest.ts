@@ -257,14 +257,18 @@ async function commitLatencyMs(db: BenchDatabase, commits: number): Promise<numb
   return percentile(times, 50);
 }
 
-/** The pending orders the events pay, in one statement: ord_bench_<run>_<i> at the starter package's price. */
+/**
+ * The pending orders the events pay, in one statement: ord_bench_<run>_<i> at the starter package's
+ * price, each with the Checkout Session cs_bench_<run>_<i> stored, as POST /api/checkout stores it.
+ */
 async function seedOrders(db: BenchDatabase, events: EventBodies): Promise<void> {
   const prefix = events.orderId(0).slice(0, -1);
+  const sessionPrefix = events.sessionId(0).slice(0, -1);
   await db.pool.query(
-    `insert into orders (order_id, package_id, account_id, amount, currency, credits)
-     select $1 || i, $2, 'acct_bench_' || i, $3, $4, p.credits
+    `insert into orders (order_id, package_id, account_id, amount, currency, credits, checkout_session_id)
+     select $1 || i, $2, 'acct_bench_' || i, $3, $4, p.credits, $6 || i
      from generate_series(0, $5::int - 1) as i, packages p where p.package_id = $2`,
-    [prefix, BENCH_PACKAGE.id, BENCH_PACKAGE.amount, BENCH_PACKAGE.currency, events.count],
+    [prefix, BENCH_PACKAGE.id, BENCH_PACKAGE.amount, BENCH_PACKAGE.currency, events.count, sessionPrefix],
   );
 }
 

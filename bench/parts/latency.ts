@@ -5,7 +5,7 @@
 // figure is paid-seen − 2xx-received; its resolution is the poll cycle, printed with it.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { createOrder } from '../../src/modules/credits/orders.js';
+import { attachCheckoutSession, createOrder } from '../../src/modules/credits/orders.js';
 import { createBenchDatabase } from '../support/database.js';
 import type { BenchOptions } from '../support/options.js';
 import { spawnBenchService, type BenchChild } from '../support/processes.js';
@@ -89,6 +89,7 @@ export async function benchLatency(options: BenchOptions): Promise<Figure[]> {
   try {
     for (let i = 0; i < events.count; i++) {
       await createOrder(db.db, { orderId: events.orderId(i), packageId: BENCH_PACKAGE.id, accountId: `acct_bench_${i}`, email: null });
+      await attachCheckoutSession(db.db, events.orderId(i), events.sessionId(i));
     }
     options.log(`latency: ${RATE_PER_SECOND} events/s for ${size.warmupSeconds} s warm-up + ${size.seconds} s to the service (ROLE=all)`);
     const child = await spawnBenchService(serviceEnv(db.url, 'all', options.env), options.nodeFlags);

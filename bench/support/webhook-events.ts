@@ -1,7 +1,8 @@
 // Unique checkout.session.completed events for the bench, built from one sample event
 // (src/stripe/sample-events.ts: Stripe's own example object) by substituting ids into its JSON,
 // because building and serialising 100k events one by one would take longer than the run.
-// Event i pays order `ord_bench_<run>_<i>` (4900 chf: the 'starter' package); the same i gives
+// Event i pays order `ord_bench_<run>_<i>` (4900 chf: the 'starter' package), which stored its
+// session `cs_bench_<run>_<i>`; the same i gives
 // the same bytes, so every server in one run gets the same requests.
 import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
@@ -17,6 +18,8 @@ export interface EventBodies {
   /** The compact JSON of event i (about 3.3 KB), as Stripe would send it. */
   body(i: number): string;
   orderId(i: number): string;
+  /** The Checkout Session event i completes, which its order must have stored to be paid by it. */
+  sessionId(i: number): string;
   eventId(i: number): string;
   /** Event i as the webhook route would hand it to claimEvents. */
   incoming(i: number): IncomingEvent;
@@ -36,6 +39,7 @@ export function eventBodies(count: number): EventBodies {
     count,
     body,
     orderId: (i) => `ord_${key(i)}`,
+    sessionId: (i) => `cs_${key(i)}`,
     eventId: (i) => `evt_${key(i)}`,
     incoming: (i) => ({
       eventId: `evt_${key(i)}`,

@@ -15,7 +15,7 @@ import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import type { Database } from '../../src/db/schema.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
-import { createOrder } from '../../src/modules/credits/orders.js';
+import { attachCheckoutSession, createOrder } from '../../src/modules/credits/orders.js';
 import { checkoutSession, sampleEvent, signDelivery, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
 import { serviceMigrations } from '../../src/modules/index.js';
@@ -44,7 +44,7 @@ function planDeliveries(orders: readonly OrderRow[]): Delivery[] {
   const plan: Delivery[] = [];
   const add = (order: OrderRow, event: SampleEvent) => plan.push({ orderId: order.order_id, event, attempt: 1, retryAt: 0 });
   for (const order of orders) {
-    const session = checkoutSession({ orderId: order.order_id, amount: order.amount, currency: order.currency });
+    const session = checkoutSession({ orderId: order.order_id, sessionId: order.checkout_session_id!, amount: order.amount, currency: order.currency });
     const event = sampleEvent('checkout.session.completed', session);
     add(order, event);
     if (Math.random() < REPEAT_SHARE) add(order, event);
@@ -201,7 +201,10 @@ async function createOrders(db: Kysely<Database>, events: number, signal: AbortS
     const batch = Array.from({ length: Math.min(4, events - i) }, (_, j) => `acct_chaos_${(i + j) % Math.ceil(events / ORDERS_PER_ACCOUNT)}`);
     for (const order of await Promise.all(batch.map((accountId) => createOrder(db, { packageId: 'starter', accountId, email: null })))) {
       if (!order) throw new Error("the 'starter' package is missing (sql/0001 seeds it)");
-      orders.push(order);
+      // As POST /api/checkout stores the session Stripe opened: only that session pays the order.
+      const checkoutSessionId = `cs_chaos_${order.order_id}`;
+      await attachCheckoutSession(db, order.order_id, checkoutSessionId);
+      orders.push({ ...order, checkout_session_id: checkoutSessionId });
     }
   }
   return orders;

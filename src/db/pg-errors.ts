@@ -35,3 +35,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   return false;
 }
+
+/** True when a unique constraint (`constraint`, by name) refused a write: SQLSTATE 23505. */
+export function isUniqueViolation(error: unknown, constraint: string): boolean {
+  return errorChain(error).some((e) => codeOf(e) === '23505' && (e as { constraint?: unknown }).constraint === constraint);
+}

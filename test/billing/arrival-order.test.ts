@@ -1,5 +1,5 @@
 // Billing's handlers driven attempt by attempt, without a worker (fulfilWith): an invoice that
-// arrives before anything tied its Stripe subscription to ours waits and then grants once; one
+// arrives before its checkout tied its Stripe subscription to ours waits and then grants once; one
 // that is never tied ends 'ignored'; an older subscription state (a paused collection among it)
 // never overwrites a newer one;
 // a refund takes back that period's credits once, and one that maps to no grant ends 'ignored'.
@@ -8,39 +8,34 @@ import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { billingModule } from '../../src/modules/billing/index.js';
 import { businessModules } from '../../src/modules/index.js';
-import { invoiceObject, invoicePaymentObject, subscriptionObject, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
-import { createSubscription } from '../../src/modules/billing/subscriptions.js';
+import { invoiceObject, invoicePaymentObject, subscriptionObject } from '../../src/modules/billing/sample-events.js';
 import { applyState, requestRefresh } from '../../src/modules/billing/subscription-state.js';
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';
-import { newAccountId, quotaOf } from '../support/factories.js';
+import { quotaOf } from '../support/factories.js';
 import { fulfilWith } from '../support/handlers.js';
 import { testConfig } from '../support/service.js';
+import { checkoutCompleted, givenSubscription } from '../support/subscriptions.js';
 
 const database = databaseForFile({ maxConnections: 4 });
 const billing = billingModule.handlers(testConfig());
 // charge.refunded is both modules' type: refunds run with every module, as the worker runs them.
 const everyModule = businessModules.map((module) => module.handlers(testConfig()));
 
-async function givenSubscription(): Promise<SampleSubscription & { accountId: string }> {
-  const accountId = newAccountId();
-  const row = await createSubscription(database.db, { planId: 'pro_monthly', accountId, email: null });
-  return { subscriptionId: row!.subscription_id, stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf', accountId };
-}
 const subscriptionRow = (subscriptionId: string) =>
   database.db.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
 
 describe('an invoice before its subscription is tied to ours', () => {
-  test('waits (retried, counted), and grants once when the subscription event links it', async () => {
-    const subscription = await givenSubscription();
+  test('waits (retried, counted), and grants once when its checkout links the subscription', async () => {
+    const subscription = await givenSubscription(database);
     // An invoice whose metadata did not carry our id (created before the subscription's metadata was set).
     const paid = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid', metadata: false }));
     const [waiting] = await fulfilWith(database, billing, [paid]);
     assert.deepEqual([waiting!.row.status, waiting!.row.attempts], ['processing', 1]);
     assert.match(waiting!.row.last_error ?? '', /not tied to a subscription of ours \(yet\)/);
 
-    const created = sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'incomplete', periodEnd: Math.floor(Date.now() / 1000) + 86_400 }));
-    await fulfilWith(database, billing, [created]);
+    const [linked] = await fulfilWith(database, billing, [checkoutCompleted(subscription)]);
+    assert.equal(linked!.row.status, 'processed');
     const [granted] = await fulfilWith(database, billing, [paid]);
     assert.equal(granted!.row.status, 'processed');
     assert.equal((await quotaOf(database, subscription.accountId)).granted, 100);
@@ -56,10 +51,24 @@ describe('an invoice before its subscription is tied to ours', () => {
   });
 });
 
+describe('an invoice naming our subscription, of a Stripe subscription its checkout never linked', () => {
+  test("waits, and ends 'failed' (not 'ignored'), saying so, when its attempts run out: our id in it makes it ours to look at", async () => {
+    const subscription = await givenSubscription(database);
+    const paid = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid' }));
+    const [first] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
+    assert.equal(first!.row.status, 'processing');
+    const [last] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
+    assert.equal(last!.row.status, 'failed');
+    assert.match(last!.row.last_error ?? '', new RegExp(`${subscription.subscriptionId} was never linked to it`));
+    assert.equal((await subscriptionRow(subscription.subscriptionId)).stripe_subscription_id, null);
+    assert.equal((await quotaOf(database, subscription.accountId)).granted, 0);
+  });
+});
+
 describe("the subscription's state", () => {
   test('an older delivery never overwrites what a newer one set, in either arrival order', async () => {
     for (const newerFirst of [true, false]) {
-      const subscription = await givenSubscription();
+      const subscription = await givenSubscription(database, { linked: true });
       const t = Math.floor(Date.now() / 1000) - 100;
       const created = sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'incomplete', periodEnd: t + 86_400 }), { created: t });
       const updated = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd: t + 86_400, cancelAtPeriodEnd: true }), { created: t + 5 });
@@ -73,7 +82,7 @@ describe("the subscription's state", () => {
   });
 
   test('a paused collection is held as Stripe sent it, and in order: an older pause delivered after the resume does not bring it back', async () => {
-    const subscription = await givenSubscription();
+    const subscription = await givenSubscription(database, { linked: true });
     const t = Math.floor(Date.now() / 1000) - 100;
     const periodEnd = t + 86_400;
     const resumesAt = t + 7 * 86_400;
@@ -96,7 +105,7 @@ describe("the subscription's state", () => {
   });
 
   test('a fetch of the same second as a different state held is newer only if that state was held before the fetch began', async () => {
-    const subscription = await givenSubscription();
+    const subscription = await givenSubscription(database, { linked: true });
     await fulfilWith(database, billing, [sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'active', periodEnd: Math.floor(Date.now() / 1000) + 86_400 }))]);
     const second = Math.floor(Date.now() / 1000) * 1000;
     const fetched = { status: 'active', currentPeriodEnd: null, cancelAtPeriodEnd: false, pause: null };
@@ -126,7 +135,7 @@ describe("the subscription's state", () => {
   });
 
   test('two different states of one second are not guessed between: a fetch from Stripe is queued', async () => {
-    const subscription = await givenSubscription();
+    const subscription = await givenSubscription(database, { linked: true });
     const t = Math.floor(Date.now() / 1000) - 100;
     const periodEnd = t + 86_400;
     const a = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: true }), { created: t });
@@ -143,7 +152,7 @@ describe("the subscription's state", () => {
 
 describe('refunds of a subscription payment', () => {
   async function paidPeriod() {
-    const subscription = await givenSubscription();
+    const subscription = await givenSubscription(database, { linked: true });
     const invoiceId = randomStripeId('in');
     const paymentIntentId = randomStripeId('pi');
     await fulfilWith(database, billing, [

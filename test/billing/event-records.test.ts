@@ -7,34 +7,33 @@ import { test } from 'node:test';
 import { eventDetail, searchEvents } from '../../src/events/read-model.js';
 import { billingModule } from '../../src/modules/billing/index.js';
 import { invoiceObject, subscriptionObject } from '../../src/modules/billing/sample-events.js';
-import { createSubscription } from '../../src/modules/billing/subscriptions.js';
-import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
+import { randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';
-import { eventRow, newAccountId } from '../support/factories.js';
+import { eventRow } from '../support/factories.js';
 import { fulfilWith } from '../support/handlers.js';
 import { testConfig } from '../support/service.js';
+import { checkoutCompleted, givenSubscription } from '../support/subscriptions.js';
 
 const database = databaseForFile({ maxConnections: 4 });
 
 test("a subscription's events are found by our id, and an invoice's event shows its subscription and grant", async () => {
-  const row = await createSubscription(database.db, { planId: 'pro_monthly', accountId: newAccountId(), email: null });
-  const subscription = { subscriptionId: row!.subscription_id, stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf' };
+  const subscription = await givenSubscription(database);
   const periodEnd = Math.floor(Date.now() / 1000) + 86_400;
-  // Ours in the metadata; about the Stripe subscription only (no metadata); the grant.
+  // The checkout that links it (ours in its metadata); ours in the metadata; about the Stripe
+  // subscription only (no metadata); the grant.
+  const session = checkoutCompleted(subscription);
   const created = sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'active', periodEnd }));
   const updated = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, metadata: false }));
   const paid = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid' }));
-  // Found only by our id: in the object's metadata (the subscription's Checkout Session), or in its
-  // invoice's subscription_details (an event no handler acts on, about the invoice).
-  const session = sampleEvent('checkout.session.completed', { ...exampleObject('checkout.session'), id: randomStripeId('cs'), mode: 'subscription', metadata: { subscription_id: subscription.subscriptionId } });
+  // Found only by our id, in its invoice's subscription_details (an event no handler acts on, about the invoice).
   const succeeded = sampleEvent('invoice.payment_succeeded', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid' }));
   // The same, from an endpoint on an API version before 2025-03-31: the invoice names its
   // subscription at its top level.
   const invoice = invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'paid' });
   const olderSucceeded = sampleEvent('invoice.payment_succeeded', { ...invoice, parent: undefined, subscription: subscription.stripeSubscriptionId, subscription_details: { metadata: { subscription_id: subscription.subscriptionId } } }, { api_version: '2024-06-20' });
   const unrelated = sampleEvent('customer.subscription.created', subscriptionObject({ ...subscription, subscriptionId: 'subscr_other', stripeSubscriptionId: randomStripeId('sub') }, { status: 'active', periodEnd }));
-  await fulfilWith(database, billingModule.handlers(testConfig()), [created, updated, paid]);
-  await fulfilWith(database, {}, [session, succeeded, olderSucceeded, unrelated]);
+  await fulfilWith(database, billingModule.handlers(testConfig()), [session, created, updated, paid]);
+  await fulfilWith(database, {}, [succeeded, olderSucceeded, unrelated]);
 
   const found = await searchEvents(database.db, subscription.subscriptionId, [billingModule]);
   assert.deepEqual(found.map((e) => e.event_id).sort(), [created.id, updated.id, paid.id, session.id, succeeded.id, olderSucceeded.id].sort());

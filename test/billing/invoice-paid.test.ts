@@ -4,19 +4,16 @@
 // that must not grant end 'ignored' with the reason.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { invoiceObject, PERIOD_SECONDS, periodEvents, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
+import { invoiceObject, PERIOD_SECONDS, periodEvents } from '../../src/modules/billing/sample-events.js';
 import { exampleObject, randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { finishedEvent, newAccountId, quotaOf } from '../support/factories.js';
+import { finishedEvent, quotaOf } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
+import { subscribedThroughApi } from '../support/subscriptions.js';
 
 const file = serviceForFile();
 
-async function givenSubscription(): Promise<SampleSubscription & { accountId: string }> {
-  const accountId = newAccountId();
-  const reply = await file.service.call('POST', '/api/subscriptions', { body: { plan_id: 'pro_monthly', account_id: accountId } });
-  assert.equal(reply.status, 201);
-  return { subscriptionId: reply.body.subscription_id as string, stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf', accountId };
-}
+/** Started through POST /api/subscriptions; its period's events (periodEvents) include the checkout that links it. */
+const givenSubscription = (options: { linked?: boolean } = {}) => subscribedThroughApi(file, options);
 
 /** A reproducible shuffle: the same seed, the same order. */
 function shuffled<T>(items: readonly T[], seed: number): T[] {
@@ -131,7 +128,7 @@ describe('invoices that do not grant', () => {
   });
 
   test('an invoice in another currency than the plan fails visibly and grants nothing', async () => {
-    const subscription = await givenSubscription();
+    const subscription = await givenSubscription({ linked: true });
     const event = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid', currency: 'eur' }));
     await file.service.deliver(event);
     const row = await finishedEvent(file.database, event.id);

@@ -3,18 +3,16 @@
 // stand-in), and invoice.payment_failed fetches it too, since the status is changing.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { invoiceObject, subscriptionObject, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
-import { randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
-import { finishedEvent, newAccountId } from '../support/factories.js';
+import { invoiceObject, subscriptionObject } from '../../src/modules/billing/sample-events.js';
+import { sampleEvent } from '../../src/stripe/sample-events.js';
+import { finishedEvent } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
+import { subscribedThroughApi } from '../support/subscriptions.js';
 import { waitFor } from '../support/wait-for.js';
 
 const file = serviceForFile();
 
-async function givenSubscription(): Promise<SampleSubscription> {
-  const reply = await file.service.call('POST', '/api/subscriptions', { body: { plan_id: 'pro_monthly', account_id: newAccountId() } });
-  return { subscriptionId: reply.body.subscription_id as string, stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf' };
-}
+const givenSubscription = () => subscribedThroughApi(file, { linked: true });
 const stateOf = async (subscriptionId: string) => {
   const row = await file.database.db.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
   return { status: row.status, cancelAtPeriodEnd: row.cancel_at_period_end };

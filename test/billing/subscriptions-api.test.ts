@@ -8,11 +8,12 @@ import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { billingModule } from '../../src/modules/billing/index.js';
 import { subscriptionObject } from '../../src/modules/billing/sample-events.js';
-import { randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
+import { sampleEvent } from '../../src/stripe/sample-events.js';
 import { newAccountId } from '../support/factories.js';
 import { fulfilWith } from '../support/handlers.js';
 import { waitFor } from '../support/wait-for.js';
 import { ADMIN_TOKEN, serviceForFile, testConfig, type HttpReply } from '../support/service.js';
+import { checkoutCompleted, subscribedThroughApi, type GivenSubscription } from '../support/subscriptions.js';
 
 const file = serviceForFile({ env: { ROLE: 'web' } });
 
@@ -104,18 +105,21 @@ describe('POST /api/subscriptions', () => {
 });
 
 describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', () => {
-  async function givenSubscription(): Promise<string> {
-    const reply = await subscribe({ plan_id: 'pro_monthly', account_id: newAccountId() });
-    return reply.body.subscription_id as string;
+  /** Linked as production links it: its checkout.session.completed, fulfilled by the billing module's handlers (no worker runs in this file). */
+  async function linkedSubscription(): Promise<GivenSubscription> {
+    const subscription = await subscribedThroughApi(file);
+    const [linked] = await fulfilWith(file.database, billingModule.handlers(testConfig()), [checkoutCompleted(subscription)]);
+    assert.equal(linked!.row.status, 'processed');
+    return subscription;
   }
 
   test('a new subscription reads as pending, with no Stripe subscription yet; cancelling it is 409', async () => {
-    const subscriptionId = await givenSubscription();
+    const { subscriptionId, checkoutSessionId } = await subscribedThroughApi(file);
     const reply = await file.service.call('GET', `/api/subscriptions/${subscriptionId}`);
     assert.equal(reply.status, 200);
     assert.deepEqual(reply.body, {
       subscription_id: subscriptionId, status: 'pending', plan_id: 'pro_monthly', account_id: reply.body.account_id,
-      stripe_subscription_id: null, current_period_end: null, cancel_at_period_end: false, pause_collection: null,
+      checkout_session_id: checkoutSessionId, stripe_subscription_id: null, current_period_end: null, cancel_at_period_end: false, pause_collection: null,
     });
     const cancel = await file.service.call('POST', `/api/subscriptions/${subscriptionId}/cancel`);
     assert.equal(cancel.status, 409);
@@ -123,8 +127,7 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
   });
 
   test('a subscription whose collection Stripe paused reads as active, with the pause and when it resumes', async () => {
-    const subscriptionId = await givenSubscription();
-    const stripeSubscriptionId = randomStripeId('sub');
+    const { subscriptionId, stripeSubscriptionId } = await linkedSubscription();
     const periodEnd = Math.floor(Date.now() / 1000) + 30 * 24 * 3600;
     const resumesAt = periodEnd + 30 * 24 * 3600;
     const paused = sampleEvent(
@@ -143,11 +146,9 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
   });
 
   test('cancel goes to Stripe with its key, and answers with the state Stripe gave back; repeating it is the same request, whose replayed answer never overwrites a newer state', async () => {
-    const subscriptionId = await givenSubscription();
-    const stripeSubscriptionId = randomStripeId('sub');
+    const { subscriptionId, stripeSubscriptionId } = await linkedSubscription();
     const periodEnd = Math.floor(Date.now() / 1000) + 30 * 24 * 3600;
     file.service.stripe.addSubscription(subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'active', periodEnd }));
-    await file.database.db.updateTable('subscriptions').set({ stripe_subscription_id: stripeSubscriptionId }).where('subscription_id', '=', subscriptionId).execute();
 
     const cancel = () => file.service.call('POST', `/api/subscriptions/${subscriptionId}/cancel`);
     const first = await cancel();
@@ -182,9 +183,7 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
   });
 
   test('cancelling a subscription that has ended answers with its state, without asking Stripe (which refuses to change it)', async () => {
-    const subscriptionId = await givenSubscription();
-    const stripeSubscriptionId = randomStripeId('sub');
-    await file.database.db.updateTable('subscriptions').set({ stripe_subscription_id: stripeSubscriptionId }).where('subscription_id', '=', subscriptionId).execute();
+    const { subscriptionId, stripeSubscriptionId } = await linkedSubscription();
     const deleted = sampleEvent(
       'customer.subscription.deleted',
       subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'canceled', periodEnd: Math.floor(Date.now() / 1000) }),
@@ -197,13 +196,11 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
   });
 
   test('a cancel after the customer resumed in Stripe cancels again, not a replay of the first; its retry is the same request', async () => {
-    const subscriptionId = await givenSubscription();
-    const stripeSubscriptionId = randomStripeId('sub');
+    const { subscriptionId, stripeSubscriptionId } = await linkedSubscription();
     const periodEnd = Math.floor(Date.now() / 1000) + 30 * 24 * 3600;
     const stripeObject = (cancelAtPeriodEnd: boolean) =>
       subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'active', periodEnd, cancelAtPeriodEnd });
     file.service.stripe.addSubscription(stripeObject(false));
-    await file.database.db.updateTable('subscriptions').set({ stripe_subscription_id: stripeSubscriptionId }).where('subscription_id', '=', subscriptionId).execute();
     const cancel = () => file.service.call('POST', `/api/subscriptions/${subscriptionId}/cancel`);
 
     assert.equal((await cancel()).body.cancel_at_period_end, true);

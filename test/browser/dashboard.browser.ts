@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { createOrder } from '../../src/modules/credits/orders.js';
 import { checkoutSession, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { givenOrder, paidEvent } from '../support/factories.js';
@@ -54,15 +53,15 @@ test('sign in, see events arrive, replay a fixed failure, sign out', async () =>
   // One payment that fulfils, one for an order that does not exist yet: a dead letter.
   const paid = paidEvent(await givenOrder(database));
   await service.deliver(paid);
-  const orphan = sampleEvent('checkout.session.completed', checkoutSession({ orderId: 'ord_created_late', amount: 4900, currency: 'chf' }));
+  const orphan = sampleEvent('checkout.session.completed', checkoutSession({ orderId: 'ord_created_late', sessionId: 'cs_test_ord_created_late', amount: 4900, currency: 'chf' }));
   await service.deliver(orphan);
   await cardShows('processed', '1');
   await cardShows('failed', '1');
   const failedRow = page.locator(`#failed tr[data-event-id="${orphan.id}"]`);
-  assert.match((await failedRow.locator('td.error').textContent()) ?? '', /unknown order ord_created_late/);
+  assert.match((await failedRow.locator('td.error').textContent()) ?? '', /unknown order "ord_created_late"/);
 
-  // The cause is fixed (the order exists now); replay from the dashboard.
-  await createOrder(database.db, { orderId: 'ord_created_late', packageId: 'starter', accountId: 'acct_late', email: null });
+  // The cause is fixed (the order exists now, with the session it opened); replay from the dashboard.
+  await givenOrder(database, { orderId: 'ord_created_late', accountId: 'acct_late' });
   await failedRow.locator('button.replay').click();
   await cardShows('processed', '2');
   assert.equal(await card('failed').textContent(), '0');

@@ -89,7 +89,7 @@ describe('a worker killed between claim and commit', () => {
     try {
       assert.equal((await file.service.deliver(event)).status, 200);
       const worker = await blockedWorker(lock);
-      assert.match(worker.query, /locked_orders as materialized \(\s+select [^)]+ from orders\s+where order_id in \(select "orderId" from incoming\)\s+order by order_id\s+for update/);
+      assert.match(worker.query, /locked_orders as materialized \(\s+select [^)]+ from orders\s+where checkout_session_id in \(select "checkoutSessionId" from incoming\) or order_id in \(select "orderId" from incoming\)\s+order by order_id\s+for update/);
       await crash(worker.pid);
       await crashedAttemptRecorded(event.id);
       await assertNothingFulfilled(event.id, order);

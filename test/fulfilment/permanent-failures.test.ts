@@ -26,7 +26,7 @@ describe('a paid checkout session that cannot be fulfilled fails at once', () =>
     const row = await finishedEvent(file.database, event.id);
     assert.equal(row.status, 'failed');
     assert.equal(row.attempts, 1);
-    assert.match(row.last_error ?? '', new RegExp(`unknown order ${orderId}`));
+    assert.match(row.last_error ?? '', new RegExp(`unknown order "${orderId}"`));
     const grants = await file.database.db.selectFrom('credit_grants').select('order_id').where('event_id', '=', event.id).execute();
     assert.deepEqual(grants, []);
   });

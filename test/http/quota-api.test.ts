@@ -22,7 +22,7 @@ test('the quota of an account that never bought anything is zeros', async () => 
 
 test('60 concurrent runs on 40 credits: exactly 40 succeed, each seeing its own balance, and 20 are 402', async () => {
   const order = await givenOrder(file.database);
-  const payment = { orderId: order.order_id, eventId: 'evt_test_quota_grant', amount: order.amount, currency: order.currency, checkoutSessionId: 'cs_test_quota', paymentIntentId: null };
+  const payment = { orderId: order.order_id, eventId: 'evt_test_quota_grant', amount: order.amount, currency: order.currency, checkoutSessionId: order.checkout_session_id!, paymentIntentId: null };
   assert.deepEqual(await file.database.db.transaction().execute((tx) => recordOrderPayments(tx, [payment])), [{ outcome: 'granted' }]);
   assert.deepEqual(await quota(order.account_id), { account_id: order.account_id, granted: 40, used: 0, remaining: 40 });
 

@@ -107,8 +107,9 @@ describe('the same event id delivered again', () => {
 
   test('a second Event object for the same action is its own row (collapsed later, by business key)', async () => {
     const order = await givenOrder(file.database);
-    const first = paidEvent(order, { sessionId: 'cs_test_same' });
-    const second = paidEvent(order, { sessionId: 'cs_test_same' });
+    // Both of the Checkout Session the order stored.
+    const first = paidEvent(order);
+    const second = paidEvent(order);
     assert.equal((await file.service.deliver(first)).status, 200);
     assert.deepEqual((await file.service.deliver(second)).body, { received: true });
     assert.deepEqual(await stored(), { events: 2, jobs: 2 });

@@ -4,7 +4,7 @@ import type { StripeEventRow } from '../../src/db/schema.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { findEvent, type IncomingEvent } from '../../src/events/event-store.js';
 import { getQuota, type Quota } from '../../src/modules/credits/account-quota.js';
-import { createOrder, findOrder } from '../../src/modules/credits/orders.js';
+import { attachCheckoutSession, createOrder, findOrder } from '../../src/modules/credits/orders.js';
 import { checkoutSession, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { toIncomingEvent } from '../../src/stripe/webhook-event.js';
 import type { TestDatabase } from './database.js';
@@ -13,23 +13,34 @@ import { waitFor } from './wait-for.js';
 let accounts = 0;
 export const newAccountId = () => `acct_test_${process.pid}_${++accounts}`;
 
-/** A pending order for the seeded 'starter' package (CHF 49.00, 40 credits). */
-export async function givenOrder(database: TestDatabase, overrides: { accountId?: string } = {}): Promise<OrderRow> {
-  const order = await createOrder(database.db, { packageId: 'starter', accountId: overrides.accountId ?? newAccountId(), email: null });
+/**
+ * A pending order for the seeded 'starter' package (CHF 49.00, 40 credits), with the id of its
+ * Checkout Session stored (`cs_test_<order_id>`) as POST /api/checkout stores it once Stripe answers.
+ */
+export async function givenOrder(database: TestDatabase, overrides: { accountId?: string; orderId?: string } = {}): Promise<OrderRow> {
+  const order = await createOrder(database.db, {
+    packageId: 'starter',
+    accountId: overrides.accountId ?? newAccountId(),
+    email: null,
+    ...(overrides.orderId !== undefined && { orderId: overrides.orderId }),
+  });
   if (!order) throw new Error('the starter package is missing from the test database');
-  return order;
+  const checkoutSessionId = `cs_test_${order.order_id}`;
+  await attachCheckoutSession(database.db, order.order_id, checkoutSessionId);
+  return { ...order, checkout_session_id: checkoutSessionId };
 }
 
-/** checkout.session.completed, paid, for the order, at the order's price. */
+/** checkout.session.completed, paid, for the order, at the order's price, of the Checkout Session it stored. */
 export function paidEvent(
   order: OrderRow,
   overrides: { type?: string; sessionId?: string; amount?: number; currency?: string; paymentStatus?: 'paid' | 'unpaid'; event?: Partial<SampleEvent> } = {},
 ): SampleEvent {
+  const sessionId = overrides.sessionId ?? order.checkout_session_id;
   const session = checkoutSession({
     orderId: order.order_id,
     amount: overrides.amount ?? order.amount,
     currency: overrides.currency ?? order.currency,
-    ...(overrides.sessionId !== undefined && { sessionId: overrides.sessionId }),
+    ...(sessionId !== null && { sessionId }),
     ...(overrides.paymentStatus !== undefined && { paymentStatus: overrides.paymentStatus }),
   });
   return sampleEvent(overrides.type ?? 'checkout.session.completed', session, overrides.event);
@@ -53,6 +64,15 @@ export async function finishedEvent(database: TestDatabase, eventId: string, opt
   return waitFor(`event ${eventId} to finish`, async () => {
     const row = await findEvent(database.db, eventId);
     return row?.status !== 'processing' && row;
+  }, options);
+}
+
+/** Polls until the worker has tried the event at least once and left it waiting ('processing') for its retry; returns its row. */
+export async function waitingEvent(database: TestDatabase, eventId: string, options: { timeoutMs?: number } = {}): Promise<StripeEventRow> {
+  return waitFor(`event ${eventId} to wait for a retry`, async () => {
+    const row = await findEvent(database.db, eventId);
+    if (row && row.status !== 'processing') throw new Error(`event ${eventId} ended ${row.status}: ${row.last_error ?? ''}`);
+    return row !== undefined && row.attempts >= 1 && row;
   }, options);
 }
 

@@ -14,7 +14,7 @@ import { PermanentError, RetryLaterError, type EventHandler } from '../../fulfil
 import { addGrants } from '../credits/index.js';
 import { objectOf } from '../../stripe/stripe-objects.js';
 import { stripeInvoice, stripeInvoicePayment, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
-import { linkSubscription, lockSubscription } from './subscriptions.js';
+import { lockLinkedSubscription } from './subscription-links.js';
 import { withBillingTables, type BillingDatabase } from './tables.js';
 
 const GRANTING_BILLING_REASONS: ReadonlySet<string> = new Set(['subscription_create', 'subscription_cycle']);
@@ -24,15 +24,10 @@ export const invoicePaid: EventHandler = async (transaction, event) => {
   const details = invoice.subscription_details;
   if (!details) return { status: 'ignored', reason: `invoice ${invoice.id} is not a subscription invoice` };
   const tx = withBillingTables(transaction);
-  const subscriptionId = details.metadata?.[SUBSCRIPTION_ID_KEY];
-  const subscription = await lockSubscription(tx, { subscriptionId, stripeSubscriptionId: details.subscription });
-  if (!subscription) {
-    if (subscriptionId !== undefined) throw new PermanentError(`unknown subscription ${subscriptionId} in invoice ${invoice.id}`);
-    // The subscription's metadata reaches its invoices, but an invoice can arrive before anything
-    // linked Stripe's subscription to ours; if nothing ever does, it was not ours.
-    throw new RetryLaterError(`invoice ${invoice.id} of Stripe subscription ${details.subscription} is not tied to a subscription of ours (yet)`, { ignoreWhenExhausted: true });
-  }
-  await linkSubscription(tx, subscription, { stripeSubscriptionId: details.subscription });
+  const subscription = await lockLinkedSubscription(tx, details.subscription, details.metadata?.[SUBSCRIPTION_ID_KEY]);
+  // An invoice without our id in its metadata (a subscription made before its metadata was set)
+  // can arrive before the checkout that links its subscription; if nothing ever does, it was not ours.
+  if (!subscription) throw new RetryLaterError(`invoice ${invoice.id} of Stripe subscription ${details.subscription} is not tied to a subscription of ours (yet)`, { ignoreWhenExhausted: true });
   await linkPayments(tx, invoice.id, invoice.payment_intents);
 
   if (!invoice.billing_reason || !GRANTING_BILLING_REASONS.has(invoice.billing_reason)) {

@@ -85,6 +85,7 @@ function subscriptionView(subscription: SubscriptionRow) {
     status: subscription.status,
     plan_id: subscription.plan_id,
     account_id: subscription.account_id,
+    checkout_session_id: subscription.checkout_session_id,
     stripe_subscription_id: subscription.stripe_subscription_id,
     current_period_end: subscription.current_period_end,
     cancel_at_period_end: subscription.cancel_at_period_end,

@@ -10,6 +10,11 @@ export interface SampleSubscription {
   subscriptionId: string;
   /** Stripe's (sub_…). */
   stripeSubscriptionId: string;
+  /**
+   * The Checkout Session POST /api/subscriptions opened and stored: its completion links the Stripe
+   * subscription to ours. A session of another id (the default, a random one) links nothing.
+   */
+  checkoutSessionId?: string | undefined;
   amount: number;
   currency: string;
 }
@@ -134,10 +139,10 @@ export function periodEvents(subscription: SampleSubscription, period: { cycle: 
 }
 
 /** The completed Checkout Session that started the subscription. */
-function checkoutSessionObject(subscription: SampleSubscription): Record<string, unknown> {
+export function checkoutSessionObject(subscription: SampleSubscription): Record<string, unknown> {
   return {
     ...exampleObject('checkout.session'),
-    id: randomStripeId('cs'),
+    id: subscription.checkoutSessionId ?? randomStripeId('cs'),
     mode: 'subscription',
     status: 'complete',
     payment_status: 'paid',

@@ -5,7 +5,7 @@ import type Stripe from 'stripe';
 import type { StripeCallFailure, StripeCalls } from '../../stripe/outbound.js';
 import { stripeSubscription, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { applyState, requestRefresh, stateOf } from './subscription-state.js';
-import { linkSubscription, lockSubscription } from './subscriptions.js';
+import { lockSubscription, storeCheckoutSession } from './subscriptions.js';
 import type { BillingDatabase, SubscriptionRow } from './tables.js';
 
 const subscriptionCheckoutKey = (subscriptionId: string) => `checkout-session:${subscriptionId}`;
@@ -25,7 +25,9 @@ export type SubscriptionCheckoutOutcome = { outcome: 'created'; checkoutSessionI
 /**
  * The Checkout Session that starts the subscription, the plan inline as a recurring price. Our id
  * goes in the session's metadata and, through subscription_data, in the subscription's, which
- * Stripe copies to each of its invoices: every event of this subscription names our row.
+ * Stripe copies to each of its invoices: every event of this subscription names our row. The
+ * session's id is stored as soon as Stripe answers: its completion is what links the Stripe
+ * subscription to ours (subscription-links.ts); the metadata is only checked against that link.
  */
 export async function openSubscriptionCheckout(deps: BillingCallDeps, subscription: SubscriptionRow): Promise<SubscriptionCheckoutOutcome> {
   const plan = await deps.db.selectFrom('plans').select(['name', 'interval']).where('plan_id', '=', subscription.plan_id).executeTakeFirstOrThrow();
@@ -49,7 +51,7 @@ export async function openSubscriptionCheckout(deps: BillingCallDeps, subscripti
     ),
   );
   if (call.outcome !== 'done') return call;
-  await linkSubscription(deps.db, subscription, { checkoutSessionId: call.value.id });
+  await storeCheckoutSession(deps.db, subscription.subscription_id, call.value.id);
   return { outcome: 'created', checkoutSessionId: call.value.id, url: call.value.url };
 }
 
@@ -95,7 +97,7 @@ async function requestCancel(
   if (call.outcome !== 'done') return call;
   const replayed = call.value.lastResponse.headers['idempotent-replayed'] === 'true';
   const updated = await deps.db.transaction().execute(async (tx) => {
-    const row = await lockSubscription(tx, { subscriptionId });
+    const row = await lockSubscription(tx, subscriptionId);
     if (!row) throw new Error(`subscription ${subscriptionId} is no longer stored`);
     if (replayed) return row;
     const change = await applyState(tx, row, stateOf(stripeSubscription.parse(call.value)), began, 'fetch');

@@ -110,12 +110,14 @@ export function refreshSubscriptionTask({ db, stripeCalls, logger }: TaskContext
     // A busy or failing Stripe throws here: graphile-worker retries the job with its backoff.
     const fetched = stripeSubscription.parse(await stripeCalls.run('subscription_retrieve', (stripe) => stripe.subscriptions.retrieve(stripeSubscriptionId)));
     const change = await billing.transaction().execute(async (tx) => {
-      const subscription = await lockSubscription(tx, { subscriptionId });
-      if (!subscription) return undefined;
+      const subscription = await lockSubscription(tx, subscriptionId);
+      // Only the linked Stripe subscription's state is ours: a job the previous release queued
+      // from an event's metadata may name another one.
+      if (subscription?.stripe_subscription_id !== stripeSubscriptionId) return undefined;
       const applied = await applyState(tx, subscription, stateOf(fetched), began, 'fetch');
       if (applied === 'tie') await requestRefresh(tx, subscription, stripeSubscriptionId, 1);
       return applied;
     });
-    logger.info({ subscriptionId, stripeSubscriptionId, change: change ?? 'no such subscription' }, 'subscription refreshed from Stripe');
+    logger.info({ subscriptionId, stripeSubscriptionId, change: change ?? 'no subscription of ours linked to it' }, 'subscription refreshed from Stripe');
   };
 }

@@ -1,8 +1,9 @@
 // Plans and our subscriptions to them. A subscription row is created before Stripe is called, so a
-// Checkout Session or Stripe subscription of ours always names a row we know; Stripe's own state
-// (status, period, cancellation) is kept by subscription-state.ts.
+// Checkout Session or Stripe subscription of ours always names a row we know; which Stripe
+// subscription is ours is decided by subscription-links.ts, Stripe's own state (status, period,
+// cancellation) kept by subscription-state.ts.
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { BillingDatabase, PlanRow, SubscriptionRow } from './tables.js';
 
 export async function listPlans(db: Kysely<BillingDatabase>): Promise<PlanRow[]> {
@@ -37,40 +38,22 @@ export async function findSubscription(db: Kysely<BillingDatabase>, subscription
   return db.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirst();
 }
 
-/**
- * Our subscription that a Stripe object names: by our id in its metadata, else by the Stripe
- * subscription id once linked. Locked, so events about one subscription run one after the other.
- */
-export async function lockSubscription(
-  tx: Transaction<BillingDatabase>,
-  names: { subscriptionId?: string | undefined; stripeSubscriptionId?: string | null | undefined },
-): Promise<SubscriptionRow | undefined> {
-  if (names.subscriptionId !== undefined) {
-    return tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', names.subscriptionId).forUpdate().executeTakeFirst();
-  }
-  if (!names.stripeSubscriptionId) return undefined;
-  return tx.selectFrom('subscriptions').selectAll().where('stripe_subscription_id', '=', names.stripeSubscriptionId).forUpdate().executeTakeFirst();
+/** Our subscription, locked, so that whatever changes it (events, a refresh, a cancel) runs one after the other. */
+export async function lockSubscription(tx: Transaction<BillingDatabase>, subscriptionId: string): Promise<SubscriptionRow | undefined> {
+  return tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).forUpdate().executeTakeFirst();
 }
 
 /**
- * Records the Checkout Session and the Stripe subscription of ours they name, the first time each
- * is learnt: an id once set is kept (coalesce), so a concurrent link (the API's answer and the
- * checkout event) cannot replace it.
+ * Stores the id of the Checkout Session that POST /api/subscriptions opened, as soon as Stripe
+ * answers: that session's completion is the only thing that links the row to a Stripe
+ * subscription (subscription-links.ts). An id once stored is kept: every retry sends the same
+ * outbound key, so Stripe answers with the same session.
  */
-export async function linkSubscription(
-  db: Kysely<BillingDatabase>,
-  subscription: SubscriptionRow,
-  ids: { checkoutSessionId?: string | null; stripeSubscriptionId?: string | null },
-): Promise<void> {
-  const checkout = subscription.checkout_session_id === null ? (ids.checkoutSessionId ?? null) : null;
-  const stripe = subscription.stripe_subscription_id === null ? (ids.stripeSubscriptionId ?? null) : null;
-  if (checkout === null && stripe === null) return;
+export async function storeCheckoutSession(db: Kysely<BillingDatabase>, subscriptionId: string, checkoutSessionId: string): Promise<void> {
   await db
     .updateTable('subscriptions')
-    .set({
-      checkout_session_id: sql`coalesce(checkout_session_id, ${checkout})`,
-      stripe_subscription_id: sql`coalesce(stripe_subscription_id, ${stripe})`,
-    })
-    .where('subscription_id', '=', subscription.subscription_id)
+    .set({ checkout_session_id: checkoutSessionId })
+    .where('subscription_id', '=', subscriptionId)
+    .where('checkout_session_id', 'is', null)
     .execute();
 }

@@ -27,7 +27,9 @@ export interface SubscriptionsTable {
   credits: number;
   /** 'pending' until Stripe's subscription is known, then Stripe's own status. */
   status: Defaulted<string>;
+  /** The Checkout Session POST /api/subscriptions opened, stored when Stripe answered. */
   checkout_session_id: string | null;
+  /** The link: set once, by that session's checkout.session.completed (subscription-links.ts). */
   stripe_subscription_id: string | null;
   current_period_end: Date | null;
   cancel_at_period_end: Defaulted<boolean>;
@@ -63,7 +65,7 @@ export interface InvoicePaymentsTable {
 // A type, not an interface: Kysely's withTables wants a record type.
 export type BillingTables = {
   plans: PlansTable;
-  /** Written by subscriptions.ts (created, linked) and subscription-state.ts (Stripe's state) only. */
+  /** Written by subscriptions.ts (created, its Checkout Session stored), subscription-links.ts (linked) and subscription-state.ts (Stripe's state) only. */
   subscriptions: SubscriptionsTable;
   /** Written by invoice-paid.ts (grants) and invoice-refunds.ts (refunds) only. */
   invoice_grants: InvoiceGrantsTable;

@@ -1,12 +1,14 @@
 // checkout.session.completed (payment_status 'paid') and checkout.session.async_payment_succeeded
 // are the one source of truth for fulfilment: they grant the order's credits. The order is the
 // business key, so two Event objects for one payment (Stripe documents that this happens), a
-// replay, or a resend after the event row was pruned all grant once. A batch handler: the
-// payments of all such events in a job are recorded by one statement (order-payment.ts).
+// replay, or a resend after the event row was pruned all grant once. A session pays only the
+// order that stored its id (metadata.order_id must agree with it, or be absent). A batch handler:
+// the payments of all such events in a job are recorded by one statement (order-payment.ts).
 import { z } from 'zod';
 import type { StripeEventRow } from '../../db/schema.js';
 import type { FinishOutcome } from '../../events/event-store.js';
-import { PermanentError, type BatchHandler } from '../../fulfilment/handler.js';
+import { PermanentError, RetryLaterError, type BatchHandler } from '../../fulfilment/handler.js';
+import { quoted } from '../../stripe/stripe-objects.js';
 import { recordOrderPayments, type OrderPayment, type PaymentResult } from './order-payment.js';
 import { withCreditTables } from './tables.js';
 
@@ -40,12 +42,10 @@ function paymentOf(event: StripeEventRow): { session: CheckoutSession; payment?:
   // Delayed payment methods (SEPA, bank transfers) complete the session unpaid; the grant comes
   // with checkout.session.async_payment_succeeded.
   if (session.payment_status !== 'paid') return { session };
-  const orderId = session.metadata?.order_id;
-  if (!orderId) return new PermanentError(`checkout session ${session.id} has no metadata.order_id`);
   return {
     session,
     payment: {
-      orderId,
+      orderId: session.metadata?.order_id ?? null,
       eventId: event.event_id,
       amount: session.amount_total,
       currency: session.currency?.toLowerCase() ?? null,
@@ -55,13 +55,25 @@ function paymentOf(event: StripeEventRow): { session: CheckoutSession; payment?:
   };
 }
 
-function outcomeOf(event: StripeEventRow, session: CheckoutSession, payment: OrderPayment, result: PaymentResult): FinishOutcome | PermanentError {
+function outcomeOf(event: StripeEventRow, session: CheckoutSession, payment: OrderPayment, result: PaymentResult): FinishOutcome | Error {
+  // What the merchant's metadata says is quoted, capped: anyone who can write metadata writes it.
+  const named = payment.orderId === null ? '' : quoted(payment.orderId);
   switch (result.outcome) {
+    case 'no_order':
+      return new PermanentError(`checkout session ${session.id} has no metadata.order_id, and no order opened it`);
     case 'unknown_order':
-      return new PermanentError(`unknown order ${payment.orderId} in checkout session ${session.id}`);
+      return new PermanentError(`unknown order ${named} in checkout session ${session.id}`);
+    case 'order_mismatch':
+      return new PermanentError(`checkout session ${session.id} was opened for order ${result.orderId}, but its metadata.order_id names ${named}: refused`);
+    case 'session_mismatch':
+      return new PermanentError(`checkout session ${session.id} names order ${named} in its metadata.order_id, but that order opened checkout session ${result.storedSessionId}: refused`);
+    case 'session_not_stored':
+      // POST /api/checkout stores the id once Stripe answers; a request that died in between
+      // stores it when retried with the same Idempotency-Key (Stripe answers with the same session).
+      return new RetryLaterError(`checkout session ${session.id} names order ${named} in its metadata.order_id, but that order has stored no checkout session id: waiting for the Checkout Session id (a retry of POST /api/checkout with the same Idempotency-Key stores it)`);
     case 'price_mismatch':
       return new PermanentError(
-        `amount or currency mismatch for order ${payment.orderId}: session paid ${session.amount_total ?? 'null'} ${session.currency ?? 'null'}, order costs ${result.amount} ${result.currency}`,
+        `amount or currency mismatch for order ${result.orderId}: session paid ${session.amount_total ?? 'null'} ${session.currency ?? 'null'}, order costs ${result.amount} ${result.currency}`,
       );
     case 'granted':
       return { status: 'processed' };

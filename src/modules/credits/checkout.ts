@@ -2,7 +2,8 @@
 // called (routes.ts creates it, with the caller's Idempotency-Key when there is one), so a session
 // Stripe knows about always names an order we know about, and a failed call leaves a pending order
 // that a retry completes. The call carries `checkout-session:<order_id>`, so every retry for that
-// order creates one session. No transaction is open during the call.
+// order creates one session, whose id is stored as soon as Stripe answers: only that session pays
+// the order (order-payment.ts). No transaction is open during the call.
 import type { Kysely } from 'kysely';
 import type { StripeCallFailure, StripeCalls } from '../../stripe/outbound.js';
 import { checkoutSessionKey } from './idempotency-keys.js';

@@ -38,6 +38,11 @@ export async function findOrder(db: Kysely<CreditsDatabase>, orderId: string, op
   return query.executeTakeFirst();
 }
 
+/**
+ * Stores the id of the Checkout Session opened for the order, as soon as Stripe answers: only the
+ * order that stored a session is paid by it (order-payment.ts). An id once stored is kept: every
+ * retry sends the same outbound key, so Stripe answers with the same session.
+ */
 export async function attachCheckoutSession(db: Kysely<CreditsDatabase>, orderId: string, checkoutSessionId: string): Promise<void> {
   await db
     .updateTable('orders')
