@@ -10,6 +10,11 @@ export const DATABASE_UNAVAILABLE = { error: 'database unavailable, retry later'
 export const POOL_BUSY = { error: 'too busy right now, retry shortly' } as const;
 /** Seconds a client should wait before retrying a 503 that load caused. */
 export const BUSY_RETRY_AFTER_SECONDS = 1;
+/**
+ * Seconds to wait before retrying while the database is away: a restart takes a few seconds, a
+ * failover (Patroni) about ten. Stripe keeps its own schedule; an API client learns when to retry.
+ */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
@@ -31,7 +36,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     if (isDatabaseUnavailable(error)) {
       logger.warn({ err: error, path: req.path }, 'database unavailable');
-      return void res.status(503).json(DATABASE_UNAVAILABLE);
+      return void res.status(503).set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS)).json(DATABASE_UNAVAILABLE);
     }
     logger.error({ err: error, path: req.path }, 'request failed');
     res.status(500).json({ error: 'internal error' });

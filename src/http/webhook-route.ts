@@ -7,7 +7,7 @@ import { isDatabaseUnavailable, isPoolBusy } from '../db/pg-errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics, WebhookOutcome } from '../metrics/metrics.js';
 import { parseWebhook, WebhookRejectedError } from '../stripe/webhook-event.js';
-import { BUSY_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE, POOL_BUSY } from './error-handler.js';
+import { BUSY_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE, POOL_BUSY, UNAVAILABLE_RETRY_AFTER_SECONDS } from './error-handler.js';
 import { BodyBudget } from './body-budget.js';
 import { proveConnection } from './connection-keep-alive.js';
 import { clientKey } from './rate-limits.js';
@@ -94,7 +94,7 @@ export function webhookHandler({ webhookSecrets, webhookBodyBudgetBytes, claim, 
       if (!isDatabaseUnavailable(error)) logger.error({ ...log, err: error }, 'claiming webhook event failed');
       else logger.warn({ ...log, outcome: 'unavailable' }, 'database unavailable, Stripe will retry');
       metrics.webhookRequests.inc({ outcome: 'unavailable' });
-      return void res.status(503).json(DATABASE_UNAVAILABLE);
+      return void res.status(503).set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS)).json(DATABASE_UNAVAILABLE);
     }
     metrics.webhookRequests.inc({ outcome: outcome === 'claimed' ? 'accepted' : 'duplicate' });
     logger.info({ ...log, outcome, durationMs: Math.round(performance.now() - started) }, 'webhook');

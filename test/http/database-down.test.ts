@@ -8,10 +8,10 @@ import net, { type AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase, type Db } from '../../src/db/database.js';
-import { exampleObject, sampleEvent } from '../../src/stripe/sample-events.js';
+import { exampleObject, sampleEvent, signDelivery } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { givenOrder, paidEvent } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { API_TOKEN, startTestService, WEBHOOK_SECRET, type TestService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
 interface PostgresLink {
@@ -107,8 +107,12 @@ test('with Postgres unreachable the webhook answers 503 and stores nothing; /rea
       return reply.status === 503 && reply;
     });
     assert.deepEqual(down, { status: 503, body: { ready: false, reason: 'database unreachable' } });
-    // Not a 500: an outage is a retry-later for API clients too.
-    assert.equal((await service.call('GET', `/api/orders/${order.order_id}`)).status, 503);
+    // Not a 500: an outage is a retry-later for API clients too, and they learn when.
+    const api = await fetch(`${service.url}/api/orders/${order.order_id}`, { headers: { authorization: `Bearer ${API_TOKEN}` } });
+    assert.deepEqual([api.status, api.headers.get('retry-after')], [503, '5']);
+    const { body, headers } = signDelivery(event, WEBHOOK_SECRET);
+    const webhook = await fetch(`${service.url}/webhooks/stripe`, { method: 'POST', body, headers });
+    assert.deepEqual([webhook.status, webhook.headers.get('retry-after')], [503, '5']);
   } finally {
     await link.restore();
   }
