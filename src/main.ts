@@ -11,6 +11,7 @@ import { installShutdown } from './shutdown.js';
 import { startHeapTrimming } from './trim-heap.js';
 import { createStripeClient } from './stripe/client.js';
 import { businessModules, serviceMigrations } from './modules/index.js';
+import { SERVICE_VERSION } from './version.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -52,7 +53,7 @@ async function main(): Promise<void> {
   // Before the start line: a supervisor may signal as soon as it sees the process up.
   installShutdown({ ...service, closers, logger, timeoutMs: config.shutdownTimeoutMs });
   const heapTrimming = startHeapTrimming();
-  logger.info({ url: service.url, role: config.role, pid: process.pid, node: process.version, heapTrimming }, 'stripe-inbox started');
+  logger.info({ url: service.url, version: SERVICE_VERSION, role: config.role, pid: process.pid, node: process.version, heapTrimming }, 'stripe-inbox started');
   if (config.devSecretsFile) printDevelopmentHelp(config, logger);
 
   // A worker that stops on its own would leave a process that accepts events and never fulfils

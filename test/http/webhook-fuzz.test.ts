@@ -6,6 +6,7 @@
 // prints its seed and path; FUZZ_SEED=<n> npm test -- test/http/webhook-fuzz.test.ts tries another.
 // What it found is pinned by plain examples in webhook-fuzz-regressions.test.ts.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { after, afterEach, before, describe, test } from 'node:test';
 import fc from 'fast-check';
@@ -34,10 +35,12 @@ after(async () => {
   await database.close();
   process.off('unhandledRejection', recordFailure).off('uncaughtException', recordFailure);
 });
+const RELEASE = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+
 // After each batch: the process still answers and nothing escaped to the process level.
 afterEach(async () => {
   const health = await fetch(`${service.url}/healthz`);
-  assert.deepEqual([health.status, await health.json()], [200, { ok: true }]);
+  assert.deepEqual([health.status, await health.json()], [200, { ok: true, version: RELEASE }]);
   assert.deepEqual(processFailures, []);
 });
 
