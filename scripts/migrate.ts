@@ -2,6 +2,7 @@
 // also migrates at start-up; this is for running it as a separate deploy step.
 import { runScript } from '../src/cli/script.js';
 import { migrate } from '../src/db/migrate.js';
+import { runWorkerMigrations } from '../src/worker/worker-migrations.js';
 import { serviceMigrations } from '../src/modules/index.js';
 
 runScript({
@@ -12,7 +13,7 @@ run while other processes start). Prints what was applied.`,
   options: {},
   async run(_args, ctx) {
     const { pool } = await ctx.database();
-    const { applied } = await migrate(pool, ctx.logger, await serviceMigrations());
+    const { applied } = await migrate(pool, ctx.logger, await serviceMigrations(), { runWorkerMigrations });
     return { json: { applied }, text: applied.length ? `applied: ${applied.join(', ')}` : 'schema is up to date' };
   },
 });

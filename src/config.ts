@@ -1,18 +1,16 @@
 // The only reader of process.env. Everything is validated here, every problem is reported at
 // once with an example value, and the result is a frozen object whose field names carry units.
 //
-// Each setting is one entry of the `settings` table (its shape: `Setting`): its variable, check
-// and unit conversion, example, default and doc comment together. Config's type is derived from
-// the table rather than written beside it, so the two cannot drift apart.
+// Each setting is one entry of a table (its shape: `Setting`): its variable, check and unit
+// conversion, example, default and doc comment together. The core's table is `settings` below; a
+// business module declares its own beside its code (src/business-module.ts) and loadConfig reads
+// them with the core's, in one pass that reports every problem of both. Config's type is derived
+// from the table rather than written beside it, so the two cannot drift apart.
 import { z } from 'zod';
 import { loadDevSecrets, type DevSecrets } from './dev/dev-secrets.js';
 
 const ROLES = ['all', 'web', 'worker'] as const;
 type Role = (typeof ROLES)[number];
-
-/** How many credits refunds take back (src/modules/credits/credit-revocations.ts). */
-const REFUND_POLICIES = ['full', 'proportional'] as const;
-export type RefundPolicy = (typeof REFUND_POLICIES)[number];
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -30,7 +28,8 @@ const int = (min: number, max: number) =>
 
 const toMs = (seconds: number) => seconds * 1000;
 
-const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+/** An http or https URL (a module's setting may use it too). */
+export const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
 // Stripe's signing secrets are `whsec_` and 32 or more base64 characters (the CLI's: 64 hex), its
 // API keys `sk_`/`rk_`, the mode and 24 or more. A shorter value is a placeholder or a truncated
@@ -57,8 +56,8 @@ const token = z
 const TOKEN_MIN_DISTINCT_CHARS = 10;
 const TOKEN_EXAMPLE = 'a long random string (openssl rand -hex 32)';
 
-/** One environment variable and the Config field it sets (the entry's key). */
-interface Setting {
+/** One environment variable and the field it sets (the entry's key in its table). */
+export interface Setting {
   readonly env: string;
   /** Checks the variable and converts it to the field's type and unit. */
   readonly schema: z.ZodType<unknown, string>;
@@ -72,9 +71,29 @@ interface Setting {
 
 // An interface rather than a type alias, and read as `r.port` rather than destructured: either of
 // those would make TypeScript need the table's type to compute the table's type (a circularity error).
-/** What a computed default reads: the settings above its entry (resolved in table order), and the development secrets. */
-interface Resolved extends Settings {
+/**
+ * What a computed default reads: the core's settings above its entry (resolved in table order; a
+ * module's setting sees all of them), and the development secrets.
+ */
+export interface Resolved extends Settings {
   readonly devSecrets: () => DevSecrets;
+}
+
+/** A table of settings: the core's below, or a business module's own. */
+export type SettingsTable = Readonly<Record<string, Setting>>;
+
+/** Each setting's value: what its schema outputs, undefined when it has no default and is unset. */
+export type SettingValues<T extends Readonly<Record<string, { readonly schema: z.ZodType<unknown, string> }>>> = {
+  readonly [K in keyof T]: z.output<T[K]['schema']> | (T[K] extends { default: unknown } ? never : undefined);
+};
+
+/** A module's table, checked against `Setting` and keeping each entry's own schema type. */
+export const defineSettings = <T extends SettingsTable>(table: T): T => table;
+
+/** What loadConfig reads of a business module (src/business-module.ts): its name and its settings. */
+export interface SettingsOwner {
+  readonly name: string;
+  readonly settings?: SettingsTable;
 }
 
 const settings = {
@@ -109,7 +128,7 @@ const settings = {
   metricsToken: { env: 'METRICS_TOKEN', schema: token, example: 'a long random string for Prometheus (openssl rand -hex 32)', default: (r: Resolved) => r.adminToken },
   workerConcurrency: { env: 'WORKER_CONCURRENCY', schema: int(1, 100), example: '5', default: '5' },
   /**
-   * Slots for the modules' jobs, which call Stripe (src/worker/run-worker.ts): their own, so a
+   * Slots for the modules' jobs, which call Stripe (src/run-worker.ts): their own, so a
    * Stripe that hangs holds these and never the fulfilment slots of WORKER_CONCURRENCY.
    */
   moduleJobConcurrency: { env: 'MODULE_JOB_CONCURRENCY', schema: int(1, 100), example: '2', default: '2' },
@@ -126,21 +145,6 @@ const settings = {
    */
   eventRetentionDays: { env: 'EVENT_RETENTION_DAYS', schema: int(31, 36_500), example: '90', default: '90' },
   shutdownTimeoutMs: { env: 'SHUTDOWN_TIMEOUT_SECONDS', schema: int(1, 3_600).transform(toMs), example: '25', default: '25' },
-  refundPolicy: { env: 'REFUND_POLICY', schema: z.enum(REFUND_POLICIES), example: 'full', default: 'full' satisfies RefundPolicy },
-  checkoutSuccessUrl: {
-    env: 'CHECKOUT_SUCCESS_URL',
-    schema: httpUrl,
-    example: 'https://example.com/thanks?session_id={CHECKOUT_SESSION_ID}',
-    default: (r: Resolved) => `http://localhost:${r.port}/checkout/success?session_id={CHECKOUT_SESSION_ID}`,
-    requiredInProduction: true,
-  },
-  checkoutCancelUrl: {
-    env: 'CHECKOUT_CANCEL_URL',
-    schema: httpUrl,
-    example: 'https://example.com/pricing',
-    default: (r: Resolved) => `http://localhost:${r.port}/checkout/cancel`,
-    requiredInProduction: true,
-  },
   /**
    * Proxies in front of the service (Traefik: 1); 0 reads the client IP from the socket. A hop
    * count, not `true`: trusting every X-Forwarded-For entry lets any client pick its IP.
@@ -174,10 +178,7 @@ const settings = {
   webhookBodyBudgetBytes: { env: 'WEBHOOK_BODY_BUDGET_MB', schema: int(1, 1_024).transform((mb) => mb * 1024 * 1024), example: '16', default: '16' },
 } as const;
 
-/** Each setting's value: what its schema outputs, undefined when it has no default and is unset. */
-type Settings = {
-  readonly [K in keyof typeof settings]: z.output<(typeof settings)[K]['schema']> | ((typeof settings)[K] extends { default: unknown } ? never : undefined);
-};
+type Settings = SettingValues<typeof settings>;
 
 export interface Config extends Settings {
   /** The mode of STRIPE_SECRET_KEY (sk_live_/rk_live_): events of the other mode never act. */
@@ -186,32 +187,72 @@ export interface Config extends Settings {
   readonly devSecretsFile: string | undefined;
   /** What is allowed but unwise (e.g. no METRICS_TOKEN in production): main.ts logs each at start-up. */
   readonly warnings: readonly string[];
+  /**
+   * Each business module's own settings, by module name, read from its table: the core holds them
+   * for the module and never reads them (src/business-module.ts hands each module its own).
+   */
+  readonly moduleSettings: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
 }
 
-/** Every variable read here: the deployment files (docker-compose.yml, .env.example) must list each. */
-export const ENV_VARIABLES = Object.freeze(Object.values(settings).map((setting) => setting.env));
+interface Entry {
+  /** The module whose table lists it; undefined for the core's. */
+  readonly owner: string | undefined;
+  readonly key: string;
+  readonly setting: Setting;
+}
+
+/**
+ * The core's entries, then each module's, in order. A variable several modules use (the refund
+ * policy, Checkout's return pages) is one entry, declared once where it is owned and listed in the
+ * table of each module that uses it: it is read once and given to each. Two different entries for
+ * one variable are a mistake in the code, refused before anything is read.
+ */
+function entriesOf(modules: readonly SettingsOwner[]): { entries: Entry[]; distinct: Setting[] } {
+  const tables: Array<[string | undefined, SettingsTable]> = [[undefined, settings], ...modules.map((m): [string, SettingsTable] => [m.name, m.settings ?? {}])];
+  const entries = tables.flatMap(([owner, table]) => Object.entries(table).map(([key, setting]) => ({ owner, key, setting })));
+  const byEnv = new Map<string, Entry>();
+  for (const entry of entries) {
+    const first = byEnv.get(entry.setting.env);
+    if (first && first.setting !== entry.setting) {
+      const by = ({ owner, key }: Entry) => `${owner ?? 'the core'} (${key})`;
+      throw new Error(`${entry.setting.env} is declared twice, by ${by(first)} and by ${by(entry)}: declare it once and list that entry in both tables`);
+    }
+    if (!first) byEnv.set(entry.setting.env, entry);
+  }
+  return { entries, distinct: [...byEnv.values()].map((entry) => entry.setting) };
+}
+
+/** Every variable the service reads (the core's, then each module's): docker-compose.yml and .env.example must list each. */
+export function envVariables(modules: readonly SettingsOwner[] = []): readonly string[] {
+  return Object.freeze(entriesOf(modules).distinct.map((setting) => setting.env));
+}
 
 const exampleOf = ({ env, example }: Setting) => `(example: ${env}=${example})`;
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  // <Setting>: the compiler checks every entry against the shape this function reads.
-  const table = Object.entries<Setting>(settings);
+/**
+ * The service's configuration from `env`: the core's settings and those of `modules` (the
+ * business modules the process runs; none for an ops script, which runs no module code).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, modules: readonly SettingsOwner[] = []): Config {
+  const { entries, distinct } = entriesOf(modules);
   const isSet = (name: string) => env[name] !== undefined && env[name] !== '';
   const problems: string[] = [];
-  const parsed: Record<string, unknown> = {};
-  for (const [key, setting] of table) {
+  const parsed = new Map<Setting, unknown>();
+  for (const setting of distinct) {
     if (!isSet(setting.env)) continue;
     const result = setting.schema.safeParse(env[setting.env]);
-    if (result.success) parsed[key] = result.data;
+    if (result.success) parsed.set(setting, result.data);
     else problems.push(`${setting.env} ${result.error.issues.map((i) => i.message).join('; ')} ${exampleOf(setting)}`);
   }
-  const given = parsed as Partial<Settings>;
+  // <Setting>: the compiler checks every entry against the shape this function reads.
+  const core = Object.entries<Setting>(settings);
+  const given = Object.fromEntries(core.flatMap(([key, setting]) => (parsed.has(setting) ? [[key, parsed.get(setting)]] : []))) as Partial<Settings>;
   const production = given.nodeEnv === 'production';
 
   const warnings: string[] = [];
   if (production) {
-    const missing = table.filter(([, s]) => s.requiredInProduction && !isSet(s.env));
-    problems.push(...missing.map(([, s]) => `${s.env} is required when NODE_ENV=production ${exampleOf(s)}`));
+    const missing = distinct.filter((s) => s.requiredInProduction && !isSet(s.env));
+    problems.push(...missing.map((s) => `${s.env} is required when NODE_ENV=production ${exampleOf(s)}`));
     problems.push(...productionTokenProblems(given));
     if (given.metricsToken === undefined) {
       warnings.push(
@@ -227,9 +268,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   let dev: DevSecrets | undefined;
   const devSecrets = () => (dev ??= loadDevSecrets());
   const values: Record<string, unknown> = {};
-  for (const [key, { schema, default: fallback }] of table) {
-    if (key in parsed || fallback === undefined) values[key] = parsed[key];
-    else values[key] = schema.parse(typeof fallback === 'string' ? fallback : fallback({ ...values, devSecrets } as Resolved));
+  const valueOf = (setting: Setting): unknown => {
+    const fallback = setting.default;
+    if (parsed.has(setting) || fallback === undefined) return parsed.get(setting);
+    return setting.schema.parse(typeof fallback === 'string' ? fallback : fallback({ ...values, devSecrets } as Resolved));
+  };
+  for (const [key, setting] of core) values[key] = valueOf(setting);
+  // The modules' settings after every core one, so that their defaults may follow any (PORT).
+  const moduleValues = new Map<Setting, unknown>();
+  const moduleSettings: Record<string, Record<string, unknown>> = Object.fromEntries(modules.map((m) => [m.name, {}]));
+  for (const { owner, key, setting } of entries) {
+    if (owner === undefined) continue;
+    if (!moduleValues.has(setting)) moduleValues.set(setting, valueOf(setting));
+    moduleSettings[owner]![key] = moduleValues.get(setting);
   }
   const config = values as Settings;
   return Object.freeze({
@@ -237,6 +288,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeLivemode: /^(sk|rk)_live_/.test(config.stripeSecretKey ?? ''),
     devSecretsFile: dev?.file,
     warnings: Object.freeze(warnings),
+    moduleSettings: Object.freeze(Object.fromEntries(Object.entries(moduleSettings).map(([name, values]) => [name, Object.freeze(values)]))),
   });
 }
 

@@ -1,22 +1,23 @@
 // The one long-running entry: config → database → migrate → HTTP and/or worker by ROLE →
 // graceful shutdown on SIGTERM/SIGINT.
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 import { openServicePools } from './db/pools.js';
 import { databaseUrlOrEmbedded } from './db/embedded-postgres.js';
 import { migrate } from './db/migrate.js';
+import { runWorkerMigrations } from './worker/worker-migrations.js';
 import { describeError } from './error-chain.js';
 import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
 import { startService } from './service.js';
 import { installShutdown } from './shutdown.js';
 import { startHeapTrimming } from './trim-heap.js';
 import { createStripeClient } from './stripe/client.js';
-import { businessModules, serviceMigrations } from './modules/index.js';
+import { businessModules, loadServiceConfig, serviceMigrations } from './modules/index.js';
 import { SERVICE_VERSION } from './version.js';
 
 async function main(): Promise<void> {
   let config: Config;
   try {
-    config = loadConfig();
+    config = loadServiceConfig();
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`stripe-inbox: ${error.message}\n`);
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
   const pools = openServicePools(database.url, config);
   closers.unshift(() => pools.close());
 
-  await migrate(pools.worker.pool, logger, await serviceMigrations());
+  await migrate(pools.worker.pool, logger, await serviceMigrations(), { runWorkerMigrations });
   const stripe = createStripeClient(stripeKey, stripeApiBase, { timeoutMs: config.stripeTimeoutMs });
   const service = await startService({ config, pools, stripe, modules: businessModules, logger });
   // Before the start line: a supervisor may signal as soon as it sees the process up.

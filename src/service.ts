@@ -2,7 +2,7 @@
 // main.ts and the tests share it, so tests run the same wiring as production.
 import type { Server } from 'node:http';
 import type Stripe from 'stripe';
-import type { BusinessModule } from './business-module.js';
+import type { BusinessModule } from './module-interface.js';
 import type { Config } from './config.js';
 import type { ServicePools } from './db/pools.js';
 import { ClaimBatcher } from './events/claim-batcher.js';
@@ -13,7 +13,7 @@ import type { Logger } from './logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { shutdown } from './shutdown.js';
 import { StripeCalls } from './stripe/outbound.js';
-import { startWorker, type Worker, type WorkerOptions } from './worker/run-worker.js';
+import { startWorker, type Worker, type WorkerOptions } from './run-worker.js';
 
 export interface ServiceDeps {
   config: Config;
@@ -23,7 +23,7 @@ export interface ServiceDeps {
   /** The businesses to run (src/modules/index.ts); the service itself knows none. */
   modules: readonly BusinessModule[];
   logger: Logger;
-  /** Tests only: tighter thresholds for the worker (src/worker/run-worker.ts). */
+  /** Tests only: tighter thresholds for the worker (src/run-worker.ts). */
   workerOptions?: WorkerOptions;
 }
 
@@ -54,7 +54,7 @@ export async function startService({ config, pools, stripe, modules, logger, wor
   const readiness = new Readiness(pools.intake.pool);
   readiness.markMigrated();
   const metrics = new Metrics(pools.api.db);
-  pools.instrument(metrics);
+  pools.instrument(metrics.poolObserver);
   const claims = new ClaimBatcher(pools.intake.db, { maxAttempts: config.maxAttempts });
   const stripeCalls = new StripeCalls(stripe, { maxConcurrent: config.stripeMaxConcurrentCalls, timeoutMs: config.stripeTimeoutMs, metrics, logger });
 

@@ -1,19 +1,19 @@
 // graphile-worker task `process_stripe_event` (the name is stored in every queued job, so it stays):
 // fulfils the events a job names. The job's payload is a batch of event ids, [{ eventId }, ...]
-// (src/events/enqueue.ts); the rows hold the rest. The batch is fulfilled together, with the
+// (src/worker/job-queue.ts); the rows hold the rest. The batch is fulfilled together, with the
 // batches of the jobs running at once (src/fulfilment/fulfilment-batcher.ts), and each event
-// reported on its own: graphile-worker retries, with its backoff, only the events whose entry in
-// the returned list rejects.
+// reported on its own (src/fulfilment/report-result.ts): graphile-worker retries, with its
+// backoff, only the events whose entry in the returned list rejects.
 //
 // A job of a release before batch jobs (sql/0006) carries one { eventId } and the key
-// `stripe_event:<id>`. That shape can go once no deployment can still hold such a job:
-// `select count(*) from graphile_worker.jobs where key like 'stripe_event:%'` is 0 everywhere.
+// `stripe_event:<id>`; that shape goes when no deployment holds such a job (docs/migrations.md,
+// compatibility C1).
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.js';
-import type { FulfilResult } from '../src/fulfilment/fulfil-event.js';
 import { FulfilmentBatcher, type FulfilmentBatcherOptions } from '../src/fulfilment/fulfilment-batcher.js';
+import { resultReporter } from '../src/fulfilment/report-result.js';
 import type { Logger } from '../src/logger.js';
 import type { Metrics } from '../src/metrics/metrics.js';
 
@@ -30,35 +30,7 @@ export interface ProcessStripeEventDeps extends FulfilmentBatcherOptions {
 
 export function processStripeEventsTask({ db, logger, metrics, ...fulfilOptions }: ProcessStripeEventDeps): Task {
   const fulfilment = new FulfilmentBatcher(db, fulfilOptions);
-  /** Logs and counts one event's result; returns the error that should make it retry. */
-  const report = (eventId: string, jobId: string, result: FulfilResult): Error | undefined => {
-    const fields = { eventId, jobId, ...('type' in result ? { type: result.type, attempt: result.attempt } : {}), status: result.status };
-    if ('type' in result) {
-      if (result.error) metrics.handlerFailures.inc({ type: result.type, retry: result.status === 'processing' ? 'yes' : 'no' });
-      if (result.status !== 'processing') {
-        metrics.eventsFinished.inc({ type: result.type, status: result.status });
-        metrics.receivedToFinished.observe({ type: result.type }, (Date.now() - result.receivedAt.getTime()) / 1000);
-      }
-    }
-    if ('error' in result && result.error !== undefined) {
-      if (result.status === 'failed') {
-        logger.error({ ...fields, err: result.error }, 'event failed: dead letter, replay after fixing the cause');
-        return undefined;
-      }
-      // A wait that ran out of attempts (RetryLaterError): ended, with the reason on the row.
-      if (result.status !== 'processing') {
-        logger.warn({ ...fields, err: result.error }, 'event ignored: what it waited for never came');
-        return undefined;
-      }
-      logger.warn({ ...fields, err: result.error }, 'event handler failed, will retry');
-      return result.error;
-    }
-    // 'missing' and 'already_finished' are a second job for the same event (a replay or a
-    // reclaim racing a late commit): nothing was done, which is the point.
-    logger.info(fields, 'type' in result ? 'event fulfilled' : 'nothing to do for this event');
-    return undefined;
-  };
-
+  const report = resultReporter({ logger, metrics });
   return async (jobPayload, helpers) => {
     const parsed = eventRefs.safeParse(jobPayload);
     if (!parsed.success) {

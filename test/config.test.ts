@@ -1,13 +1,16 @@
-// loadConfig: every problem reported at once with an example, production refuses to start
-// without its secrets, and the result's fields carry units. Outside production every secret is
+// loadConfig, with the service's modules (loadServiceConfig): every problem, the core's and the
+// modules' settings', reported at once with an example, production refuses to start without its
+// secrets, and the result's fields carry units. Outside production every secret is
 // passed in, so loadConfig never generates ./.data/dev-secrets.json from a test.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { ConfigError, ENV_VARIABLES, loadConfig } from '../src/config.js';
+import { z } from 'zod';
+import { ConfigError, defineSettings, envVariables, loadConfig, type SettingsTable } from '../src/config.js';
 import { loadDevSecrets } from '../src/dev/dev-secrets.js';
+import { loadServiceConfig, SERVICE_ENV_VARIABLES } from '../src/modules/index.js';
 
 const SECRETS = {
   STRIPE_WEBHOOK_SECRET: 'whsec_test_config_0123456789abcdef',
@@ -23,15 +26,15 @@ const PRODUCTION = {
   ...SECRETS,
 };
 
-/** The problems loadConfig reports, or a failed assertion if it accepts the env. */
+/** The problems loadServiceConfig reports, or a failed assertion if it accepts the env. */
 function problemsOf(env: NodeJS.ProcessEnv): readonly string[] {
   try {
-    loadConfig(env);
+    loadServiceConfig(env);
   } catch (error) {
     assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
     return error.problems;
   }
-  assert.fail('loadConfig accepted an invalid configuration');
+  assert.fail('loadServiceConfig accepted an invalid configuration');
 }
 
 describe('invalid values', () => {
@@ -47,14 +50,14 @@ describe('invalid values', () => {
 
   test('the message of the error lists every problem, one a line', () => {
     assert.throws(
-      () => loadConfig({ NODE_ENV: 'test', ...SECRETS, PORT: '70000', MAX_ATTEMPTS: '0' }),
+      () => loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, PORT: '70000', MAX_ATTEMPTS: '0' }),
       (error: unknown) => error instanceof ConfigError && /\n {2}- PORT .*\n {2}- MAX_ATTEMPTS /s.test(error.message),
     );
   });
 
   test('an event retention under Stripe’s 30-day resend window is refused, 31 days is accepted', () => {
     assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, EVENT_RETENTION_DAYS: '30' }).join('\n'), /^EVENT_RETENTION_DAYS /);
-    assert.equal(loadConfig({ NODE_ENV: 'test', ...SECRETS, EVENT_RETENTION_DAYS: '31' }).eventRetentionDays, 31);
+    assert.equal(loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, EVENT_RETENTION_DAYS: '31' }).eventRetentionDays, 31);
   });
 
   test('a webhook secret that is not a whsec_ secret is refused', () => {
@@ -68,7 +71,7 @@ describe('invalid values', () => {
       assert.equal(more.length, 0, secret);
       assert.match(problem!, /^STRIPE_WEBHOOK_SECRET each secret must be whsec_ followed by at least 24 .*\(example: STRIPE_WEBHOOK_SECRET=whsec_/, secret);
     }
-    assert.deepEqual(loadConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: `whsec_${'a1'.repeat(12)}` }).webhookSecrets, [`whsec_${'a1'.repeat(12)}`]);
+    assert.deepEqual(loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: `whsec_${'a1'.repeat(12)}` }).webhookSecrets, [`whsec_${'a1'.repeat(12)}`]);
   });
 
   test('a Stripe API key needs its prefix and 24 characters after it', () => {
@@ -76,7 +79,7 @@ describe('invalid values', () => {
       assert.match(problemsOf({ ...PRODUCTION, STRIPE_SECRET_KEY: key }).join('\n'), /^STRIPE_SECRET_KEY must be sk_ or rk_.* at least 24 .*\(example: STRIPE_SECRET_KEY=sk_live_/, key);
     }
     for (const key of [`sk_live_${'x'.repeat(24)}`, `rk_test_${'x'.repeat(99)}`]) {
-      assert.equal(loadConfig({ ...PRODUCTION, STRIPE_SECRET_KEY: key }).stripeSecretKey, key);
+      assert.equal(loadServiceConfig({ ...PRODUCTION, STRIPE_SECRET_KEY: key }).stripeSecretKey, key);
     }
   });
 
@@ -84,7 +87,7 @@ describe('invalid values', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'stripe-inbox-config-'));
     try {
       const dev = loadDevSecrets(dataDir);
-      const config = loadConfig({ ...PRODUCTION, STRIPE_WEBHOOK_SECRET: dev.webhookSecret, API_TOKEN: dev.apiToken, ADMIN_TOKEN: dev.adminToken });
+      const config = loadServiceConfig({ ...PRODUCTION, STRIPE_WEBHOOK_SECRET: dev.webhookSecret, API_TOKEN: dev.apiToken, ADMIN_TOKEN: dev.adminToken });
       assert.equal(config.adminToken, dev.adminToken);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
@@ -113,7 +116,7 @@ describe('production', () => {
   });
 
   test('with everything set, starts without development secrets', () => {
-    const config = loadConfig(PRODUCTION);
+    const config = loadServiceConfig(PRODUCTION);
     assert.equal(config.nodeEnv, 'production');
     assert.equal(config.databaseUrl, PRODUCTION.DATABASE_URL);
     assert.equal(config.apiToken, SECRETS.API_TOKEN);
@@ -137,7 +140,7 @@ describe('production', () => {
         `${name} has only ${new Set(token).size} different characters; production needs at least 10 (example: ${name}=a long random string${name === 'METRICS_TOKEN' ? ' for Prometheus' : ''} (openssl rand -hex 32))`,
       ]);
     }
-    assert.equal(loadConfig({ ...PRODUCTION, METRICS_TOKEN: '1234567890123456' }).metricsToken, '1234567890123456');
+    assert.equal(loadServiceConfig({ ...PRODUCTION, METRICS_TOKEN: '1234567890123456' }).metricsToken, '1234567890123456');
   });
 
   test('the API token may not double as the admin or the metrics token; the metrics token may be the admin token', () => {
@@ -145,27 +148,27 @@ describe('production', () => {
       'ADMIN_TOKEN must differ from API_TOKEN',
       'METRICS_TOKEN must differ from API_TOKEN',
     ]);
-    assert.equal(loadConfig({ ...PRODUCTION, METRICS_TOKEN: SECRETS.ADMIN_TOKEN }).metricsToken, SECRETS.ADMIN_TOKEN);
+    assert.equal(loadServiceConfig({ ...PRODUCTION, METRICS_TOKEN: SECRETS.ADMIN_TOKEN }).metricsToken, SECRETS.ADMIN_TOKEN);
   });
 
   test('without METRICS_TOKEN, starts with a warning that /metrics takes the admin token', () => {
-    const [warning, ...more] = loadConfig(PRODUCTION).warnings;
+    const [warning, ...more] = loadServiceConfig(PRODUCTION).warnings;
     assert.equal(more.length, 0);
     assert.match(warning!, /^METRICS_TOKEN is unset, so GET \/metrics accepts ADMIN_TOKEN.*\(example: METRICS_TOKEN=/);
-    assert.deepEqual(loadConfig({ ...PRODUCTION, METRICS_TOKEN: 'test-metrics-token-0123456789' }).warnings, []);
-    assert.deepEqual(loadConfig({ NODE_ENV: 'test', ...SECRETS }).warnings, [], 'outside production the default is fine');
+    assert.deepEqual(loadServiceConfig({ ...PRODUCTION, METRICS_TOKEN: 'test-metrics-token-0123456789' }).warnings, []);
+    assert.deepEqual(loadServiceConfig({ NODE_ENV: 'test', ...SECRETS }).warnings, [], 'outside production the default is fine');
   });
 });
 
 describe('valid values', () => {
   test('comma-separated webhook secrets (a rotation) parse to each secret, trimmed', () => {
     const [next, previous] = [`whsec_new_${'1'.repeat(24)}`, `whsec_old_${'2'.repeat(24)}`];
-    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: `${next}, ${previous},` });
+    const config = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: `${next}, ${previous},` });
     assert.deepEqual(config.webhookSecrets, [next, previous]);
   });
 
   test('defaults are DESIGN’s, in fields that carry their unit', () => {
-    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS });
+    const config = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS });
     assert.equal(config.port, 3000);
     assert.equal(config.role, 'all');
     assert.equal(config.workerConcurrency, 5);
@@ -178,36 +181,73 @@ describe('valid values', () => {
   });
 
   test('seconds in the environment become milliseconds in the config', () => {
-    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, STALE_AFTER_SECONDS: '30', SHUTDOWN_TIMEOUT_SECONDS: '2' });
+    const config = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, STALE_AFTER_SECONDS: '30', SHUTDOWN_TIMEOUT_SECONDS: '2' });
     assert.equal(config.staleAfterMs, 30_000);
     assert.equal(config.shutdownTimeoutMs, 2_000);
   });
 
   test('every other duration is in milliseconds and the webhook body budget in bytes, set or by default', () => {
-    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_TIMEOUT_SECONDS: '3', HTTP_REQUEST_TIMEOUT_SECONDS: '4', WEBHOOK_BODY_BUDGET_MB: '2' });
+    const config = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_TIMEOUT_SECONDS: '3', HTTP_REQUEST_TIMEOUT_SECONDS: '4', WEBHOOK_BODY_BUDGET_MB: '2' });
     assert.deepEqual([config.stripeTimeoutMs, config.httpRequestTimeoutMs, config.webhookBodyBudgetBytes], [3_000, 4_000, 2 * 1024 * 1024]);
-    const defaults = loadConfig({ NODE_ENV: 'test', ...SECRETS });
+    const defaults = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS });
     assert.deepEqual([defaults.stripeTimeoutMs, defaults.httpRequestTimeoutMs, defaults.webhookBodyBudgetBytes], [5_000, 30_000, 16 * 1024 * 1024]);
     assert.equal(defaults.shutdownTimeoutMs, 25_000);
   });
 
   test('defaults that follow other settings: checkout URLs on PORT, the log level on NODE_ENV, METRICS_TOKEN on ADMIN_TOKEN', () => {
-    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, PORT: '4000' });
-    assert.equal(config.checkoutSuccessUrl, 'http://localhost:4000/checkout/success?session_id={CHECKOUT_SESSION_ID}');
-    assert.equal(config.checkoutCancelUrl, 'http://localhost:4000/checkout/cancel');
+    const config = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, PORT: '4000' });
+    for (const module of ['credits', 'billing']) {
+      assert.equal(config.moduleSettings[module]?.checkoutSuccessUrl, 'http://localhost:4000/checkout/success?session_id={CHECKOUT_SESSION_ID}', module);
+      assert.equal(config.moduleSettings[module]?.checkoutCancelUrl, 'http://localhost:4000/checkout/cancel', module);
+    }
     assert.equal(config.logLevel, 'silent');
     assert.equal(config.metricsToken, SECRETS.ADMIN_TOKEN);
-    assert.equal(loadConfig({ NODE_ENV: 'development', ...SECRETS }).logLevel, 'info');
-    assert.equal(loadConfig({ NODE_ENV: 'test', ...SECRETS, LOG_LEVEL: 'debug' }).logLevel, 'debug');
+    assert.equal(loadServiceConfig({ NODE_ENV: 'development', ...SECRETS }).logLevel, 'info');
+    assert.equal(loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, LOG_LEVEL: 'debug' }).logLevel, 'debug');
   });
 
   test('live mode is read from the Stripe key', () => {
-    assert.equal(loadConfig(PRODUCTION).stripeLivemode, true);
-    assert.equal(loadConfig({ ...PRODUCTION, STRIPE_SECRET_KEY: `rk_test_${'x'.repeat(24)}` }).stripeLivemode, false);
-    assert.equal(loadConfig({ NODE_ENV: 'test', ...SECRETS }).stripeLivemode, false);
+    assert.equal(loadServiceConfig(PRODUCTION).stripeLivemode, true);
+    assert.equal(loadServiceConfig({ ...PRODUCTION, STRIPE_SECRET_KEY: `rk_test_${'x'.repeat(24)}` }).stripeLivemode, false);
+    assert.equal(loadServiceConfig({ NODE_ENV: 'test', ...SECRETS }).stripeLivemode, false);
   });
 
   test('each variable is read by one setting', () => {
-    assert.equal(new Set(ENV_VARIABLES).size, ENV_VARIABLES.length, ENV_VARIABLES.join(' '));
+    assert.equal(new Set(SERVICE_ENV_VARIABLES).size, SERVICE_ENV_VARIABLES.length, SERVICE_ENV_VARIABLES.join(' '));
+  });
+});
+
+describe("the modules' settings", () => {
+  const probe = (settings: SettingsTable) => ({ name: 'probe', settings });
+  const table = defineSettings({ probeLimit: { env: 'PROBE_LIMIT', schema: z.string().regex(/^\d+$/, 'must be a whole number').transform(Number), example: '7', default: '3' } });
+
+  test("are checked with the core's, every problem in one error", () => {
+    const problems = problemsOf({ NODE_ENV: 'test', ...SECRETS, PORT: 'eighty', REFUND_POLICY: 'half', CHECKOUT_CANCEL_URL: 'ftp://shop.example.test' });
+    assert.deepEqual(problems.map((p) => p.split(' ')[0]), ['PORT', 'REFUND_POLICY', 'CHECKOUT_CANCEL_URL']);
+    assert.match(problems[1]!, /\(example: REFUND_POLICY=full\)$/);
+  });
+
+  test('are given to their module only, by name, with their defaults', () => {
+    const config = loadConfig({ NODE_ENV: 'test', ...SECRETS, PROBE_LIMIT: '9' }, [probe(table)]);
+    assert.deepEqual(config.moduleSettings, { probe: { probeLimit: 9 } });
+    assert.deepEqual(loadConfig({ NODE_ENV: 'test', ...SECRETS }, [probe(table)]).moduleSettings.probe, { probeLimit: 3 });
+    assert.equal((config as unknown as Record<string, unknown>).probeLimit, undefined, 'not a field of the core');
+  });
+
+  test('an entry several modules list is one variable, read once and given to each', () => {
+    const modules = [probe(table), { name: 'other', settings: { limit: table.probeLimit } }];
+    assert.deepEqual(envVariables(modules).filter((name) => name === 'PROBE_LIMIT'), ['PROBE_LIMIT']);
+    assert.deepEqual(loadConfig({ NODE_ENV: 'test', ...SECRETS, PROBE_LIMIT: '5' }, modules).moduleSettings, { probe: { probeLimit: 5 }, other: { limit: 5 } });
+    assert.deepEqual(problemsOf({ NODE_ENV: 'test', ...SECRETS, REFUND_POLICY: 'half' }).length, 1, 'credits and billing both list REFUND_POLICY');
+  });
+
+  test('two different settings of one variable are refused before anything is read', () => {
+    const twin = { probeLimit: { ...table.probeLimit } };
+    assert.throws(() => loadConfig({}, [probe(table), { name: 'other', settings: twin }]), /^Error: PROBE_LIMIT is declared twice, by probe \(probeLimit\) and by other \(probeLimit\)/);
+    assert.throws(() => loadConfig({}, [probe({ port: { ...table.probeLimit, env: 'PORT' } })]), /PORT is declared twice, by the core \(port\) and by probe \(port\)/);
+  });
+
+  test('an ops script, which runs no module, reads the core settings only', () => {
+    assert.deepEqual(loadConfig({ NODE_ENV: 'test', ...SECRETS, REFUND_POLICY: 'half' }).moduleSettings, {});
   });
 });

@@ -15,6 +15,7 @@ import pg from 'pg';
 import { openDatabase } from '../src/db/database.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/db/embedded-postgres.js';
 import { migrate } from '../src/db/migrate.js';
+import { runWorkerMigrations } from '../src/worker/worker-migrations.js';
 import { createLogger } from '../src/logger.js';
 import { signDelivery } from '../src/stripe/sample-events.js';
 import { sweepStaleEvents } from '../src/sweep/sweep-stale-events.js';
@@ -38,7 +39,7 @@ before(async () => {
   const url = postgres.connectionString;
   port = Number(new URL(url).port);
   const opened = openDatabase(url, { maxConnections: 10 });
-  await migrate(opened.pool, createLogger('silent'), await serviceMigrations());
+  await migrate(opened.pool, createLogger('silent'), await serviceMigrations(), { runWorkerMigrations });
   database = { ...opened, url, name: 'stripe_inbox' };
   service = await spawnService(url, { STALE_AFTER_SECONDS: '1', SWEEP_CRON: '0 0 1 1 *', LOG_LEVEL: 'info' });
 });

@@ -21,6 +21,7 @@ import { UsageError } from '../src/cli/script.js';
 import { openDatabase } from '../src/db/database.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/db/embedded-postgres.js';
 import { migrate } from '../src/db/migrate.js';
+import { runWorkerMigrations } from '../src/worker/worker-migrations.js';
 import { createLogger } from '../src/logger.js';
 import { databaseUrl } from './support/database-url.js';
 import { embeddedPostgresMajor } from './support/embedded-major.js';
@@ -114,7 +115,7 @@ async function main(): Promise<number> {
     await admin.query(`create database "${template}"`);
     await markRun(admin, template);
     const database = openDatabase(databaseUrl(adminUrl, template), { maxConnections: 2 });
-    await migrate(database.pool, createLogger('warn'), await serviceMigrations());
+    await migrate(database.pool, createLogger('warn'), await serviceMigrations(), { runWorkerMigrations });
     await database.close();
     // Autovacuum visits a freshly migrated database, and a template with any session in it
     // cannot be cloned: closing it to connections keeps clones instant.

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
+import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
 import { createLogger } from '../../src/logger.js';
 import { onCleanup } from './cleanup.js';
 import { serviceMigrations } from '../../src/modules/index.js';
@@ -57,7 +58,7 @@ export async function createBenchDatabase(serverUrl: string, options: { maxConne
         await admin.query(`alter database "${name}" set ${setting} = ${admin.escapeLiteral(value)}`);
       }
     });
-    await migrate(opened.pool, createLogger('silent'), await serviceMigrations());
+    await migrate(opened.pool, createLogger('silent'), await serviceMigrations(), { runWorkerMigrations });
   } catch (error) {
     await drop();
     throw new Error(`setting up bench database ${name}`, { cause: error });

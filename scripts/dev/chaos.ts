@@ -13,6 +13,7 @@ import { wholeNumberOption } from '../../src/cli/whole-number.js';
 import { ServiceFleet } from './service-fleet.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
+import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
 import type { Database } from '../../src/db/schema.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { attachCheckoutSession, createOrder } from '../../src/modules/credits/orders.js';
@@ -303,7 +304,7 @@ that did not exit 0, a process that died unasked, or an inbox that did not drain
     try {
       database = openDatabase(url.toString(), { maxConnections: 4, applicationName: 'stripe-inbox-chaos' });
       const { db } = database;
-      await migrate(database.pool, ctx.logger, await serviceMigrations());
+      await migrate(database.pool, ctx.logger, await serviceMigrations(), { runWorkerMigrations });
       const orders = await createOrders(db, events, signal);
       const plan = planDeliveries(orders);
       progress(`database ${name}: ${orders.length} orders; starting ${processes} processes`);

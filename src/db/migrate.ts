@@ -1,17 +1,15 @@
 // Applies the core's sql/NNNN_*.sql and the business modules' migrations in one sequence of
 // versions, each in its own transaction, under an advisory lock so two processes starting at once
-// apply each migration once; then graphile-worker's own migrations.
+// apply each migration once; then graphile-worker's own migrations, which the caller hands in
+// (src/worker/worker-migrations.ts) so that src/db/ knows nothing of the worker or the modules.
 // Forward-only and expand/contract (docs/migrations.md): a release must keep working against
 // the schema of the next one, because two versions run at once during a rolling deploy.
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runMigrations } from 'graphile-worker';
 import type pg from 'pg';
-import type { BusinessModule } from '../business-module.js';
 import type { Logger } from '../logger.js';
-import { graphileLogger } from '../worker/graphile-logger.js';
 import { withoutDeadline } from './query-deadline.js';
 
 const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
@@ -25,12 +23,20 @@ export interface Migration {
   checksum: string;
 }
 
+/** A folder of migrations beside the core's: a business module's (its BusinessModule fits). */
+export interface MigrationSource {
+  /** Whose migrations they are. */
+  name: string;
+  /** The folder of NNNN_name.sql files, as a file: URL; none, no migrations. */
+  migrations?: URL;
+}
+
 /**
- * This release's migrations: the core's (sql/) and each module's folder, sorted by version. Two
+ * This release's migrations: the core's (sql/) and each source's folder, sorted by version. Two
  * files with one version are refused: schema_migrations knows a migration by its version.
  */
-export async function readMigrations(modules: ReadonlyArray<Pick<BusinessModule, 'name' | 'migrations'>>): Promise<Migration[]> {
-  const folders = [SQL_DIR, ...modules.flatMap((module) => (module.migrations ? [fileURLToPath(module.migrations)] : []))];
+export async function readMigrations(sources: readonly MigrationSource[]): Promise<Migration[]> {
+  const folders = [SQL_DIR, ...sources.flatMap((source) => (source.migrations ? [fileURLToPath(source.migrations)] : []))];
   const migrations = (await Promise.all(folders.map(readFolder))).flat().sort((a, b) => a.version - b.version);
   for (const [i, migration] of migrations.entries()) {
     const next = migrations[i + 1];
@@ -56,13 +62,15 @@ export interface MigrateResult {
 }
 
 export interface MigrateOptions {
-  /** graphile-worker's own migrations, run after ours under the same lock. */
-  runWorkerMigrations?: (pool: pg.Pool, logger: Logger) => Promise<void>;
+  /**
+   * graphile-worker's own migrations, run after ours under the same lock: the service's are
+   * runWorkerMigrations (src/worker/worker-migrations.ts).
+   */
+  runWorkerMigrations: (pool: pg.Pool, logger: Logger) => Promise<void>;
 }
 
 /** Applies `migrations` (readMigrations) that the database does not have yet. */
-export async function migrate(pool: pg.Pool, logger: Logger, migrations: readonly Migration[], options: MigrateOptions = {}): Promise<MigrateResult> {
-  const runWorkerMigrations = options.runWorkerMigrations ?? ((p, l) => runMigrations({ pgPool: p, logger: graphileLogger(l) }));
+export async function migrate(pool: pg.Pool, logger: Logger, migrations: readonly Migration[], { runWorkerMigrations }: MigrateOptions): Promise<MigrateResult> {
   const client = await pool.connect();
   let failed = false;
   try {
@@ -82,7 +90,7 @@ async function migrateOn(
   client: pg.PoolClient,
   logger: Logger,
   migrations: readonly Migration[],
-  runWorkerMigrations: NonNullable<MigrateOptions['runWorkerMigrations']>,
+  runWorkerMigrations: MigrateOptions['runWorkerMigrations'],
   pool: pg.Pool,
 ): Promise<MigrateResult> {
   // Session-level lock on a dedicated client: held across the per-migration transactions and

@@ -6,9 +6,9 @@
 //
 // Each pool reports how long a query waited for a connection, and a wait that timed out because
 // every connection was checked out is a PoolBusyError, told apart from a database that cannot be
-// reached: "all our connections are busy" and "Postgres is down" call for different fixes.
+// reached: "all our connections are busy" and "Postgres is down" call for different fixes. The
+// reports go to the observer handed to instrument() (the service's metrics).
 import type pg from 'pg';
-import type { Metrics } from '../metrics/metrics.js';
 import { openDatabase, type Db } from './database.js';
 
 const POOL_NAMES = ['intake', 'api', 'worker'] as const;
@@ -21,9 +21,17 @@ export class PoolBusyError extends Error {
   }
 }
 
+/** What the pools report, by pool. */
+export interface PoolObserver {
+  /** A checkout got its connection after this wait. */
+  waited(pool: PoolName, seconds: number): void;
+  /** A checkout timed out with every connection of the pool checked out (PoolBusyError). */
+  busy(pool: PoolName): void;
+}
+
 export interface ServicePools extends Record<PoolName, Db> {
-  /** Reports waits and busy timeouts of every pool to these metrics. */
-  instrument(metrics: Pick<Metrics, 'poolWaitSeconds' | 'poolBusy'>): void;
+  /** Reports waits and busy timeouts of every pool to `observer` from now on; nothing before. */
+  instrument(observer: PoolObserver): void;
   close(): Promise<void>;
 }
 
@@ -40,16 +48,16 @@ export function openServicePools(url: string, { workerConcurrency, moduleJobConc
     // rest is /readyz and a connection being replaced.
     intake: 3,
     api: 8,
-    // Each concurrent job of both runners (src/worker/run-worker.ts: its transaction, then
+    // Each concurrent job of both runners (src/run-worker.ts: its transaction, then
     // graphile-worker's completion of it), plus each runner's LISTEN client and their bookkeeping.
     worker: workerConcurrency + moduleJobConcurrency + 4,
   };
-  let metrics: Pick<Metrics, 'poolWaitSeconds' | 'poolBusy'> | undefined;
+  let observer: PoolObserver | undefined;
   const open = (name: PoolName): Db => {
     const db = openDatabase(url, { maxConnections: sizes[name], applicationName: `stripe-inbox-${name}`, ...(queryDeadlineMs !== undefined && { queryDeadlineMs }) });
     watchWaits(db.pool, name, {
-      waited: (seconds) => metrics?.poolWaitSeconds.observe({ pool: name }, seconds),
-      busy: () => metrics?.poolBusy.inc({ pool: name }),
+      waited: (seconds) => observer?.waited(name, seconds),
+      busy: () => observer?.busy(name),
     });
     return db;
   };
@@ -57,7 +65,7 @@ export function openServicePools(url: string, { workerConcurrency, moduleJobConc
   return {
     ...pools,
     instrument(target) {
-      metrics = target;
+      observer = target;
     },
     async close() {
       await Promise.all(POOL_NAMES.map((name) => pools[name].close()));

@@ -23,7 +23,7 @@ export interface StripeEventsTable {
   received_at: Defaulted<Date>;
   enqueued_at: Defaulted<Date>;
   finished_at: Date | null;
-  /** The key of the graphile-worker job of the last enqueue (src/events/enqueue.ts); null before 0007. */
+  /** The key of the graphile-worker job of the last enqueue (src/worker/job-queue.ts); null before 0007. */
   job_key: string | null;
 }
 
@@ -37,7 +37,8 @@ export interface ApiIdempotencyKeysTable {
   /**
    * What the key names, created once when it was registered (a new order, the next refund of an
    * order): the module's JSON. (The columns the release before sql/0010 used, order_id,
-   * refund_seq and refund_amount, are kept in step with it by a trigger and not listed here.)
+   * refund_seq and refund_amount, are kept in step with it by a trigger and not listed here:
+   * docs/migrations.md, compatibility C4.)
    */
   subject: ColumnType<unknown, string, never>;
   response_status: number | null;

@@ -5,8 +5,8 @@
 //
 // Why: add_jobs ends in pg_notify, and Postgres serialises notifying commits database-wide (a
 // global lock held through the commit's flush). One claim per transaction therefore caps ingest
-// at about a thousand requests a second on two cores however many connections there are;
-// sharing transactions pays that lock once per batch (figures in docs/benchmarks.md).
+// at one commit's flush per request however many connections there are; sharing transactions
+// pays that lock once per batch (docs/benchmarks.md, ingest).
 //
 // A claim not committed within claimTimeoutMs is answered with an error (the route's 503). That
 // bounds a request when the database hangs instead of refusing (a network partition, a frozen
@@ -19,7 +19,7 @@ import { GroupCommit } from '../db/group-commit.js';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database } from '../db/schema.js';
 import { claimEvents, type ClaimOutcome, type IncomingEvent } from './event-store.js';
-import type { EnqueueOptions } from './enqueue.js';
+import type { EnqueueOptions } from '../worker/job-queue.js';
 
 export interface ClaimBatcherOptions extends EnqueueOptions {
   /** Most deliveries in one transaction (bounds statement size and the lock held). */
@@ -27,7 +27,7 @@ export interface ClaimBatcherOptions extends EnqueueOptions {
   /**
    * Claim transactions open at once. One: the next batch forms while a commit is in flight, and
    * notifying commits serialise anyway; more split the batches and each commit waits for the
-   * other's (measured on two hosts: docs/benchmarks.md, runs 5–7).
+   * other's (docs/benchmarks.md, ingest).
    */
   maxInFlight?: number;
   /** Longest a delivery waits for its commit; well under Stripe's own webhook timeout. */

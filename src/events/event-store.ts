@@ -7,7 +7,7 @@
 // row has last_error, ...).
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventStatus, StripeEventRow, StripeEventsTable } from '../db/schema.js';
-import { addEventJobs, jobKeys, type EnqueueOptions } from './enqueue.js';
+import { addEventJobs, jobKeys, type EnqueueOptions } from '../worker/job-queue.js';
 
 /** A verified delivery, reduced to what the inbox stores. */
 export interface IncomingEvent {
@@ -53,10 +53,10 @@ export async function claimEvents(
   // One statement, not begin/insert/add_jobs/commit: under load each round trip waits its turn
   // behind the HTTP work on the event loop, so round trips, not the database, bounded ingest.
   // The bodies go as one bytea parameter, cut apart by offset in SQL, and the other fields as
-  // arrays. Bytes, because pg sends a Buffer as is: a batch built as a string was the largest
-  // thing V8 copied into its old generation under load. Each body is then read once, by json's
-  // input, which checks that it is JSON and keeps its text (sql/0017); a JSON array of the batch
-  // was lexed whole once more, and jsonb built a binary form that fulfilment had printed back.
+  // arrays. Bytes, because pg sends a Buffer as is, where a string of the batch would be copied
+  // by V8 into its old generation under load. Each body is then read once, by json's input, which
+  // checks that it is JSON and keeps its text (sql/0017): a JSON array of the batch would be lexed
+  // whole once more.
   // `jobs` sits in the select list so it always runs.
   // Job keys are handed out before the insert knows which ids are new: a job then carries only
   // the claimed events of its key, so it may carry fewer than EVENTS_PER_JOB.
@@ -113,8 +113,8 @@ export type FinishOutcome = { status: 'processed' } | { status: 'ignored'; reaso
  * Only for rows this transaction locked with lockForFulfilment and found 'processing': the lock
  * keeps them so until commit, and the statement does not check their status again, on purpose.
  * A `status = 'processing'` condition matches the partial index of waiting rows, and with
- * statistics taken while the inbox was quiet (the usual case) the planner scanned that whole
- * index for each batch: under a backlog, every batch read every waiting row. The batch's ids as
+ * statistics taken while the inbox was quiet (the usual case) the planner scans that whole index
+ * for each batch: under a backlog, every batch would read every waiting row. The batch's ids as
  * `event_id = any(...)` leave it the primary key, and the batch's rows only.
  */
 export async function markFinished(tx: Transaction<Database>, finished: ReadonlyArray<{ eventId: string; outcome: FinishOutcome }>): Promise<void> {

@@ -4,7 +4,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { EVENT_STATUSES, type Database, type EventStatus, type StripeEventRow } from '../db/schema.js';
 import { lastMaintenanceRun } from '../db/maintenance-runs.js';
-import { countQueuedJobs } from './enqueue.js';
+import { countQueuedJobs } from '../worker/job-queue.js';
 
 export interface InboxStatus {
   counts: Record<EventStatus, number>;
@@ -17,7 +17,7 @@ export interface InboxStatus {
   oldest_processing_age_seconds: number | null;
   /** Fulfilment jobs waiting or running; each carries a batch of events. */
   jobs_queued: number;
-  /** The 'processing' events those jobs carry (jobs of releases before job keys are not counted). */
+  /** The 'processing' events those jobs carry (jobs of releases before job keys are not counted: docs/migrations.md, compatibility C2). */
   events_queued: number;
   last_sweep_at: string | null;
 }

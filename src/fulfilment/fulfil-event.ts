@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
 import { lockForFulfilment, markFinished, recordFailure } from '../events/event-store.js';
-import type { EnqueueOptions } from '../events/enqueue.js';
+import type { EnqueueOptions } from '../worker/job-queue.js';
 import { describeError } from '../error-chain.js';
 import { PermanentError, RetryLaterError } from './handler.js';
 import { HandlerError, type Dispatch } from './dispatch.js';
@@ -35,7 +35,7 @@ export async function fulfilEvent(db: Kysely<Database>, eventId: string, options
 }
 
 /**
- * Fulfils a job's events (src/events/enqueue.ts) in one transaction: one lock statement, each
+ * Fulfils a job's events (src/worker/job-queue.ts) in one transaction: one lock statement, each
  * handler, one finish statement, one commit. If that fails — a handler threw, or two batches
  * deadlocked on the same order — it was rolled back as a whole, and each event is then fulfilled
  * alone, so a failure is recorded against the one event that failed. A database that is away

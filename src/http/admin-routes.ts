@@ -2,7 +2,7 @@
 // token, or the dashboard's session cookie that signing in with it sets.
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
-import type { BusinessModule, RouteContext } from '../business-module.js';
+import type { BusinessModule, RouteContext } from '../module-interface.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
 import { eventDetail, eventTimeline, findPayloadText, listFailedEvents, listStuckEvents, searchEvents } from '../events/read-model.js';
 import type { Metrics } from '../metrics/metrics.js';

@@ -7,6 +7,7 @@
 // Each service instance has its own registry, so several can live in one process (the tests).
 import type { Kysely } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PoolObserver } from '../db/pools.js';
 import type { Database } from '../db/schema.js';
 import { inboxStatusReader, type InboxStatus } from '../events/read-model.js';
 import type { JobLoopStatus } from '../worker/job-loop-watchdog.js';
@@ -87,6 +88,12 @@ export class Metrics {
     labelNames: ['pool'] as const,
     registers: [this.registry],
   });
+
+  /** The pools' reports (src/db/pools.ts instrument()) into the two metrics above. */
+  readonly poolObserver: PoolObserver = {
+    waited: (pool, seconds) => this.poolWaitSeconds.observe({ pool }, seconds),
+    busy: (pool) => this.poolBusy.inc({ pool }),
+  };
 
   #jobLoops: () => Partial<Record<string, JobLoopStatus>> = () => ({});
 

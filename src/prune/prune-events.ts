@@ -6,11 +6,12 @@
 // CLI for 30) and keeps them listable for 30, so a younger row may still be asked about. Even past
 // that, a pruned event delivered again grants nothing: grants are keyed by order.
 //
-// Its defaults, schedule, statements and loops are all here.
+// Its defaults, worker task and schedule, statements and loops are all here.
+import type { Task } from 'graphile-worker';
 import { sql, type Kysely } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database } from '../db/schema.js';
-import { deleteSpentJobs } from '../events/enqueue.js';
+import { deleteSpentJobs } from '../worker/job-queue.js';
 import type { Logger } from '../logger.js';
 
 export const MIN_RETENTION_DAYS = 31;
@@ -18,10 +19,31 @@ export const MIN_RETENTION_DAYS = 31;
 export const MAX_RETENTION_DAYS = 36_500;
 /** Rows per statement, each its own short transaction (no long lock on the table), until a batch comes back short. */
 const PRUNE_BATCH_ROWS = 1_000;
-export const PRUNE_TASK = 'prune_events';
-/** Daily at 03:17, off the hour (many crontabs fire at :00); three attempts a day. */
-export const pruneSchedule = () => `17 3 * * * ${PRUNE_TASK} ?max=3`;
 const DAY_MS = 86_400_000;
+/** graphile-worker's identifier for the prune task: stored in every queued job, so it stays. */
+const PRUNE_TASK = 'prune_events';
+
+/**
+ * Prune as the worker runs it (src/run-worker.ts): task `prune_events` on the crontab,
+ * daily at 03:17, off the hour (many crontabs fire at :00), three attempts a day. The crontab
+ * guarantees one run per tick across all worker containers.
+ */
+export const pruneTask = {
+  identifier: PRUNE_TASK,
+  crontab: () => `17 3 * * * ${PRUNE_TASK} ?max=3`,
+  task:
+    ({ db, logger, config }: PruneTaskDeps): Task =>
+    async () => {
+      await pruneEvents(db, { retentionDays: config.eventRetentionDays, logger });
+    },
+};
+
+interface PruneTaskDeps {
+  /** The worker pool. */
+  db: Kysely<Database>;
+  logger: Logger;
+  config: { eventRetentionDays: number };
+}
 
 export interface PruneOptions {
   retentionDays: number;

@@ -16,11 +16,21 @@ const envelopeOf = (schema: z.ZodType): z.ZodType => {
 
 /** data.object of a stored event, checked against `schema`: a payload that never parses is a PermanentError. */
 export function objectOf<T extends z.ZodType>(schema: T, event: Pick<StripeEventRow, 'type' | 'payload'>): z.infer<T> {
+  const object = objectOrError(schema, event);
+  if (object instanceof PermanentError) throw object;
+  return object;
+}
+
+/**
+ * objectOf for a batch handler, which returns an event's error rather than throwing it (a throw
+ * would fail every event of the batch): the object, or the PermanentError objectOf would throw.
+ */
+export function objectOrError<T extends z.ZodType>(schema: T, event: Pick<StripeEventRow, 'type' | 'payload'>): z.infer<T> | PermanentError {
   const parsed = envelopeOf(schema).safeParse(event.payload);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     // A path can run through metadata, whose keys are the merchant's.
-    throw new PermanentError(`not the ${event.type} object expected: ${quoted(issue?.path.join('.') ?? '')} ${issue?.message ?? 'invalid'}`);
+    return new PermanentError(`not the ${event.type} object expected: ${quoted(issue?.path.join('.') ?? '')} ${issue?.message ?? 'invalid'}`);
   }
   return (parsed.data as { data: { object: z.infer<T> } }).data.object;
 }

@@ -1,13 +1,14 @@
 // The backstop sweep: re-enqueues 'processing' events whose worker died (kill -9, OOM, a
 // container replaced mid-job), which graphile-worker itself would leave locked for 4 hours.
-// Everything of it is here: its defaults, its schedule, the statement that decides what is
-// stale, and the loop that runs it in batches. One function, three callers: the
+// Everything of it is here: its defaults, its worker task and schedule, the statement that
+// decides what is stale, and the loop that runs it in batches. One function, three callers: the
 // `sweep_stale_events` cron task, `npm run sweep` and POST /admin/api/sweep. Any number of sweeps
 // may run at once.
+import type { Task } from 'graphile-worker';
 import { sql, type Kysely } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database, EventStatus } from '../db/schema.js';
-import { addEventJobs, jobKeyPerRow, waitingJobs } from '../events/enqueue.js';
+import { addEventJobs, jobKeyPerRow, waitingJobs } from '../worker/job-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 
@@ -15,10 +16,32 @@ import type { Metrics } from '../metrics/metrics.js';
 const SWEEP_BATCH_ROWS = 100;
 /** Rows a dry run looks at, at most: it changes nothing, so it cannot page. */
 const DRY_RUN_ROWS = 10_000;
-export const SWEEP_TASK = 'sweep_stale_events';
+/** graphile-worker's identifier for the sweep's task: stored in every queued job, so it stays. */
+const SWEEP_TASK = 'sweep_stale_events';
 
-/** The crontab line (SWEEP_CRON): one attempt per tick, since a failed sweep is simply the next tick's work. */
-export const sweepSchedule = (cron: string) => `${cron} ${SWEEP_TASK} ?max=1`;
+/**
+ * The sweep as the worker runs it (src/run-worker.ts): task `sweep_stale_events` on the
+ * crontab every SWEEP_CRON tick, one attempt per tick, since a failed sweep is simply the next
+ * tick's work. The crontab guarantees one run per tick across all worker containers; running more
+ * would still be safe (SKIP LOCKED), just wasted.
+ */
+export const sweepTask = {
+  identifier: SWEEP_TASK,
+  crontab: ({ sweepCron }: { sweepCron: string }) => `${sweepCron} ${SWEEP_TASK} ?max=1`,
+  task:
+    ({ db, logger, metrics, config }: SweepTaskDeps): Task =>
+    async () => {
+      await sweepStaleEvents(db, { staleAfterMs: config.staleAfterMs, maxAttempts: config.maxAttempts, logger, metrics });
+    },
+};
+
+interface SweepTaskDeps {
+  /** The worker pool. */
+  db: Kysely<Database>;
+  logger: Logger;
+  metrics: Pick<Metrics, 'sweepReclaims'>;
+  config: { staleAfterMs: number; maxAttempts: number };
+}
 
 export interface SweepOptions {
   staleAfterMs: number;
@@ -89,7 +112,7 @@ interface ReclaimOptions {
  *   for the whole fulfilment transaction, so a live worker is never reclaimed, however slow; a
  *   dead worker's connection ends and Postgres drops its lock (SKIP LOCKED does the rest).
  * - A waiting job (queued, in its retry backoff, or fetched by a worker less than staleAfterMs
- *   ago: src/events/enqueue.ts) means nothing is abandoned; a second job would also cut that
+ *   ago: src/worker/job-queue.ts) means nothing is abandoned; a second job would also cut that
  *   backoff short. Those rows are left alone and not counted.
  * - A job locked by a dead worker, a job out of graphile-worker attempts, or no job at all: the
  *   event goes into a fresh job. The dead worker's job stays locked until graphile-worker frees it
@@ -115,7 +138,7 @@ async function reclaimBatch(db: Kysely<Database>, options: ReclaimOptions): Prom
       -- a release reclaimed it). Its job was added in the transaction that set enqueued_at, so it
       -- has that created_at; the public view shows no payload to be sure, so any such job of that
       -- instant keeps the row, which errs towards waiting. Nothing matches once no job of those
-      -- releases is left.
+      -- releases is left (docs/migrations.md, compatibility C2).
       and e.enqueued_at not in (select created_at from waiting where not ours)
     order by e.enqueued_at
     limit ${options.limit}

@@ -1,28 +1,16 @@
-// No module of src/, tasks/ or scripts/ reaches itself through its imports, type imports
-// included: a cycle means two concerns that cannot be read, or replaced, one without the other.
+// No module of src/, tasks/ or scripts/ reaches itself through its imports, type, side-effect
+// and dynamic imports included: a cycle means two concerns that cannot be read, or replaced, one
+// without the other.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { test } from 'node:test';
+import { importedFiles, readSources } from './imports.js';
 
 const ROOTS = ['src', 'tasks', 'scripts'];
-// `import … from './x.js'` and `export … from './x.js'`, over several lines too.
-const RELATIVE_IMPORT = /^(?:import|export)\s[^;]*?from\s+'(\.{1,2}\/[^']+)'/gms;
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return sourceFiles(path);
-    return path.endsWith('.ts') ? [resolve(path)] : [];
-  });
-}
 
 function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
-  for (const file of ROOTS.flatMap(sourceFiles)) {
-    const text = readFileSync(file, 'utf8');
-    graph.set(file, [...text.matchAll(RELATIVE_IMPORT)].map((m) => resolve(dirname(file), m[1]!.replace(/\.js$/, '.ts'))));
-  }
+  for (const { file, source } of readSources(ROOTS)) graph.set(resolve(file), importedFiles(file, source).map((target) => resolve(target)));
   return graph;
 }
 

@@ -10,6 +10,7 @@ import { billingModule } from '../../src/modules/billing/index.js';
 import { businessModules } from '../../src/modules/index.js';
 import { invoiceObject, invoicePaymentObject, subscriptionObject } from '../../src/modules/billing/sample-events.js';
 import { applyState, requestRefresh } from '../../src/modules/billing/subscription-state.js';
+import { withBillingTables } from '../../src/modules/billing/tables.js';
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';
 import { quotaOf } from '../support/factories.js';
@@ -115,7 +116,7 @@ describe("the subscription's state", () => {
         await tx.updateTable('subscriptions').set({ cancel_at_period_end: true, stripe_state_at: new Date(second), updated_at: new Date(second + appliedMs) })
           .where('subscription_id', '=', subscription.subscriptionId).execute();
         const row = await tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscriptionId).forUpdate().executeTakeFirstOrThrow();
-        const change = await applyState(tx, row, fetched, new Date(second + beganMs), 'fetch');
+        const change = await applyState(withBillingTables(tx), row, fetched, new Date(second + beganMs), 'fetch');
         const after = await tx.selectFrom('subscriptions').select('cancel_at_period_end').where('subscription_id', '=', subscription.subscriptionId).executeTakeFirstOrThrow();
         return [change, after.cancel_at_period_end];
       });

@@ -11,12 +11,12 @@ import { invoiceObject, PERIOD_SECONDS, subscriptionObject, type SampleSubscript
 import { linkCheckoutSession } from '../../src/modules/billing/subscription-links.js';
 import { createSubscription, storeCheckoutSession } from '../../src/modules/billing/subscriptions.js';
 import { randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { finishedEvent, newAccountId, quotaOf, waitingEvent } from '../support/factories.js';
+import { finishedEvent, newAccountId, quotaOf, waitingEvent, refusedAtOnce as refusedAtOnceIn } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
 import { checkoutCompleted, subscribedThroughApi } from '../support/subscriptions.js';
 import { waitFor } from '../support/wait-for.js';
 
-// graphile-worker retries after e^1 ≈ 2.7 s, found by a poll every 2 s (src/worker/run-worker.ts).
+// graphile-worker retries after e^1 ≈ 2.7 s, found by a poll every 2 s (src/run-worker.ts).
 const RETRY_TIMEOUT_MS = 20_000;
 
 const file = serviceForFile();
@@ -35,13 +35,7 @@ async function delivered(event: SampleEvent) {
   return event;
 }
 
-/** Ended 'failed' on its first attempt, its reason naming every id in `ids`. */
-async function refusedAtOnce(event: SampleEvent, ids: readonly string[]) {
-  const row = await finishedEvent(file.database, event.id);
-  assert.deepEqual([row.status, row.attempts], ['failed', 1], `${row.status} after ${row.attempts} attempt(s): ${row.last_error}`);
-  for (const id of ids) assert.ok(row.last_error?.includes(id), `${id} in: ${row.last_error}`);
-  return row;
-}
+const refusedAtOnce = (event: SampleEvent, ids: readonly string[]) => refusedAtOnceIn(file.database, event.id, ids);
 
 describe('an event whose metadata contradicts the link is refused', () => {
   test("invoice.paid of sub_B naming A: failed, both ids in the reason, A's and B's credits unchanged", async () => {

@@ -12,6 +12,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate, readMigrations, type Migration } from '../../src/db/migrate.js';
+import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
 import { createLogger } from '../../src/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/wait-for.js';
@@ -48,7 +49,7 @@ async function appliedVersions(): Promise<Array<{ version: number; name: string;
 }
 
 test('two migrate() runs started at once on an empty database apply each migration exactly once', async () => {
-  const results = await Promise.all([migrate(database.pool, logger, migrations), migrate(secondPool().pool, logger, migrations)]);
+  const results = await Promise.all([migrate(database.pool, logger, migrations, { runWorkerMigrations }), migrate(secondPool().pool, logger, migrations, { runWorkerMigrations })]);
 
   // One run applied everything, the other found it done: no migration was applied twice.
   const applied = results.flatMap((r) => r.applied).sort();
@@ -64,7 +65,7 @@ test('two migrate() runs started at once on an empty database apply each migrati
 });
 
 test('a third run applies nothing', async () => {
-  assert.deepEqual(await migrate(secondPool().pool, logger, migrations), { applied: [] });
+  assert.deepEqual(await migrate(secondPool().pool, logger, migrations, { runWorkerMigrations }), { applied: [] });
   assert.equal((await appliedVersions()).length, migrations.length);
 });
 
@@ -73,12 +74,12 @@ test('an applied migration whose file changed makes migrate() refuse, and releas
   const [first] = migrations;
   await sql`update schema_migrations set checksum = 'edited' where version = ${first!.version}`.execute(database.db);
   try {
-    await assert.rejects(migrate(database.pool, logger, migrations), new RegExp(`migration ${first!.name} was changed after it was applied`));
+    await assert.rejects(migrate(database.pool, logger, migrations, { runWorkerMigrations }), new RegExp(`migration ${first!.name} was changed after it was applied`));
   } finally {
     await sql`update schema_migrations set checksum = ${first!.checksum} where version = ${first!.version}`.execute(database.db);
   }
   // A fixed release in another process can still take the lock: the refusal did not keep it.
-  assert.deepEqual(await migrate(secondPool().pool, logger, migrations), { applied: [] });
+  assert.deepEqual(await migrate(secondPool().pool, logger, migrations, { runWorkerMigrations }), { applied: [] });
 });
 
 /** A pool whose requests may wait for a lock or run for a fraction of a second only. */
@@ -96,7 +97,7 @@ test("a start that waits for another's migrations longer than a request may wait
   const first = migrate(database.pool, logger, migrations, { runWorkerMigrations: () => holding });
   await waitFor('the first process to hold the migration lock', async () => (await lockWaiters()).holders > 0);
 
-  const second = migrate(impatientPool(), logger, migrations);
+  const second = migrate(impatientPool(), logger, migrations, { runWorkerMigrations });
   let gaveUp: Error | undefined;
   second.catch((error: Error) => (gaveUp = error));
   try {
@@ -116,7 +117,7 @@ test('a migration may run longer than a request may', async () => {
   try {
     writeFileSync(path.join(dir, '9100_slow_backfill.sql'), 'select pg_sleep(0.5);');
     const withSlow = await readMigrations([{ name: 'slow', migrations: pathToFileURL(dir + '/') }]);
-    assert.deepEqual(await migrate(impatientPool(), logger, withSlow), { applied: ['9100_slow_backfill.sql'] });
+    assert.deepEqual(await migrate(impatientPool(), logger, withSlow, { runWorkerMigrations }), { applied: ['9100_slow_backfill.sql'] });
   } finally {
     rmSync(dir, { recursive: true });
   }
@@ -149,7 +150,7 @@ test("a module's migrations are applied in the core's sequence of versions", asy
     writeFileSync(path.join(dir, '9001_module_table.sql'), 'create table module_things (id int primary key);');
     const withModule = await readMigrations([{ name: 'things', migrations: pathToFileURL(dir + '/') }]);
     assert.deepEqual(withModule.slice(0, -1), await readMigrations([]));
-    assert.deepEqual(await migrate(database.pool, logger, withModule), { applied: ['9001_module_table.sql'] });
+    assert.deepEqual(await migrate(database.pool, logger, withModule, { runWorkerMigrations }), { applied: ['9001_module_table.sql'] });
     const { rows } = await sql<{ t: string | null }>`select to_regclass('public.module_things')::text as t`.execute(database.db);
     assert.equal(rows[0]!.t, 'module_things');
   } finally {

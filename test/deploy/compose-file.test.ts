@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { promisify } from 'node:util';
-import { ConfigError, ENV_VARIABLES, loadConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/config.js';
+import { loadServiceConfig, SERVICE_ENV_VARIABLES } from '../../src/modules/index.js';
 import { embeddedPostgresMajor } from '../support/embedded-major.js';
 import {
   composeService,
@@ -40,12 +41,12 @@ const appEnvironmentWith = (dotenv: Record<string, string>) => containerEnvironm
 /** The variables config.ts refuses to start without in production, from its own error. */
 function requiredInProduction(): string[] {
   try {
-    loadConfig({ NODE_ENV: 'production' });
+    loadServiceConfig({ NODE_ENV: 'production' });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     return error.problems.flatMap((p) => /^(\w+) is required when NODE_ENV=production/.exec(p)?.[1] ?? []);
   }
-  throw new Error('loadConfig accepted NODE_ENV=production with nothing set');
+  throw new Error('loadServiceConfig accepted NODE_ENV=production with nothing set');
 }
 
 // dclint (zavoloklom/docker-compose-linter) parses the YAML, validates it against the
@@ -86,7 +87,7 @@ test('the schema check is real: an unknown service key fails it', async () => {
 });
 
 test('every variable the service reads is in the app environment; the worker differs only by ROLE, ports and replicas', () => {
-  assert.deepEqual(ENV_VARIABLES.filter((name) => !(name in appEnvironment)), [], 'missing from services.app.environment');
+  assert.deepEqual(SERVICE_ENV_VARIABLES.filter((name) => !(name in appEnvironment)), [], 'missing from services.app.environment');
   const worker = composeService(compose, 'worker');
   assert.deepEqual({ ...environmentOf(worker), ROLE: undefined }, { ...appEnvironment, ROLE: undefined });
   assert.equal(environmentOf(worker).ROLE, 'worker');
@@ -100,7 +101,7 @@ test('every variable the service reads is in the app environment; the worker dif
 test('.env.example lists every variable the service reads or compose interpolates, and nothing else', () => {
   const listed = envExample.map((e) => e.name);
   assert.equal(new Set(listed).size, listed.length, 'a variable is listed twice');
-  const used = new Set<string>([...ENV_VARIABLES, ...interpolatedVariables(compose)]);
+  const used = new Set<string>([...SERVICE_ENV_VARIABLES, ...interpolatedVariables(compose)]);
   assert.deepEqual([...used].filter((name) => !listed.includes(name)), [], 'missing from .env.example');
   assert.deepEqual(listed.filter((name) => !used.has(name)), [], 'in .env.example but read by nothing');
   for (const entry of envExample) assert.ok(entry.comment.length > 0, `${entry.name} has no comment`);
@@ -120,14 +121,14 @@ test('.env.example marks the variables production requires', () => {
 test("compose's defaults are the service's own defaults", () => {
   const container = appEnvironmentWith({ POSTGRES_PASSWORD: EXAMPLE_SECRETS.POSTGRES_PASSWORD });
   const set = { ...EXAMPLE_SECRETS, NODE_ENV: 'production', DATABASE_URL: container.DATABASE_URL };
-  assert.deepEqual(loadConfig({ ...container, ...set }), loadConfig(set));
+  assert.deepEqual(loadServiceConfig({ ...container, ...set }), loadServiceConfig(set));
   assert.equal(container.DATABASE_URL, `postgres://stripe_inbox:${EXAMPLE_SECRETS.POSTGRES_PASSWORD}@postgres:5432/stripe_inbox`);
 });
 
 test('.env.example with its REQUIRED values filled in is a valid production configuration', () => {
   const dotenv = Object.fromEntries(envExample.map((e) => [e.name, e.value]));
   assert.throws(() => appEnvironmentWith(dotenv), /POSTGRES_PASSWORD/, 'compose refuses to start without a database password');
-  const config = loadConfig(appEnvironmentWith(exampleDotenv()));
+  const config = loadServiceConfig(appEnvironmentWith(exampleDotenv()));
   assert.equal(config.nodeEnv, 'production');
   assert.equal(config.role, 'all');
   assert.equal(config.trustProxyHops, 1, 'behind Coolify/Traefik');

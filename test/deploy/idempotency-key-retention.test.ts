@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { migrate } from '../../src/db/migrate.js';
+import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
 import { createLogger } from '../../src/logger.js';
 import { serviceMigrations } from '../../src/modules/index.js';
 import { createTestDatabase } from '../support/database.js';
@@ -16,7 +17,7 @@ test('0015 keeps the refund keys taken before it counted and makes the others pr
   try {
     const logger = createLogger('silent');
     const migrations = await serviceMigrations();
-    await migrate(database.pool, logger, migrations.filter((m) => m.version < RETENTION_MIGRATION));
+    await migrate(database.pool, logger, migrations.filter((m) => m.version < RETENTION_MIGRATION), { runWorkerMigrations });
     await sql`
       insert into orders (order_id, package_id, account_id, amount, currency, credits)
       select 'ord_before', package_id, 'acct_before', amount, currency, credits from packages where package_id = 'starter'`.execute(database.db);
@@ -26,7 +27,7 @@ test('0015 keeps the refund keys taken before it counted and makes the others pr
              ('refund:k2', 'refund', 'hash', '{"orderId": "ord_before", "seq": 1, "amount": 100}'),
              ('subscription:k3', 'subscription', 'hash', '{"subscriptionId": "subscr_before"}')`.execute(database.db);
 
-    await migrate(database.pool, logger, migrations);
+    await migrate(database.pool, logger, migrations, { runWorkerMigrations });
 
     const { rows } = await sql<{ idempotency_key: string; counted: boolean }>`
       select idempotency_key, counted from api_idempotency_keys order by idempotency_key`.execute(database.db);

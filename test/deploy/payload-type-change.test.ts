@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openDatabase } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
+import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
 import { claimEvents } from '../../src/events/event-store.js';
 import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
 import { createLogger } from '../../src/logger.js';
@@ -24,7 +25,7 @@ test('a worker whose read of events was prepared while payloads were jsonb fails
   const previous = openDatabase(database.url, { maxConnections: 1 });
   try {
     const migrations = await serviceMigrations();
-    await migrate(database.pool, logger, migrations.filter((m) => m.version < PAYLOAD_AS_JSON));
+    await migrate(database.pool, logger, migrations.filter((m) => m.version < PAYLOAD_AS_JSON), { runWorkerMigrations });
     const options = { maxAttempts: 10, dispatch: serviceDispatch() };
     const orders = await Promise.all([givenOrder(database), givenOrder(database)]);
     const [before, across] = orders.map((order) => paidEvent(order));
@@ -32,7 +33,7 @@ test('a worker whose read of events was prepared while payloads were jsonb fails
     const [fulfilled] = await fulfilEvents(previous.db, [before!.id], options);
     assert.equal(fulfilled?.status, 'processed');
 
-    await migrate(database.pool, logger, migrations);
+    await migrate(database.pool, logger, migrations, { runWorkerMigrations });
     await assert.rejects(fulfilEvents(previous.db, [across!.id], options), /cached plan must not change result type/);
     assert.deepEqual(await grantsOf(database, orders[1].order_id), []);
     assert.deepEqual((({ status, attempts }) => ({ status, attempts }))(await eventRow(database, across!.id)), { status: 'processing', attempts: 0 });

@@ -10,6 +10,7 @@ import { run as runPreviousWorker, type Runner as PreviousRunner } from 'graphil
 import { sql } from 'kysely';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { migrate } from '../../src/db/migrate.js';
+import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
 import { serviceDispatch } from '../support/handlers.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
@@ -90,7 +91,7 @@ test('events, jobs and workers of the previous release are fulfilled once by the
       select ${single!.id}, ${single!.type}, ${single!.data.object.id}, false, now(), ${JSON.stringify(single)}::jsonb, job.created_at from job`.execute(database.db);
 
     // The new release migrates and starts; the previous one keeps claiming and fulfilling.
-    await migrate(database.pool, logger, await serviceMigrations());
+    await migrate(database.pool, logger, await serviceMigrations(), { runWorkerMigrations });
     const service = await startTestService(database, { env: { ROLE: 'all', WORKER_CONCURRENCY: '2' } });
     cleanups.push(() => service.close());
     const old = await previousWorker(database, { concurrency: 2 });

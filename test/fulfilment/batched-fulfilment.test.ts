@@ -1,4 +1,4 @@
-// A job carries the events claimed together (src/events/enqueue.ts) and fulfils them in one
+// A job carries the events claimed together (src/worker/job-queue.ts) and fulfils them in one
 // transaction, and a batch never changes an outcome: a poison event fails alone with one attempt
 // while the rest of its job is fulfilled; an event that fails transiently is the only one left in
 // the job for graphile-worker's retry; two Event objects for one order in one batch grant once;

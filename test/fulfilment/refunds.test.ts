@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
-import { consumeCredit } from '../../src/modules/credits/account-quota.js';
+import { consumeCredit } from '../../src/modules/ledger/account-credits.js';
 import { refundedCharge, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase } from '../support/database.js';
 import { eventRow, finishedEvent, givenOrder, orderRow, paidEvent, paidOrder, quotaOf } from '../support/factories.js';

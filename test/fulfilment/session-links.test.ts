@@ -8,10 +8,10 @@ import { recordOrderPayments, type OrderPayment } from '../../src/modules/credit
 import { attachCheckoutSession, createOrder } from '../../src/modules/credits/orders.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { checkoutSession, randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { finishedEvent, givenOrder, grantsOf, newAccountId, orderRow, paidEvent, quotaOf, waitingEvent } from '../support/factories.js';
+import { finishedEvent, givenOrder, grantsOf, newAccountId, orderRow, paidEvent, quotaOf, waitingEvent, refusedAtOnce as refusedAtOnceIn } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
 
-// graphile-worker retries after e^1 ≈ 2.7 s, found by a poll every 2 s (src/worker/run-worker.ts).
+// graphile-worker retries after e^1 ≈ 2.7 s, found by a poll every 2 s (src/run-worker.ts).
 const RETRY_TIMEOUT_MS = 20_000;
 
 const file = serviceForFile();
@@ -21,13 +21,7 @@ async function delivered(event: SampleEvent) {
   return event;
 }
 
-/** Ended 'failed' on its first attempt, its reason naming every id in `ids`. */
-async function refusedAtOnce(event: SampleEvent, ids: readonly string[]) {
-  const row = await finishedEvent(file.database, event.id);
-  assert.deepEqual([row.status, row.attempts], ['failed', 1], `${row.status} after ${row.attempts} attempt(s): ${row.last_error}`);
-  for (const id of ids) assert.ok(row.last_error?.includes(id), `${id} in: ${row.last_error}`);
-  return row;
-}
+const refusedAtOnce = (event: SampleEvent, ids: readonly string[]) => refusedAtOnceIn(file.database, event.id, ids);
 
 async function assertUnpaid(...orders: OrderRow[]) {
   for (const order of orders) {

@@ -6,12 +6,19 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Kysely } from 'kysely';
 import { openDatabase, type Db } from '../../src/db/database.js';
-import { withBillingTables, type BillingDatabase } from '../../src/modules/billing/tables.js';
+import type { Database } from '../../src/db/schema.js';
+import type { BillingTables } from '../../src/modules/billing/tables.js';
+import type { CreditTables } from '../../src/modules/credits/tables.js';
+import type { LedgerTables } from '../../src/modules/ledger/tables.js';
 import { databaseUrl } from './database-url.js';
 
-/** Typed with every business module's tables: tests read orders, subscriptions and grants. */
+/** Every module's tables beside the core's. */
+type ServiceTables = LedgerTables & CreditTables & BillingTables;
+export type ServiceDatabase = Database & ServiceTables;
+
+/** Typed with every business module's tables: tests read orders, balances, subscriptions and grants. */
 export interface TestDatabase extends Omit<Db, 'db'> {
-  readonly db: Kysely<BillingDatabase>;
+  readonly db: Kysely<ServiceDatabase>;
   readonly url: string;
   readonly name: string;
 }
@@ -46,7 +53,7 @@ export async function createTestDatabase(options: { empty?: boolean; maxConnecti
   }
   const url = databaseUrl(adminUrl, name);
   const opened = openDatabase(url, { maxConnections: options.maxConnections ?? 20 });
-  return { ...opened, db: withBillingTables(opened.db), url, name };
+  return { ...opened, db: opened.db.withTables<ServiceTables>(), url, name };
 }
 
 /**

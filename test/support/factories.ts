@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { StripeEventRow } from '../../src/db/schema.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { findEvent, type IncomingEvent } from '../../src/events/event-store.js';
-import { getQuota, type Quota } from '../../src/modules/credits/account-quota.js';
+import { getQuota, type Quota } from '../../src/modules/ledger/account-credits.js';
 import { attachCheckoutSession, createOrder, findOrder } from '../../src/modules/credits/orders.js';
 import { checkoutSession, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { toIncomingEvent } from '../../src/stripe/webhook-event.js';
@@ -65,6 +65,14 @@ export async function finishedEvent(database: TestDatabase, eventId: string, opt
     const row = await findEvent(database.db, eventId);
     return row?.status !== 'processing' && row;
   }, options);
+}
+
+/** Ended 'failed' on its first attempt (refused, not retried), its reason naming every id in `ids`. */
+export async function refusedAtOnce(database: TestDatabase, eventId: string, ids: readonly string[]): Promise<StripeEventRow> {
+  const row = await finishedEvent(database, eventId);
+  assert.deepEqual([row.status, row.attempts], ['failed', 1], `${row.status} after ${row.attempts} attempt(s): ${row.last_error}`);
+  for (const id of ids) assert.ok(row.last_error?.includes(id), `${id} in: ${row.last_error}`);
+  return row;
 }
 
 /** Polls until the worker has tried the event at least once and left it waiting ('processing') for its retry; returns its row. */

@@ -3,11 +3,27 @@
 // functions and composite types by signature. Read from the catalog rather than pg_dump, so the
 // same schema reads the same on every supported Postgres major (pg_dump's output and client
 // version vary with it). NOT NULL constraints, which Postgres 18 also lists as constraints, show
-// as the columns' `not null`.
+// as the columns' `not null`. A header first says who owns each of our tables: the module whose
+// `tables` names it (src/modules/*/index.ts), else the core; graphile-worker owns its schema.
 import { sql, type Kysely } from 'kysely';
+import type { BusinessModule } from '../../src/business-module.js';
 import type { Database } from '../../src/db/schema.js';
 
-export async function describeSchema(db: Kysely<Database>): Promise<string> {
+/** Our tables (schema public), each with its owner: a module that declares it, else the core. */
+export async function tableOwners(db: Kysely<Database>, modules: readonly Pick<BusinessModule, 'name' | 'tables'>[]): Promise<Array<[string, string]>> {
+  const { rows } = await sql<{ name: string }>`select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
+    where n.nspname = 'public' and c.relkind in ('r', 'p') order by c.relname collate "C"`.execute(db);
+  return rows.map(({ name }): [string, string] => [name, modules.find((m) => m.tables?.includes(name))?.name ?? 'core']);
+}
+
+export async function describeSchema(db: Kysely<Database>, modules: readonly Pick<BusinessModule, 'name' | 'tables'>[]): Promise<string> {
+  const owners = await tableOwners(db, modules);
+  const width = Math.max(...owners.map(([name]) => name.length));
+  const header = [
+    '-- Who owns each table of ours: the module whose `tables` names it (src/modules/*/index.ts), else the core.',
+    '-- Its code is the table\'s only writer and its migrations change it (docs/migrations.md).',
+    ...owners.map(([name, owner]) => `--   ${name.padEnd(width)}  ${owner}`),
+  ];
   const { rows } = await sql<{ line: string }>`
     with rel as (
       select c.oid, n.nspname, c.relname, c.relkind from pg_class c join pg_namespace n on n.oid = c.relnamespace
@@ -37,5 +53,5 @@ export async function describeSchema(db: Kysely<Database>): Promise<string> {
       where n.nspname in ('public', 'graphile_worker') and c.relkind = 'c'
     ) described
     order by kind, sort collate "C"`.execute(db);
-  return `${rows.map((r) => r.line).join('\n')}\n`;
+  return `${[...header, ...rows.map((r) => r.line)].join('\n')}\n`;
 }

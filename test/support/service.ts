@@ -1,12 +1,12 @@
 // Starts the real service wiring (src/service.ts) on a test database, with the fake Stripe
 // (the offline stand-in with its test hooks) behind STRIPE_API_BASE, on a random port.
 import { after, before } from 'node:test';
-import { loadConfig, type Config } from '../../src/config.js';
+import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { openServicePools, type ServicePools } from '../../src/db/pools.js';
-import { businessModules } from '../../src/modules/index.js';
+import { businessModules, loadServiceConfig } from '../../src/modules/index.js';
 import { startService, type Service } from '../../src/service.js';
-import type { WorkerOptions } from '../../src/worker/run-worker.js';
+import type { WorkerOptions } from '../../src/run-worker.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';
 import { signDelivery } from '../../src/stripe/sample-events.js';
@@ -21,7 +21,7 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
 /** The service's configuration in tests: test secrets, a random port, quiet logs; `env` on top. */
 export function testConfig(env: Record<string, string> = {}): Config {
-  return loadConfig({
+  return loadServiceConfig({
     NODE_ENV: 'test',
     STRIPE_WEBHOOK_SECRET: `${WEBHOOK_SECRET},${PREVIOUS_WEBHOOK_SECRET}`,
     STRIPE_SECRET_KEY,

@@ -1,23 +1,27 @@
-// Stripe Billing: plans that grant credits once per paid invoice, into the same account ledger as
-// packages (docs/billing.md). invoice.paid is the one source of truth for fulfilment; every other
-// type only links ids or keeps our copy of the subscription's state, in any arrival order.
+// Stripe Billing: plans that grant credits once per paid invoice, into the account ledger that
+// packages grant into too (src/modules/ledger/; docs/billing.md). invoice.paid is the one source
+// of truth for fulfilment; every other type only links ids or keeps our copy of the
+// subscription's state, in any arrival order.
 //
 // Once per object: invoice.paid (the invoice is the business key; a second Event object for one
 // invoice ends 'duplicate'). Never collapsed: customer.subscription.updated (each is a state,
 // ordered by when it was true), invoice.payment_failed, charge.refunded (once per refund).
-import type { BusinessModule } from '../../business-module.js';
-import { recordOnly } from '../../fulfilment/handler.js';
+import { defineModule, recordOnly } from '../../business-module.js';
 import { invoiceChargeRefunded } from './invoice-refunds.js';
 import { invoicePaid, invoicePaymentPaid } from './invoice-paid.js';
 import { eventsOfSubscription, subscriptionOfEvent } from './records.js';
 import { billingApiRoutes } from './routes.js';
+import { billingSettings } from './settings.js';
 import { invoicePaymentFailed, subscriptionChanged, subscriptionCheckoutCompleted } from './subscription-events.js';
 import { REFRESH_TASK, refreshSubscriptionTask } from './subscription-state.js';
+import type { BillingTables } from './tables.js';
 
-export const billingModule: BusinessModule = {
+export const billingModule = defineModule({
   name: 'billing',
+  settings: billingSettings,
   migrations: new URL('../../../sql/billing/', import.meta.url),
-  handlers: (config) => ({
+  tables: ['plans', 'subscriptions', 'invoice_grants', 'invoice_payments'] satisfies Array<keyof BillingTables>,
+  handlers: (settings) => ({
     'invoice.paid': invoicePaid,
     'invoice_payment.paid': invoicePaymentPaid,
     'customer.subscription.created': subscriptionChanged,
@@ -27,10 +31,10 @@ export const billingModule: BusinessModule = {
     'invoice.payment_failed': invoicePaymentFailed,
     // The same payment as invoice.paid, told again: granting on it too would grant twice.
     'invoice.payment_succeeded': recordOnly,
-    'charge.refunded': invoiceChargeRefunded(config.refundPolicy),
+    'charge.refunded': invoiceChargeRefunded(settings.refundPolicy),
   }),
   tasks: (context) => ({ [REFRESH_TASK]: refreshSubscriptionTask(context) }),
   apiRoutes: billingApiRoutes,
   eventRecords: subscriptionOfEvent,
   searchEvents: eventsOfSubscription,
-};
+});

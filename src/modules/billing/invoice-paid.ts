@@ -10,9 +10,8 @@
 // coupon) grants nothing: credits come with paid periods. One paid from the customer's credit
 // balance grants: its period is paid.
 import type { Transaction } from 'kysely';
-import { PermanentError, RetryLaterError, type EventHandler } from '../../fulfilment/handler.js';
-import { addGrants } from '../credits/index.js';
-import { objectOf } from '../../stripe/stripe-objects.js';
+import { objectOf, PermanentError, RetryLaterError, type EventHandler } from '../../business-module.js';
+import { addGrants } from '../ledger/index.js';
 import { stripeInvoice, stripeInvoicePayment, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { lockLinkedSubscription } from './subscription-links.js';
 import { withBillingTables, type BillingDatabase } from './tables.js';

@@ -2,10 +2,8 @@
 // invoice_payment.paid) keeps the largest amount Stripe has reported refunded, and the credits of
 // that period are taken back under the same REFUND_POLICY as packages, converging on one target
 // per invoice, so a repeated or reordered refund event never takes back twice.
-import type { RefundPolicy } from '../../config.js';
-import { RetryLaterError, type EventHandler } from '../../fulfilment/handler.js';
-import { revocationTarget, takeBackCredits } from '../credits/index.js';
-import { objectOf, refundedCharge } from '../../stripe/stripe-objects.js';
+import { objectOf, refundedCharge, RetryLaterError, type EventHandler } from '../../business-module.js';
+import { revocationTarget, takeBackCredits, type RefundPolicy } from '../ledger/index.js';
 import { withBillingTables } from './tables.js';
 
 export function invoiceChargeRefunded(policy: RefundPolicy): EventHandler {

@@ -2,8 +2,7 @@
 // metadata, or the Stripe subscription it is about) and the invoice grant it made; and the events
 // that search by our subscription id finds.
 import type { Kysely } from 'kysely';
-import type { Database, StripeEventRow } from '../../db/schema.js';
-import { payloadHolds, type BusinessRecord } from '../../events/read-model.js';
+import { payloadHolds, type BusinessRecord, type Database, type StripeEventRow } from '../../business-module.js';
 import { stripeInvoice, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { withBillingTables } from './tables.js';
 

@@ -4,10 +4,9 @@
 // honoured on the POST that creates, and each domain outcome mapped to its answer here only.
 import { Router, type Response } from 'express';
 import { z } from 'zod';
-import type { RouteContext } from '../../business-module.js';
-import { createThenCall, sendResult, stripeCallFailed, type HttpResult } from '../../http/idempotent-request.js';
-import { badRequest, checkIdParam, optionalEmail, optionalIdempotencyKey } from '../../http/validation.js';
-import { accountId } from '../credits/index.js';
+import { badRequest, checkIdParam, createThenCall, optionalEmail, optionalIdempotencyKey, sendResult, stripeCallFailed, type HttpResult, type ModuleRouteContext } from '../../business-module.js';
+import { accountId } from '../ledger/index.js';
+import type { BillingSettings } from './settings.js';
 import { cancelAtPeriodEnd, openSubscriptionCheckout, type BillingCallDeps, type SubscriptionCheckoutOutcome } from './stripe-calls.js';
 import { createSubscription, findSubscription, listPlans } from './subscriptions.js';
 import { withBillingTables, type SubscriptionRow } from './tables.js';
@@ -18,9 +17,10 @@ const subscriptionBody = z.strictObject({
   email: optionalEmail,
 });
 
-export function billingApiRoutes(context: RouteContext): Router {
+export function billingApiRoutes(context: ModuleRouteContext<BillingSettings>): Router {
   const db = withBillingTables(context.db);
-  const calls: BillingCallDeps = { db, stripeCalls: context.stripeCalls, successUrl: context.config.checkoutSuccessUrl, cancelUrl: context.config.checkoutCancelUrl };
+  const { checkoutSuccessUrl: successUrl, checkoutCancelUrl: cancelUrl } = context.settings;
+  const calls: BillingCallDeps = { db, stripeCalls: context.stripeCalls, successUrl, cancelUrl };
   const router = Router();
   router.param('id', checkIdParam);
 

@@ -2,7 +2,7 @@
 // overriding only what matters: for `npm run send-event` and the tests, never the service. A
 // period's events come in the order Stripe emits them, each `created` a second after the last;
 // deliveries then arrive in any order.
-import { exampleObject, randomStripeId, sampleEvent, type SampleEvent } from '../../stripe/sample-events.js';
+import { exampleObject, randomStripeId, sampleEvent, type SampleEvent } from '../../business-module.js';
 import { SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 
 export interface SampleSubscription {

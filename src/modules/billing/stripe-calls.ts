@@ -2,7 +2,7 @@
 // invariant 9), so every retry of the same operation, from any process, does it once.
 import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';
-import type { StripeCallFailure, StripeCalls } from '../../stripe/outbound.js';
+import type { StripeCallFailure, StripeCalls } from '../../business-module.js';
 import { stripeSubscription, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { applyState, requestRefresh, stateOf } from './subscription-state.js';
 import { lockSubscription, storeCheckoutSession } from './subscriptions.js';

@@ -1,5 +1,5 @@
-// The fields of Stripe's objects that billing depends on, read with objectOf
-// (src/stripe/stripe-objects.ts); the rest of each object stays in the stored payload.
+// The fields of Stripe's objects that billing depends on, read with objectOf (from the front door,
+// src/business-module.ts); the rest of each object stays in the stored payload.
 //
 // Shapes follow Stripe's current objects, and where a field billing reads moved in API version
 // 2025-03-31.basil, its older place too: a webhook endpoint renders events in the API version it

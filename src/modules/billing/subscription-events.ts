@@ -3,8 +3,7 @@
 // Stripe's subscription, and nothing else does (subscription-links.ts); customer.subscription.
 // created|updated|deleted carry the subscription itself; invoice.payment_failed means the status
 // is changing, so the subscription is fetched from Stripe.
-import type { EventHandler } from '../../fulfilment/handler.js';
-import { objectOf } from '../../stripe/stripe-objects.js';
+import { objectOf, type EventHandler } from '../../business-module.js';
 import { stripeInvoice, stripeSubscription, subscriptionCheckoutSession, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { linkCheckoutSession, lockLinkedSubscription } from './subscription-links.js';
 import { applyState, requestRefresh, stateOf } from './subscription-state.js';

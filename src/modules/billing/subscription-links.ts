@@ -10,9 +10,7 @@
 // accounts; and metadata alone never links: an event that names an unlinked row of ours waits for
 // that row's own checkout to link it, and fails when it never does.
 import type { Transaction } from 'kysely';
-import { isUniqueViolation } from '../../db/pg-errors.js';
-import { PermanentError, RetryLaterError } from '../../fulfilment/handler.js';
-import { quoted } from '../../stripe/stripe-objects.js';
+import { isUniqueViolation, PermanentError, quoted, RetryLaterError } from '../../business-module.js';
 import { SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { lockSubscription } from './subscriptions.js';
 import type { BillingDatabase, SubscriptionRow } from './tables.js';

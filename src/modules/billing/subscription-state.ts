@@ -15,8 +15,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
-import type { TaskContext } from '../../business-module.js';
-import { addModuleJob } from '../../events/enqueue.js';
+import { addModuleJob, type ModuleContext } from '../../business-module.js';
 import { stripeSubscription, type StripeSubscription } from './stripe-objects.js';
 import { lockSubscription } from './subscriptions.js';
 import { withBillingTables, type BillingDatabase, type SubscriptionRow } from './tables.js';
@@ -100,7 +99,7 @@ export async function requestRefresh(tx: Transaction<BillingDatabase>, subscript
 const refreshPayload = z.object({ subscriptionId: z.string(), stripeSubscriptionId: z.string() });
 
 /** graphile-worker task: fetches the subscription from Stripe and applies it as of when the fetch began. */
-export function refreshSubscriptionTask({ db, stripeCalls, logger }: TaskContext): Task {
+export function refreshSubscriptionTask({ db, stripeCalls, logger }: ModuleContext<unknown>): Task {
   const billing = withBillingTables(db);
   return async (payload) => {
     const job = refreshPayload.safeParse(payload);

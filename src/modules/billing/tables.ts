@@ -1,8 +1,7 @@
-// Kysely's view of the billing module's tables (sql/billing/). Its code reaches them, and the
-// account ledger it grants through, with `withBillingTables(db)`.
+// Kysely's view of the billing module's tables (sql/billing/). Its code reaches them with
+// `withBillingTables(db)`; the account balances it grants into are the ledger's.
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { Database, Defaulted } from '../../db/schema.js';
-import type { CreditTables } from '../credits/index.js';
+import type { Database, Defaulted } from '../../business-module.js';
 
 /** As the CHECK of plans.interval, and as Stripe's recurring price names it. */
 export type PlanInterval = 'month' | 'year';
@@ -72,13 +71,13 @@ export type BillingTables = {
   invoice_payments: InvoicePaymentsTable;
 };
 
-export type BillingDatabase = Database & CreditTables & BillingTables;
+export type BillingDatabase = Database & BillingTables;
 export type PlanRow = Selectable<PlansTable>;
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 
-/** The same connection or transaction, typed with this module's tables and the account ledger's. */
+/** The same connection or transaction, typed with this module's tables too. */
 export function withBillingTables(db: Transaction<Database>): Transaction<BillingDatabase>;
 export function withBillingTables(db: Kysely<Database>): Kysely<BillingDatabase>;
 export function withBillingTables(db: Kysely<Database>): Kysely<BillingDatabase> {
-  return db.withTables<CreditTables & BillingTables>();
+  return db.withTables<BillingTables>();
 }

@@ -3,10 +3,9 @@
 // largest amount Stripe has reported: repeated, reordered or stale events (a retry carrying an
 // old charge) can only confirm it, never lower it. Credits are taken back per REFUND_POLICY,
 // converging on one target per order, so a refund never revokes twice.
-import type { RefundPolicy } from '../../config.js';
-import { PermanentError, RetryLaterError, type EventHandler } from '../../fulfilment/handler.js';
-import { objectOf, refundedCharge } from '../../stripe/stripe-objects.js';
-import { revocationTarget, revokeCredits } from './credit-revocations.js';
+import { objectOf, PermanentError, refundedCharge, RetryLaterError, type EventHandler } from '../../business-module.js';
+import { revocationTarget, type RefundPolicy } from '../ledger/index.js';
+import { revokeCredits } from './credit-revocations.js';
 import { withCreditTables } from './tables.js';
 
 export function chargeRefunded(policy: RefundPolicy): EventHandler {

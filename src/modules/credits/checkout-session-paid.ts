@@ -5,39 +5,32 @@
 // order that stored its id (metadata.order_id must agree with it, or be absent). A batch handler:
 // the payments of all such events in a job are recorded by one statement (order-payment.ts).
 import { z } from 'zod';
-import type { StripeEventRow } from '../../db/schema.js';
-import type { FinishOutcome } from '../../events/event-store.js';
-import { PermanentError, RetryLaterError, type BatchHandler } from '../../fulfilment/handler.js';
-import { quoted } from '../../stripe/stripe-objects.js';
+import { objectOrError, PermanentError, quoted, RetryLaterError, type BatchHandler, type FinishOutcome, type StripeEventRow } from '../../business-module.js';
 import { recordOrderPayments, type OrderPayment, type PaymentResult } from './order-payment.js';
 import { withCreditTables } from './tables.js';
 
 // Only the fields fulfilment depends on; the rest of Stripe's object is kept in the payload.
-const checkoutSessionEvent = z.object({
-  data: z.object({
-    object: z.object({
-      id: z.string(),
-      object: z.literal('checkout.session'),
-      mode: z.string(),
-      payment_status: z.string(),
-      amount_total: z.number().int().nullable(),
-      currency: z.string().nullable(),
-      metadata: z.record(z.string(), z.string()).nullable(),
-      payment_intent: z.string().nullable(),
-    }),
-  }),
+const checkoutSession = z.object({
+  id: z.string(),
+  object: z.literal('checkout.session'),
+  mode: z.string(),
+  payment_status: z.string(),
+  amount_total: z.number().int().nullable(),
+  currency: z.string().nullable(),
+  metadata: z.record(z.string(), z.string()).nullable(),
+  payment_intent: z.string().nullable(),
 });
 
-type CheckoutSession = z.infer<typeof checkoutSessionEvent>['data']['object'];
+type CheckoutSession = z.infer<typeof checkoutSession>;
 
 /**
  * What the event asks for: nothing (not paid yet, or a subscription's session, which the billing
  * module handles), a payment to record, or an error it will always have.
  */
 function paymentOf(event: StripeEventRow): { session: CheckoutSession; payment?: OrderPayment; notOurs?: true } | PermanentError {
-  const parsed = checkoutSessionEvent.safeParse(event.payload);
-  if (!parsed.success) return new PermanentError(`not a checkout session event: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-  const session = parsed.data.data.object;
+  // The error, not a throw: a batch handler answers for each of its events (objectOrError).
+  const session = objectOrError(checkoutSession, event);
+  if (session instanceof PermanentError) return session;
   if (session.mode !== 'payment') return { session, notOurs: true };
   // Delayed payment methods (SEPA, bank transfers) complete the session unpaid; the grant comes
   // with checkout.session.async_payment_succeeded.

@@ -5,7 +5,7 @@
 // order creates one session, whose id is stored as soon as Stripe answers: only that session pays
 // the order (order-payment.ts). No transaction is open during the call.
 import type { Kysely } from 'kysely';
-import type { StripeCallFailure, StripeCalls } from '../../stripe/outbound.js';
+import type { StripeCallFailure, StripeCalls } from '../../business-module.js';
 import { checkoutSessionKey } from './idempotency-keys.js';
 import { attachCheckoutSession } from './orders.js';
 import type { CreditsDatabase, OrderRow } from './tables.js';

@@ -1,15 +1,9 @@
-// Taking credits back after a refund. REFUND_POLICY decides how many an order's refunds call for:
-// 'full' (default) takes the order's credits back only once it is fully refunded; 'proportional'
-// takes back credits in proportion to the amount refunded so far.
+// Taking an order's credits back after a refund, once per target: how many its refunds call for
+// is the ledger's REFUND_POLICY arithmetic (revocationTarget); what was taken back for which order
+// is credit_revocations, and the balance is the ledger's (takeBackCredits).
 import { sql, type Transaction } from 'kysely';
-import type { RefundPolicy } from '../../config.js';
-import { takeBackCredits } from './account-quota.js';
+import { takeBackCredits } from '../ledger/index.js';
 import type { CreditsDatabase, OrderRow } from './tables.js';
-
-export function revocationTarget(policy: RefundPolicy, order: Pick<OrderRow, 'amount' | 'credits'>, refundedAmount: number): number {
-  if (policy === 'proportional') return Math.floor((order.credits * refundedAmount) / order.amount);
-  return refundedAmount >= order.amount ? order.credits : 0;
-}
 
 /**
  * Moves the order's revocation to `target` credits. Converges: a target already reached (a

@@ -1,22 +1,27 @@
 // The credits business: one-time packages sold with Stripe Checkout. A paid session grants the
-// order's credits once; a refund takes them back per REFUND_POLICY; the selling application reads
-// an account's quota and uses it one run at a time.
+// order's credits once, into the account ledger (src/modules/ledger/); a refund takes them back
+// per REFUND_POLICY.
 //
 // Once per object (DESIGN invariant 4): checkout.session.completed and
 // checkout.session.async_payment_succeeded. A second Event object for the same session must not
 // grant twice; the order's grant decides, not the event, and the second ends 'duplicate'
 // (docs/events.md). charge.refunded legitimately repeats for one charge (once per refund) and is
 // never collapsed: each Event object runs its handler.
-import type { BusinessModule } from '../../business-module.js';
-import { recordOnly } from '../../fulfilment/handler.js';
+import { defineModule, recordOnly } from '../../business-module.js';
 import { chargeRefunded } from './charge-refunded.js';
 import { checkoutSessionPaid } from './checkout-session-paid.js';
 import { eventsOfOrder, orderOfEvent } from './records.js';
 import { creditsAdminRoutes, creditsApiRoutes } from './routes.js';
+import { creditsSettings } from './settings.js';
+import type { CreditTables } from './tables.js';
 
-export const creditsModule: BusinessModule = {
+export const creditsModule = defineModule({
   name: 'credits',
-  handlers: (config) => ({
+  settings: creditsSettings,
+  // Empty so far: its tables were created by the core's sql/0001 and sql/0003, before modules had migrations.
+  migrations: new URL('../../../sql/credits/', import.meta.url),
+  tables: ['packages', 'orders', 'credit_grants', 'credit_revocations'] satisfies Array<keyof CreditTables>,
+  handlers: (settings) => ({
     'checkout.session.completed': { batch: checkoutSessionPaid },
     'checkout.session.async_payment_succeeded': { batch: checkoutSessionPaid },
     // The same payment as the session's, told again: a second cashier would grant twice.
@@ -24,17 +29,10 @@ export const creditsModule: BusinessModule = {
     'charge.succeeded': recordOnly,
     'checkout.session.async_payment_failed': recordOnly,
     'checkout.session.expired': recordOnly,
-    'charge.refunded': chargeRefunded(config.refundPolicy),
+    'charge.refunded': chargeRefunded(settings.refundPolicy),
   }),
   apiRoutes: creditsApiRoutes,
   adminRoutes: creditsAdminRoutes,
   eventRecords: orderOfEvent,
   searchEvents: eventsOfOrder,
-};
-
-// What other modules may use: the account ledger, since a subscription's paid periods grant into
-// the same quota (GET /api/accounts/:id/quota counts both), and the refund policy's arithmetic.
-export { addGrants, takeBackCredits } from './account-quota.js';
-export { revocationTarget } from './credit-revocations.js';
-export { accountId } from './routes.js';
-export type { CreditTables } from './tables.js';
+});

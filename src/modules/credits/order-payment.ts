@@ -1,9 +1,9 @@
 // Recording Checkout payments against their orders: check the price, grant each order's credits
-// once, mark the orders paid and add the grants to the accounts' balances (account-quota.ts).
+// once, mark the orders paid and add the grants to the accounts' balances (the ledger's grantsAdded).
 // One statement for all the payments of a job's batch, because each round trip to Postgres costs
 // more than the work in it (docs/benchmarks.md, drain). The one writer of credit_grants.
 import { sql, type Transaction } from 'kysely';
-import { grantsAdded } from './account-quota.js';
+import { grantsAdded } from '../ledger/index.js';
 import type { CreditsDatabase } from './tables.js';
 
 export interface OrderPayment {

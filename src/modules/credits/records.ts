@@ -1,8 +1,7 @@
 // What the dashboard shows of the credits business beside an event: the order the event names in
 // its metadata or granted, and the events that search by order id finds.
 import type { Kysely } from 'kysely';
-import { payloadHolds, type BusinessRecord } from '../../events/read-model.js';
-import type { Database, StripeEventRow } from '../../db/schema.js';
+import { payloadHolds, type BusinessRecord, type Database, type StripeEventRow } from '../../business-module.js';
 import { withCreditTables } from './tables.js';
 
 export async function orderOfEvent(db: Kysely<Database>, event: Pick<StripeEventRow, 'event_id' | 'payload'>): Promise<BusinessRecord[]> {

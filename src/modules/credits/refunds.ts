@@ -7,7 +7,7 @@
 // them, so a retried request sends Stripe the same request with the same key and never refunds
 // twice, while a second partial refund (a new key) gets n + 1 and is not mistaken for a retry.
 import type { Kysely, Transaction } from 'kysely';
-import type { StripeCallFailure, StripeCalls } from '../../stripe/outbound.js';
+import type { StripeCallFailure, StripeCalls } from '../../business-module.js';
 import { refundKey } from './idempotency-keys.js';
 import { findOrder } from './orders.js';
 import type { CreditsDatabase } from './tables.js';

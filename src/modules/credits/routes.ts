@@ -1,20 +1,17 @@
 // The credits module's HTTP: what the selling application calls under /api (packages, checkout,
-// orders, quota, runs) and the refund ops start under /admin/api. Bodies and path parameters are
+// orders) and the refund ops start under /admin/api. Bodies and path parameters are
 // checked here, errors name the field and what is expected, and each domain outcome is mapped to
 // its answer here and nowhere else.
 import { Router } from 'express';
 import { z } from 'zod';
-import type { RouteContext } from '../../business-module.js';
-import { countKeys, createThenCall, runIdempotent, sendResult, stripeCallFailed, type HttpResult } from '../../http/idempotent-request.js';
-import { badRequest, checkIdParam, idempotencyKeyHeader, optionalEmail, optionalIdempotencyKey } from '../../http/validation.js';
-import { consumeCredit, getQuota } from './account-quota.js';
+import { badRequest, checkIdParam, countKeys, createThenCall, idempotencyKeyHeader, optionalEmail, optionalIdempotencyKey, runIdempotent, sendResult, stripeCallFailed, type HttpResult, type ModuleRouteContext } from '../../business-module.js';
+import { accountId } from '../ledger/index.js';
 import { openCheckoutSession, type CheckoutDeps, type CheckoutOutcome } from './checkout.js';
 import { createOrder, findOrder, listPackages } from './orders.js';
 import { createRefund, planRefund, type PlannedRefund, type RefundOutcome, type RefundPlan } from './refunds.js';
+import type { CreditsSettings } from './settings.js';
 import { withCreditTables } from './tables.js';
 
-/** Account ids are the caller's own user ids: any short printable token. */
-export const accountId = z.string().regex(/^[\w.@:-]{1,128}$/, 'must be 1-128 letters, digits or . _ @ : -');
 const checkoutBody = z.strictObject({
   package_id: z.string().regex(/^[a-z0-9_-]{1,64}$/, 'must be a package id from GET /api/packages'),
   account_id: accountId,
@@ -22,9 +19,10 @@ const checkoutBody = z.strictObject({
 });
 const refundBody = z.strictObject({ amount: z.number().int().positive('must be a positive amount in the smallest currency unit').optional() });
 
-export function creditsApiRoutes(context: RouteContext): Router {
+export function creditsApiRoutes(context: ModuleRouteContext<CreditsSettings>): Router {
   const db = withCreditTables(context.db);
-  const checkout: CheckoutDeps = { db, stripeCalls: context.stripeCalls, successUrl: context.config.checkoutSuccessUrl, cancelUrl: context.config.checkoutCancelUrl };
+  const { checkoutSuccessUrl: successUrl, checkoutCancelUrl: cancelUrl } = context.settings;
+  const checkout: CheckoutDeps = { db, stripeCalls: context.stripeCalls, successUrl, cancelUrl };
   const router = Router();
   router.param('id', checkIdParam);
 
@@ -74,24 +72,10 @@ export function creditsApiRoutes(context: RouteContext): Router {
     });
   });
 
-  router.get('/accounts/:id/quota', async (req, res) => {
-    const id = accountId.safeParse(req.params.id);
-    if (!id.success) return badRequest(res, id.error);
-    res.json(await getQuota(db, id.data));
-  });
-
-  router.post('/accounts/:id/runs', async (req, res) => {
-    const id = accountId.safeParse(req.params.id);
-    if (!id.success) return badRequest(res, id.error);
-    const consumed = await consumeCredit(db, id.data);
-    if (!consumed) return void res.status(402).json({ error: 'no credits left: buy a package via POST /api/checkout' });
-    res.status(201).json(consumed);
-  });
-
   return router;
 }
 
-export function creditsAdminRoutes(context: RouteContext): Router {
+export function creditsAdminRoutes(context: ModuleRouteContext<CreditsSettings>): Router {
   const db = withCreditTables(context.db);
   const router = Router();
   router.param('id', checkIdParam);

@@ -1,7 +1,8 @@
-// Kysely's view of the credits module's tables (created by sql/0001 and sql/0003, before modules
-// had their own migrations). Its code reaches them through `withCreditTables(db)`.
+// Kysely's view of the credits module's tables (created by the core's sql/0001 and sql/0003, before
+// modules had their own migrations; their changes go in sql/credits/). Its code reaches them
+// through `withCreditTables(db)`; the account balances they grant into are the ledger's.
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { Database, Defaulted } from '../../db/schema.js';
+import type { Database, Defaulted } from '../../business-module.js';
 
 export type OrderStatus = 'pending' | 'paid' | 'refunded';
 
@@ -46,20 +47,12 @@ export interface CreditRevocationsTable {
   updated_at: Defaulted<Date>;
 }
 
-export interface AccountCreditsTable {
-  account_id: string;
-  granted: Defaulted<number>;
-  used: Defaulted<number>;
-}
-
 // A type, not an interface: Kysely's withTables wants a record type.
 export type CreditTables = {
   packages: PackagesTable;
   orders: OrdersTable;
   /** Written by order-payment.ts only. */
   credit_grants: CreditGrantsTable;
-  /** Written by account-quota.ts only: the running balance. */
-  account_credits: AccountCreditsTable;
   /** Written by credit-revocations.ts only. */
   credit_revocations: CreditRevocationsTable;
 };

@@ -1,8 +1,10 @@
 // An account's quota, and the one writer of its running balance (account_credits): grants add to
-// it, revocations take back from it, runs use it. Quota = granted - used; the grants themselves
-// are credit_grants, one per order (order-payment.ts).
+// it, revocations take back from it, runs use it. Quota = granted - used. What was granted for
+// what (an order, a paid invoice) is the granting module's own record (credits' credit_grants,
+// billing's invoice_grants), kept in the same transaction as the balance it adds to.
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import type { CreditsDatabase } from './tables.js';
+import type { Database } from '../../business-module.js';
+import { withLedgerTables } from './tables.js';
 
 export interface Quota {
   account_id: string;
@@ -11,8 +13,8 @@ export interface Quota {
   remaining: number;
 }
 
-export async function getQuota(db: Kysely<CreditsDatabase>, accountId: string): Promise<Quota> {
-  const row = await db.selectFrom('account_credits').select(['granted', 'used']).where('account_id', '=', accountId).executeTakeFirst();
+export async function getQuota(db: Kysely<Database>, accountId: string): Promise<Quota> {
+  const row = await withLedgerTables(db).selectFrom('account_credits').select(['granted', 'used']).where('account_id', '=', accountId).executeTakeFirst();
   const granted = row?.granted ?? 0;
   const used = row?.used ?? 0;
   return { account_id: accountId, granted, used, remaining: granted - used };
@@ -23,8 +25,8 @@ export async function getQuota(db: Kysely<CreditsDatabase>, accountId: string): 
  * lock serialises concurrent consumers of an account, and the re-checked predicate means the
  * balance can never go below zero (also a CHECK constraint).
  */
-export async function consumeCredit(db: Kysely<CreditsDatabase>, accountId: string): Promise<{ remaining: number } | undefined> {
-  return db
+export async function consumeCredit(db: Kysely<Database>, accountId: string): Promise<{ remaining: number } | undefined> {
+  return withLedgerTables(db)
     .updateTable('account_credits')
     .set({ used: sql`used + 1` })
     .where('account_id', '=', accountId)
@@ -38,7 +40,7 @@ export async function consumeCredit(db: Kysely<CreditsDatabase>, accountId: stri
  * account (an upsert may not touch one row twice in a statement) and in account order, so two
  * batches granting to the same accounts take the row locks in the same order.
  */
-export async function addGrants(tx: Transaction<CreditsDatabase>, grants: ReadonlyArray<{ accountId: string; credits: number }>): Promise<void> {
+export async function addGrants(tx: Transaction<Database>, grants: ReadonlyArray<{ accountId: string; credits: number }>): Promise<void> {
   if (grants.length === 0) return;
   await grantsAdded(sql`select account_id, credits from unnest(${grants.map((g) => g.accountId)}::text[], ${grants.map((g) => g.credits)}::int[]) as g(account_id, credits)`).execute(tx);
 }
@@ -61,7 +63,8 @@ export function grantsAdded(granted: RawBuilder<unknown>): RawBuilder<unknown> {
  * used stay used, so quota never drops below zero. The row is locked first, so runs being used
  * at the same time wait and "what is left" stays true until commit. Returns what was taken.
  */
-export async function takeBackCredits(tx: Transaction<CreditsDatabase>, accountId: string, owed: number): Promise<number> {
+export async function takeBackCredits(transaction: Transaction<Database>, accountId: string, owed: number): Promise<number> {
+  const tx = withLedgerTables(transaction);
   const account = await tx.selectFrom('account_credits').select(['granted', 'used']).where('account_id', '=', accountId).forUpdate().executeTakeFirst();
   const taken = Math.min(owed, account ? account.granted - account.used : 0);
   if (taken > 0) {

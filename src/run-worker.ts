@@ -1,23 +1,23 @@
-// Starts graphile-worker with our task lists. Signal handling is ours (main.ts): graphile-worker
-// would otherwise install its own SIGTERM handlers and race our graceful shutdown.
+// Starts graphile-worker with the tasks the rest declare: fulfilment's (tasks/), the maintenance
+// services' with their crontab lines (src/sweep/, src/prune/), and the modules'. Signal handling
+// is ours (main.ts): graphile-worker would otherwise install its own SIGTERM handlers and race our
+// graceful shutdown.
 import { run, type Runner, type RunnerOptions, type Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
-import { processStripeEventsTask } from '../../tasks/process_stripe_event.js';
-import { pruneEventsTask } from '../../tasks/prune_events.js';
-import { sweepStaleEventsTask } from '../../tasks/sweep_stale_events.js';
-import type { BusinessModule, TaskContext } from '../business-module.js';
-import type { Config } from '../config.js';
-import type { Database } from '../db/schema.js';
-import { PROCESS_EVENT_TASK } from '../events/enqueue.js';
-import { createDispatch } from '../fulfilment/dispatch.js';
-import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics/metrics.js';
-import type { StripeCalls } from '../stripe/outbound.js';
-import { PRUNE_TASK, pruneSchedule } from '../prune/prune-events.js';
-import { SWEEP_TASK, sweepSchedule } from '../sweep/sweep-stale-events.js';
-import { graphileLogger } from './graphile-logger.js';
-import { JobLoopWatchdog, type JobLoopStatus } from './job-loop-watchdog.js';
+import { processStripeEventsTask } from '../tasks/process_stripe_event.js';
+import type { BusinessModule, TaskContext } from './module-interface.js';
+import type { Config } from './config.js';
+import type { Database } from './db/schema.js';
+import { createDispatch } from './fulfilment/dispatch.js';
+import type { Logger } from './logger.js';
+import type { Metrics } from './metrics/metrics.js';
+import type { StripeCalls } from './stripe/outbound.js';
+import { pruneTask } from './prune/prune-events.js';
+import { sweepTask } from './sweep/sweep-stale-events.js';
+import { graphileLogger } from './worker/graphile-logger.js';
+import { JobLoopWatchdog, type JobLoopStatus } from './worker/job-loop-watchdog.js';
+import { PROCESS_EVENT_TASK } from './worker/job-queue.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -45,6 +45,18 @@ export interface Worker {
 }
 
 export type RunnerName = 'fulfilment' | 'modules';
+
+/** A maintenance service's task, as the service declares it beside its code. */
+interface MaintenanceTask {
+  /** graphile-worker's task identifier, stored in every queued job. */
+  readonly identifier: string;
+  /** Its line of the crontab. */
+  crontab(config: Config): string;
+  task(deps: { db: Kysely<Database>; logger: Logger; metrics: Metrics; config: Config }): Task;
+}
+
+/** Run on the fulfilment runner's crontab. */
+const MAINTENANCE_TASKS: readonly MaintenanceTask[] = [sweepTask, pruneTask];
 
 export interface WorkerOptions {
   /** For tests of a stall: the job loop's stall threshold (job-loop-watchdog.ts). */
@@ -79,7 +91,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     await firstFetch;
   };
   try {
-    // A job carries the events claimed together (src/events/enqueue.ts), and the jobs running at
+    // A job carries the events claimed together (src/worker/job-queue.ts), and the jobs running at
     // once are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog
     // pays its round trips once for several jobs.
     const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config)) });
@@ -92,15 +104,16 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
           // 'processing' and the sweep reclaims them once the lock is older than
           // STALE_AFTER_SECONDS, so jobs must not sit in the local queue that long (ttl). Batched
           // completion is off: with it, a database that goes away while a batch of failures is
-          // written ends graphile-worker's worker pool (seen in test/database-outage.test.ts).
+          // written ends graphile-worker's worker pool (test/database-outage.test.ts holds it).
           localQueue: { size: concurrency + 1, ttl: Math.min(60_000, staleAfterMs / 2) },
         },
       },
-      crontab: `${sweepSchedule(config.sweepCron)}\n${pruneSchedule()}\n`,
+      crontab: MAINTENANCE_TASKS.map((service) => `${service.crontab(config)}\n`).join(''),
       taskList: {
         [PROCESS_EVENT_TASK]: processStripeEventsTask({ db, maxAttempts, dispatch, maxJobs: concurrency, yieldTo, logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
-        [SWEEP_TASK]: sweepStaleEventsTask({ db, logger: logger.child({ task: SWEEP_TASK }), staleAfterMs, maxAttempts, metrics }),
-        [PRUNE_TASK]: pruneEventsTask({ db, logger: logger.child({ task: PRUNE_TASK }), retentionDays: config.eventRetentionDays }),
+        ...Object.fromEntries(
+          MAINTENANCE_TASKS.map((service) => [service.identifier, service.task({ db, logger: logger.child({ task: service.identifier }), metrics, config })]),
+        ),
       },
     });
     const tasks = moduleTasks(modules, { config, db, stripeCalls, logger });

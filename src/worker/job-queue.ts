@@ -1,8 +1,9 @@
-// The one place that knows graphile-worker's schema beyond running it: how event ids become
-// `process_stripe_event` jobs, which of those jobs are still waiting, and which can be deleted.
-// Only graphile-worker's public interface is used (the `graphile_worker.jobs` view and its SQL
-// functions); the tables behind them are private to it and may change in any release
-// (docs/operations.md).
+// graphile-worker's queue as this service uses it, all in one place: adding the
+// `process_stripe_event` jobs that carry claimed events, which of those jobs still wait, how many
+// are queued, deleting the ones that can never run again, and adding a business module's own
+// jobs. Only graphile-worker's public interface is used (the `graphile_worker.jobs` view and its
+// SQL functions add_jobs, add_job, complete_jobs); the tables behind them are private to it and
+// may change in any release (docs/operations.md). Running the jobs is run-worker.ts.
 //
 // A job carries the events claimed (or reclaimed, or replayed) together, up to EVENTS_PER_JOB, as
 // a graphile-worker batch job: payload [{ eventId }, ...]; the task loads the rows. One job per
@@ -20,6 +21,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 
+/** The task that fulfils events (tasks/process_stripe_event.ts); stored in every queued job, so it stays. */
 export const PROCESS_EVENT_TASK = 'process_stripe_event';
 
 /**
@@ -30,7 +32,7 @@ export const PROCESS_EVENT_TASK = 'process_stripe_event';
  */
 export const EVENTS_PER_JOB = 25;
 
-/** Our job keys start with this; a job without it was added by a release before job keys. */
+/** Our job keys start with this; a job without it was added by a release before job keys (docs/migrations.md, compatibility C2). */
 const JOB_KEY_PREFIX = 'stripe_events:';
 
 export interface EnqueueOptions {

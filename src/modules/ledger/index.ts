@@ -1,0 +1,21 @@
+// The account ledger: each account's balance of credits (account_credits), which every module
+// that sells credits grants into and takes back from, and which the selling application reads
+// (GET /api/accounts/:id/quota) and uses (POST /api/accounts/:id/runs). It handles no event: the
+// modules that sell (credits, billing) record what they granted for what, and move the balance in
+// the same transaction through the functions below.
+import { defineModule } from '../../business-module.js';
+import { ledgerApiRoutes } from './routes.js';
+import type { LedgerTables } from './tables.js';
+
+export const ledgerModule = defineModule({
+  name: 'ledger',
+  // Empty so far: account_credits was created by the core's sql/0001, before modules had migrations.
+  migrations: new URL('../../../sql/ledger/', import.meta.url),
+  tables: ['account_credits'] satisfies Array<keyof LedgerTables>,
+  apiRoutes: ledgerApiRoutes,
+});
+
+// What the modules that sell credits use.
+export { addGrants, consumeCredit, getQuota, grantsAdded, takeBackCredits, type Quota } from './account-credits.js';
+export { accountId } from './account-id.js';
+export { refundPolicySettings, revocationTarget, type RefundPolicy } from './refund-policy.js';
