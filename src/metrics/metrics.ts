@@ -39,8 +39,15 @@ export class Metrics {
 
   readonly handlerFailures = new Counter({
     name: 'stripe_inbox_handler_failures_total',
-    help: 'Failed fulfilment attempts, by type and whether they will be retried',
+    help: 'Failed fulfilment attempts, by type and whether they will be retried (waits are stripe_inbox_event_waits_total)',
     labelNames: ['type', 'retry'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventWaits = new Counter({
+    name: 'stripe_inbox_event_waits_total',
+    help: 'Fulfilment attempts that found the event waiting for something still to come (RetryLaterError), by type; retried, not failures',
+    labelNames: ['type'] as const,
     registers: [this.registry],
   });
 

@@ -2,10 +2,12 @@
 // of labels, and the database gauges and worker histograms an alert would use.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { signDelivery } from '../../src/stripe/sample-events.js';
+import { invoiceObject } from '../../src/modules/billing/sample-events.js';
+import { sampleEvent, signDelivery } from '../../src/stripe/sample-events.js';
 
-import { finishedEvent, givenOrder, paidEvent } from '../support/factories.js';
+import { finishedEvent, givenOrder, paidEvent, waitingEvent } from '../support/factories.js';
 import { ADMIN_TOKEN, API_TOKEN, serviceForFile } from '../support/service.js';
+import { subscribedThroughApi } from '../support/subscriptions.js';
 
 const file = serviceForFile();
 
@@ -44,4 +46,15 @@ test('webhook outcomes, event statuses and fulfilment latency are counted', asyn
   assert.equal(sample(text, 'stripe_inbox_event_received_to_finished_seconds_count{type="checkout.session.completed"}'), 1);
   assert.ok(text.includes('stripe_inbox_process_resident_memory_bytes'), 'process metrics are there');
   assert.ok(!text.includes(event.id), 'no event id in any label');
+});
+
+test('an event that waits for what it needs (an invoice before its checkout) counts as a wait, not a handler failure', async () => {
+  const subscription = await subscribedThroughApi(file);
+  const invoice = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid' }));
+  assert.equal((await file.service.deliver(invoice)).status, 200);
+  await waitingEvent(file.database, invoice.id);
+
+  const { text } = await scrape();
+  assert.equal(sample(text, 'stripe_inbox_event_waits_total{type="invoice.paid"}'), 1);
+  assert.equal(sample(text, 'stripe_inbox_handler_failures_total{type="invoice.paid",retry="yes"}'), undefined);
 });
