@@ -11,6 +11,7 @@ import { exampleObject, sampleEvent, signDelivery } from '../../src/stripe/sampl
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { startTestService, WEBHOOK_SECRET, type TestService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
+import { closedWithin, rawClient, type RawClient } from '../support/raw-client.js';
 
 let database: TestDatabase;
 /** The defaults (16 MiB budget, 30 s request timeout), as the review attacked them. */
@@ -30,13 +31,6 @@ after(async () => {
 
 const MIB = 1024 * 1024;
 
-interface RawClient {
-  /** Everything the server sent so far. */
-  received(): string;
-  closed: Promise<void>;
-  destroy(): void;
-}
-
 /**
  * A webhook request from `from` declaring `declared` bytes of body and sending `sent` of them,
  * then waiting. It asks for 100 Continue and sends its body only once that (or the answer)
@@ -47,16 +41,13 @@ async function holdBody(to: TestService, from: string, declared: number, sent: n
   const url = new URL(to.url);
   const socket = net.connect({ port: Number(url.port), host: '127.0.0.1', localAddress: from });
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  let text = '';
-  socket.on('error', () => {});
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const client = rawClient(socket);
   const answered = new Promise<void>((resolve) => socket.once('data', () => resolve()).once('close', () => resolve()));
-  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
   socket.write(`POST /webhooks/stripe HTTP/1.1\r\nHost: localhost\r\nStripe-Signature: t=1,v1=00\r\nExpect: 100-continue\r\nContent-Length: ${declared}\r\n\r\n`);
   await answered;
   if (!socket.destroyed) socket.write('x'.repeat(sent));
   // What came after the 100 Continue: the final answer.
-  return { received: () => text.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''), closed, destroy: () => socket.destroy() };
+  return { ...client, received: () => client.received().replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '') };
 }
 
 /** POSTs to the webhook from `from`, on a connection of its own; the status, or the socket error. */
@@ -79,20 +70,6 @@ const delivery = (secret: string) => (to: TestService, from: string) => {
 const signedDelivery = delivery(WEBHOOK_SECRET);
 const forgedDelivery = delivery('whsec_forged_0123456789');
 
-/** Closed by the server within `ms`, or the test fails (the client's own timer is the deadline). */
-async function closedWithin(client: RawClient, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      client.closed,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`the server kept the connection open for ${ms} ms`)), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    client.destroy();
-  }
-}
-
 test('one address holding all the unverified bodies it may does not keep a signed delivery from another address out', async () => {
   // The review's attack: sixteen bodies one byte short of the 1 MiB limit, from one address,
   // enough to fill the whole 16 MiB budget.
@@ -108,7 +85,7 @@ test('one address holding all the unverified bodies it may does not keep a signe
     assert.equal(status, 200, `a signed delivery from another address got ${status} while ${holding} bodies of 1 MiB were held`);
     assert.equal(attackers.filter((a) => a.received() === '').length, holding, 'the attacker still held them');
   } finally {
-    for (const attacker of attackers) attacker.destroy();
+    for (const attacker of attackers) attacker.socket.destroy();
   }
 });
 
@@ -135,6 +112,6 @@ test('a refusal for the address’s share of the budget counts as a rejected del
     assert.match(refused.received(), /^HTTP\/1\.1 503/);
     assert.equal(await forgedDelivery(limited, '127.0.0.6'), 429);
   } finally {
-    for (const holder of holders) holder.destroy();
+    for (const holder of holders) holder.socket.destroy();
   }
 });

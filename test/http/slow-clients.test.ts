@@ -9,43 +9,19 @@ import { test } from 'node:test';
 import { sampleEvent, exampleObject } from '../../src/stripe/sample-events.js';
 import { serviceForFile } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
+import { closedWithin, rawClient, type RawClient } from '../support/raw-client.js';
 
 const REQUEST_TIMEOUT_S = 4;
 const file = serviceForFile({ env: { ROLE: 'web', HTTP_REQUEST_TIMEOUT_SECONDS: String(REQUEST_TIMEOUT_S), WEBHOOK_BODY_BUDGET_MB: '1' } });
-
-interface RawClient {
-  socket: net.Socket;
-  /** Everything the server sent so far. */
-  received(): string;
-  closed: Promise<void>;
-}
 
 async function connect(): Promise<RawClient> {
   const url = new URL(file.service.url);
   const socket = net.connect(Number(url.port), url.hostname);
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  let text = '';
-  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
-  socket.on('error', () => {});
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  return { socket, received: () => text, closed };
+  return rawClient(socket);
 }
 
 const headers = (length: number) => `POST /webhooks/stripe HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nStripe-Signature: t=1,v1=00\r\nContent-Length: ${length}\r\n\r\n`;
-
-/** Closed by the server within `ms`, or the test fails (the client's own timer is the deadline). */
-async function closedWithin(client: RawClient, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      client.closed,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`the server kept the connection open for ${ms} ms`)), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    client.socket.destroy();
-  }
-}
 
 test('a body sent a byte at a time is cut off once the request timeout passes', async () => {
   const client = await connect();
