@@ -71,6 +71,13 @@ test('the session an order stored pays it even when its metadata names no order:
   assert.equal((await orderRow(file.database, order.order_id)).status, 'paid');
 });
 
+test('a paid session that no order opened and whose metadata names none is not ours: ignored with the reason, nothing granted', async () => {
+  const event = sampleEvent('checkout.session.completed', { ...checkoutSession({ orderId: 'unused', amount: 1900, currency: 'chf' }), metadata: {} });
+  const row = await finishedEvent(file.database, (await delivered(event)).id);
+  assert.equal(row.status, 'ignored');
+  assert.match(row.last_error ?? '', /not started by POST \/api\/checkout/);
+});
+
 test("an error quotes at most 80 characters of a merchant's metadata value, escaped: a 500-character order id cannot fill last_error or forge a line", async () => {
   const orderId = `ord_${'7'.repeat(60)}\n${'x'.repeat(435)}`;
   assert.equal(orderId.length, 500);
