@@ -14,7 +14,7 @@ import { waitFor } from '../support/wait-for.js';
 import { closedWithin, rawClient, type RawClient } from '../support/raw-client.js';
 
 let database: TestDatabase;
-/** The defaults (16 MiB budget, 30 s request timeout), as the review attacked them. */
+/** The defaults (16 MiB budget, 30 s request timeout), which one address must not be able to fill. */
 let service: TestService;
 /** One rejected delivery a minute per address: shows what counts as rejected. */
 let limited: TestService;
@@ -71,7 +71,7 @@ const signedDelivery = delivery(WEBHOOK_SECRET);
 const forgedDelivery = delivery('whsec_forged_0123456789');
 
 test('one address holding all the unverified bodies it may does not keep a signed delivery from another address out', async () => {
-  // The review's attack: sixteen bodies one byte short of the 1 MiB limit, from one address,
+  // The attack: sixteen bodies one byte short of the 1 MiB limit, from one address,
   // enough to fill the whole 16 MiB budget.
   const attackers = await Promise.all(Array.from({ length: 16 }, () => holdBody(service, '127.0.0.2', MIB, MIB - 1)));
   try {
