@@ -15,6 +15,7 @@ import type { EventLookups } from './events/read-model.js';
 import type { Handlers } from './fulfilment/handler.js';
 import type { Logger } from './logger.js';
 import type { BusinessModule, RouteContext, TaskContext } from './module-interface.js';
+import type { Notifications } from './notifications/outbox.js';
 import type { StripeCalls } from './stripe/outbound.js';
 
 // What the core runs a module as.
@@ -33,6 +34,8 @@ export { addModuleJob } from './worker/job-queue.js';
 export { payloadHolds, type BusinessRecord } from './events/read-model.js';
 export type { StripeCallFailure, StripeCalls } from './stripe/outbound.js';
 export type { Logger } from './logger.js';
+// Outcome notifications to the app (docs/notifications.md), written in the outcome's transaction.
+export type { NewNotification, Notifications } from './notifications/outbox.js';
 // Settings a module declares in its folder, read at start-up with the core's.
 export { defineSettings, httpUrl, type Setting, type SettingsTable, type SettingValues } from './config.js';
 // HTTP, for a module's routes.ts only: input checks and inbound Idempotency-Keys.
@@ -50,6 +53,13 @@ export interface ModuleContext<S> {
   /** Every outbound call to Stripe goes through here: bounded, timed, counted. */
   readonly stripeCalls: StripeCalls;
   readonly logger: Logger;
+  /** Tells the app of an outcome, in the transaction that makes it (docs/notifications.md); handlers get it in HandlerContext. */
+  readonly notifications: Notifications;
+}
+
+/** What a module's handlers are built with, once at start-up. */
+export interface HandlerContext {
+  readonly notifications: Notifications;
 }
 
 /** What a module's routes are given. */
@@ -76,7 +86,7 @@ export interface ModuleDefinition<T extends SettingsTable> extends EventLookups 
   /** The tables it owns: its code is their only writer, and their schema changes go in its migrations. */
   readonly tables?: readonly string[];
   /** The event types it acts on; built once at start-up. */
-  readonly handlers?: (settings: SettingValues<T>) => Handlers;
+  readonly handlers?: (settings: SettingValues<T>, context: HandlerContext) => Handlers;
   /**
    * Its own graphile-worker tasks, by identifier (prefixed with the module's name): work that must
    * not run inside a handler's transaction, such as a call to Stripe. A handler queues a job with
@@ -98,13 +108,23 @@ export function defineModule<const T extends SettingsTable = Record<never, Setti
     throw new Error(`the settings of module ${name} were not read: load the configuration with the modules (loadServiceConfig, src/modules/index.ts)`);
   };
   const routes = (build: (context: ModuleRouteContext<SettingValues<T>>) => Router) => (context: RouteContext) =>
-    build({ settings: own(context.config), db: context.db, stripeCalls: context.stripeCalls, idempotencyLeaseMs: context.idempotencyLeaseMs, logger: context.logger });
+    build({
+      settings: own(context.config),
+      db: context.db,
+      stripeCalls: context.stripeCalls,
+      idempotencyLeaseMs: context.idempotencyLeaseMs,
+      logger: context.logger,
+      notifications: context.notifications,
+    });
   return {
     ...declared,
     name,
     ...(settings && { settings }),
-    handlers: (config) => handlers?.(own(config)) ?? {},
-    ...(tasks && { tasks: (context: TaskContext) => tasks({ settings: own(context.config), db: context.db, stripeCalls: context.stripeCalls, logger: context.logger }) }),
+    handlers: (config, notifications) => handlers?.(own(config), { notifications }) ?? {},
+    ...(tasks && {
+      tasks: (context: TaskContext) =>
+        tasks({ settings: own(context.config), db: context.db, stripeCalls: context.stripeCalls, logger: context.logger, notifications: context.notifications }),
+    }),
     ...(apiRoutes && { apiRoutes: routes(apiRoutes) }),
     ...(adminRoutes && { adminRoutes: routes(adminRoutes) }),
   };

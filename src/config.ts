@@ -8,6 +8,8 @@
 // from the table rather than written beside it, so the two cannot drift apart.
 import { z } from 'zod';
 import { loadDevSecrets, type DevSecrets } from './dev/dev-secrets.js';
+import { DEV_NOTIFICATION_RECEIVER_PATH } from './dev/notification-receiver.js';
+import { DEFAULT_DELIVERY_ATTEMPTS } from './notifications/backoff.js';
 
 const ROLES = ['all', 'web', 'worker'] as const;
 type Role = (typeof ROLES)[number];
@@ -27,6 +29,17 @@ const int = (min: number, max: number) =>
     .pipe(z.number().int().min(min).max(max));
 
 const toMs = (seconds: number) => seconds * 1000;
+
+// Standard Webhooks' secrets: whsec_ and the base64 of the key, which the specification wants
+// between 24 and 64 bytes.
+const APP_SECRET_MIN_BYTES = 24;
+const APP_SECRET_MAX_BYTES = 64;
+function isStandardWebhookSecret(secret: string): boolean {
+  const key = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(secret)?.[1];
+  if (!key || key.length % 4 !== 0) return false;
+  const bytes = Buffer.from(key, 'base64').length;
+  return bytes >= APP_SECRET_MIN_BYTES && bytes <= APP_SECRET_MAX_BYTES;
+}
 
 /** An http or https URL (a module's setting may use it too). */
 export const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
@@ -176,6 +189,37 @@ const settings = {
   httpRequestTimeoutMs: { env: 'HTTP_REQUEST_TIMEOUT_SECONDS', schema: int(1, 300).transform(toMs), example: '30', default: '30' },
   /** Bytes of not yet verified webhook bodies held at once; beyond it deliveries get 503. */
   webhookBodyBudgetBytes: { env: 'WEBHOOK_BODY_BUDGET_MB', schema: int(1, 1_024).transform((mb) => mb * 1024 * 1024), example: '16', default: '16' },
+  /**
+   * Where outcome notifications go (docs/notifications.md); each URL gets every one. None: no
+   * notification is written. Development delivers to the service's own receiver, which logs them.
+   */
+  appWebhookUrls: {
+    env: 'APP_WEBHOOK_URL',
+    schema: z
+      .string()
+      .transform((s) => s.split(',').map((p) => p.trim()).filter((p) => p !== ''))
+      .pipe(z.array(z.url({ protocol: /^https?$/, error: 'each URL must be an http(s) URL' })))
+      .refine((urls) => new Set(urls).size === urls.length, 'lists a URL twice')
+      .transform((urls) => Object.freeze(urls)),
+    example: 'https://app.example.com/webhooks/stripe-inbox',
+    default: (r: Resolved) => (r.nodeEnv === 'development' && r.port !== 0 ? `http://127.0.0.1:${r.port}${DEV_NOTIFICATION_RECEIVER_PATH}` : ''),
+  },
+  /** Signs every notification; several during a rotation, each signature sent. Generated in development. */
+  appWebhookSecrets: {
+    env: 'APP_WEBHOOK_SECRET',
+    schema: z
+      .string()
+      .transform((s) => s.split(',').map((p) => p.trim()).filter((p) => p !== ''))
+      .pipe(z.array(z.string().refine(isStandardWebhookSecret, `each secret must be whsec_ followed by the base64 of ${APP_SECRET_MIN_BYTES} to ${APP_SECRET_MAX_BYTES} random bytes`)))
+      .transform((secrets) => Object.freeze(secrets)),
+    example: 'whsec_<base64 of 32 random bytes: openssl rand -base64 32>',
+    default: (r: Resolved) => (r.appWebhookUrls.length > 0 && r.nodeEnv !== 'production' ? r.devSecrets().appWebhookSecret : ''),
+  },
+  appWebhookTimeoutMs: { env: 'APP_WEBHOOK_TIMEOUT_SECONDS', schema: int(1, 60).transform(toMs), example: '10', default: '10' },
+  /** Attempts per endpoint before a notification is 'failed'; the default spans about 3 days (src/notifications/backoff.ts). */
+  appWebhookMaxAttempts: { env: 'APP_WEBHOOK_MAX_ATTEMPTS', schema: int(1, 100), example: String(DEFAULT_DELIVERY_ATTEMPTS), default: String(DEFAULT_DELIVERY_ATTEMPTS) },
+  /** Deliveries in flight at once in this process, on their own runner and pool: a slow app holds these only. */
+  appWebhookConcurrency: { env: 'APP_WEBHOOK_CONCURRENCY', schema: int(1, 100), example: '4', default: '4' },
 } as const;
 
 type Settings = SettingValues<typeof settings>;
@@ -254,11 +298,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, modules: readon
     const missing = distinct.filter((s) => s.requiredInProduction && !isSet(s.env));
     problems.push(...missing.map((s) => `${s.env} is required when NODE_ENV=production ${exampleOf(s)}`));
     problems.push(...productionTokenProblems(given));
+    problems.push(...productionEndpointProblems(given));
     if (given.metricsToken === undefined) {
       warnings.push(
         `METRICS_TOKEN is unset, so GET /metrics accepts ADMIN_TOKEN and every Prometheus configuration holds the operator's token: give Prometheus its own ${exampleOf(settings.metricsToken)}`,
       );
     }
+  }
+  if (isSet(settings.appWebhookUrls.env) && !isSet(settings.appWebhookSecrets.env) && production) {
+    problems.push(`APP_WEBHOOK_SECRET is required when APP_WEBHOOK_URL is set: the app verifies every notification with it ${exampleOf(settings.appWebhookSecrets)}`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -290,6 +338,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, modules: readon
     warnings: Object.freeze(warnings),
     moduleSettings: Object.freeze(Object.fromEntries(Object.entries(moduleSettings).map(([name, values]) => [name, Object.freeze(values)]))),
   });
+}
+
+/**
+ * Notifications carry balances and order ids: production sends them over TLS, except to a
+ * receiver on the same host (a sidecar, the loopback interface), which never leaves the machine.
+ */
+function productionEndpointProblems(given: Partial<Settings>): string[] {
+  const loopback = new Set(['localhost', '127.0.0.1', '[::1]']);
+  return (given.appWebhookUrls ?? [])
+    .filter((url) => new URL(url).protocol !== 'https:' && !loopback.has(new URL(url).hostname))
+    .map((url) => `APP_WEBHOOK_URL ${new URL(url).origin} must be https:// when NODE_ENV=production (http only to localhost) ${exampleOf(settings.appWebhookUrls)}`);
 }
 
 /**

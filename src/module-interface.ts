@@ -10,6 +10,7 @@ import type { Database } from './db/schema.js';
 import type { EventLookups } from './events/read-model.js';
 import type { Handlers } from './fulfilment/handler.js';
 import type { Logger } from './logger.js';
+import type { Notifications } from './notifications/outbox.js';
 import type { StripeCalls } from './stripe/outbound.js';
 
 /** What the core hands a module's routes (src/http/app.ts); the module's code sees ModuleRouteContext. */
@@ -19,6 +20,7 @@ export interface RouteContext {
   readonly stripeCalls: StripeCalls;
   readonly idempotencyLeaseMs: number;
   readonly logger: Logger;
+  readonly notifications: Notifications;
 }
 
 /** What the core hands a module's tasks (src/run-worker.ts); the module's code sees ModuleContext. */
@@ -27,6 +29,7 @@ export interface TaskContext {
   readonly db: Kysely<Database>;
   readonly stripeCalls: StripeCalls;
   readonly logger: Logger;
+  readonly notifications: Notifications;
 }
 
 /** A module as the core runs it: made by defineModule, which gives each part its own settings only. */
@@ -38,8 +41,8 @@ export interface BusinessModule extends EventLookups {
   readonly migrations?: URL;
   /** The tables it owns (docs/migrations.md). */
   readonly tables?: readonly string[];
-  /** Built once at start-up; the module's own part is given its settings only. */
-  handlers(config: Config): Handlers;
+  /** Built once at start-up; the module's own part is given its settings and the outbox (src/notifications/outbox.ts). */
+  handlers(config: Config, notifications: Notifications): Handlers;
   tasks?(context: TaskContext): Readonly<Record<string, Task>>;
   apiRoutes?(context: RouteContext): Router;
   adminRoutes?(context: RouteContext): Router;

@@ -1,5 +1,6 @@
 // Starts graphile-worker with the tasks the rest declare: fulfilment's (tasks/), the maintenance
-// services' with their crontab lines (src/sweep/, src/prune/), and the modules'. Signal handling
+// services' with their crontab lines (src/sweep/, src/prune/, src/notifications/reclaim.ts), the
+// modules', and the deliveries of outcome notifications (src/notifications/). Signal handling
 // is ours (main.ts): graphile-worker would otherwise install its own SIGTERM handlers and race our
 // graceful shutdown.
 import { run, type Runner, type RunnerOptions, type Task } from 'graphile-worker';
@@ -12,6 +13,10 @@ import type { Database } from './db/schema.js';
 import { createDispatch } from './fulfilment/dispatch.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics/metrics.js';
+import { deliverNotificationTask } from './notifications/deliver.js';
+import { DELIVER_TASK } from './notifications/delivery-jobs.js';
+import { createOutbox } from './notifications/outbox.js';
+import { reclaimTask } from './notifications/reclaim.js';
 import type { StripeCalls } from './stripe/outbound.js';
 import { pruneTask } from './prune/prune-events.js';
 import { sweepTask } from './sweep/sweep-stale-events.js';
@@ -26,6 +31,8 @@ export interface WorkerDeps {
   /** The worker pool: graphile-worker's own queries and our fulfilment share it. */
   pool: pg.Pool;
   db: Kysely<Database>;
+  /** The deliveries' own pool: an app that answers slowly never holds a fulfilment connection. */
+  notificationPool: { pool: pg.Pool; db: Kysely<Database> };
   modules: readonly BusinessModule[];
   logger: Logger;
   metrics: Metrics;
@@ -44,7 +51,7 @@ export interface Worker {
   status(): Partial<Record<RunnerName, JobLoopStatus>>;
 }
 
-export type RunnerName = 'fulfilment' | 'modules';
+export type RunnerName = 'fulfilment' | 'modules' | 'notifications';
 
 /** A maintenance service's task, as the service declares it beside its code. */
 interface MaintenanceTask {
@@ -56,19 +63,21 @@ interface MaintenanceTask {
 }
 
 /** Run on the fulfilment runner's crontab. */
-const MAINTENANCE_TASKS: readonly MaintenanceTask[] = [sweepTask, pruneTask];
+const MAINTENANCE_TASKS: readonly MaintenanceTask[] = [sweepTask, pruneTask, reclaimTask];
 
 export interface WorkerOptions {
   /** For tests of a stall: the job loop's stall threshold (job-loop-watchdog.ts). */
   stallAfterMs?: number;
 }
 
-// Two runners on one pool, each fetching only its own tasks. Fulfilment never calls Stripe; the
-// modules' jobs do (a subscription refresh), and while Stripe hangs each attempt holds its slot
-// for the whole Stripe deadline. In their own MODULE_JOB_CONCURRENCY slots they wait for each
-// other only, never in front of an event's fulfilment.
+// Runners that each fetch only their own tasks. Fulfilment never calls Stripe; the modules' jobs
+// do (a subscription refresh), and while Stripe hangs each attempt holds its slot for the whole
+// Stripe deadline. In their own MODULE_JOB_CONCURRENCY slots they wait for each other only, never
+// in front of an event's fulfilment. Notification deliveries wait on the app the same way, in
+// APP_WEBHOOK_CONCURRENCY slots on a pool of their own.
 export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {}): Promise<Worker> {
-  const { config, stripeCalls, pool, db, modules, logger, metrics, yieldTo } = deps;
+  const { config, stripeCalls, pool, db, notificationPool, modules, logger, metrics, yieldTo } = deps;
+  const notifications = createOutbox(config);
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
   const watchdogs: Partial<Record<RunnerName, JobLoopWatchdog>> = {};
   const runners: Runner[] = [];
@@ -94,7 +103,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     // A job carries the events claimed together (src/worker/job-queue.ts), and the jobs running at
     // once are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog
     // pays its round trips once for several jobs.
-    const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config)) });
+    const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config, notifications)) });
     await start('fulfilment', {
       concurrency,
       preset: {
@@ -116,8 +125,18 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
         ),
       },
     });
-    const tasks = moduleTasks(modules, { config, db, stripeCalls, logger });
+    const tasks = moduleTasks(modules, { config, db, stripeCalls, logger, notifications });
     if (Object.keys(tasks).length > 0) await start('modules', { concurrency: config.moduleJobConcurrency, taskList: tasks });
+    // Unset APP_WEBHOOK_URL writes no notification, and leaves any queued before it waiting.
+    if (notifications.enabled) {
+      await start('notifications', {
+        concurrency: config.appWebhookConcurrency,
+        pgPool: notificationPool.pool,
+        taskList: {
+          [DELIVER_TASK]: deliverNotificationTask({ db: notificationPool.db, config, logger: logger.child({ task: DELIVER_TASK }), metrics }),
+        },
+      });
+    }
   } catch (error) {
     await Promise.allSettled(runners.map((runner) => runner.stop()));
     for (const watchdog of Object.values(watchdogs)) watchdog.stop();

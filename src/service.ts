@@ -65,6 +65,7 @@ export async function startService({ config, pools, stripe, modules, logger, wor
           stripeCalls,
           pool: pools.worker.pool,
           db: pools.worker.db,
+          notificationPool: pools.notifications,
           modules,
           logger,
           metrics,

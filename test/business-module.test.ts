@@ -9,6 +9,7 @@ import { defineModule, defineSettings, type RouteContext, type TaskContext } fro
 import { loadConfig, type Config } from '../src/config.js';
 import type { Database } from '../src/db/schema.js';
 import type { Logger } from '../src/logger.js';
+import type { Notifications } from '../src/notifications/outbox.js';
 import type { StripeCalls } from '../src/stripe/outbound.js';
 
 const SECRETS = { NODE_ENV: 'test', STRIPE_WEBHOOK_SECRET: 'whsec_test_module_0123456789abcdef', API_TOKEN: 'test-api-token-0123456789', ADMIN_TOKEN: 'test-admin-token-0123456789' };
@@ -20,7 +21,7 @@ function probe() {
   const module = defineModule({
     name: 'probe',
     settings,
-    handlers: (own) => ((given.handlers = own), {}),
+    handlers: (own, context) => ((given.handlers = { settings: own, ...context }), {}),
     tasks: (context) => ((given.tasks = context), {}),
     apiRoutes: (context) => ((given.apiRoutes = context), Router()),
     adminRoutes: (context) => ((given.adminRoutes = context), Router()),
@@ -29,19 +30,20 @@ function probe() {
 }
 
 const services = { db: {} as Kysely<Database>, stripeCalls: {} as StripeCalls, logger: {} as Logger };
+const notifications = { enabled: false } as Notifications;
 
 test('each part of a module gets its own settings and the services, and no Config', () => {
   const { module, given } = probe();
   const config = loadConfig({ ...SECRETS, PROBE_LIMIT: '9' }, [module]);
-  const routeContext: RouteContext = { config, ...services, idempotencyLeaseMs: 10_000 };
-  const taskContext: TaskContext = { config, ...services };
-  module.handlers(config);
+  const routeContext: RouteContext = { config, ...services, idempotencyLeaseMs: 10_000, notifications };
+  const taskContext: TaskContext = { config, ...services, notifications };
+  module.handlers(config, notifications);
   module.tasks?.(taskContext);
   module.apiRoutes?.(routeContext);
   module.adminRoutes?.(routeContext);
-  assert.deepEqual(given.handlers, { probeLimit: 9 });
-  assert.deepEqual(given.tasks, { settings: { probeLimit: 9 }, ...services });
-  assert.deepEqual(given.apiRoutes, { settings: { probeLimit: 9 }, ...services, idempotencyLeaseMs: 10_000 });
+  assert.deepEqual(given.handlers, { settings: { probeLimit: 9 }, notifications });
+  assert.deepEqual(given.tasks, { settings: { probeLimit: 9 }, ...services, notifications });
+  assert.deepEqual(given.apiRoutes, { settings: { probeLimit: 9 }, ...services, idempotencyLeaseMs: 10_000, notifications });
   assert.deepEqual(given.adminRoutes, given.apiRoutes);
   assert.equal(module.settings, settings, 'the table is what loadConfig reads');
 });
@@ -49,12 +51,12 @@ test('each part of a module gets its own settings and the services, and no Confi
 test('a configuration read without the module is refused by name, not read as defaults', () => {
   const { module } = probe();
   const config: Config = loadConfig(SECRETS);
-  assert.throws(() => module.handlers(config), /the settings of module probe were not read/);
+  assert.throws(() => module.handlers(config, notifications), /the settings of module probe were not read/);
 });
 
 test('a module without settings or handlers needs none', () => {
   const bare = defineModule({ name: 'bare' });
-  assert.deepEqual(bare.handlers(loadConfig(SECRETS)), {});
+  assert.deepEqual(bare.handlers(loadConfig(SECRETS), notifications), {});
   assert.equal('tasks' in bare, false);
   assert.equal('apiRoutes' in bare, false);
 });

@@ -1,6 +1,7 @@
-// The service's three connection pools, one per kind of work, so that one kind cannot starve the
+// The service's connection pools, one per kind of work, so that one kind cannot starve the
 // others: `intake` for the webhook's claims and /readyz, `api` for /api and /admin, `worker` for
-// graphile-worker and fulfilment. However long API requests hold connections, a webhook delivery
+// graphile-worker and fulfilment, `notifications` for the deliveries to the app (their runner's
+// own graphile-worker queries and each attempt's lease and record). However long API requests hold connections, a webhook delivery
 // still gets one, and the worker keeps fulfilling. Connections open on first use, so a role that
 // never uses a pool (ROLE=worker has no API) costs nothing for it.
 //
@@ -11,7 +12,7 @@
 import type pg from 'pg';
 import { openDatabase, type Db } from './database.js';
 
-const POOL_NAMES = ['intake', 'api', 'worker'] as const;
+const POOL_NAMES = ['intake', 'api', 'worker', 'notifications'] as const;
 export type PoolName = (typeof POOL_NAMES)[number];
 
 /** Every connection of the pool was checked out for the whole connection timeout. */
@@ -38,11 +39,12 @@ export interface ServicePools extends Record<PoolName, Db> {
 export interface PoolSizes {
   workerConcurrency: number;
   moduleJobConcurrency: number;
+  appWebhookConcurrency: number;
   /** Tests only: a tighter query deadline than the default (database.ts). */
   queryDeadlineMs?: number;
 }
 
-export function openServicePools(url: string, { workerConcurrency, moduleJobConcurrency, queryDeadlineMs }: PoolSizes): ServicePools {
+export function openServicePools(url: string, { workerConcurrency, moduleJobConcurrency, appWebhookConcurrency, queryDeadlineMs }: PoolSizes): ServicePools {
   const sizes: Record<PoolName, number> = {
     // The claim batcher keeps one claim transaction in flight (src/events/claim-batcher.ts); the
     // rest is /readyz and a connection being replaced.
@@ -51,6 +53,9 @@ export function openServicePools(url: string, { workerConcurrency, moduleJobConc
     // Each concurrent job of both runners (src/run-worker.ts: its transaction, then
     // graphile-worker's completion of it), plus each runner's LISTEN client and their bookkeeping.
     worker: workerConcurrency + moduleJobConcurrency + 4,
+    // No connection is held across a POST: each slot's lease and record, the runner's LISTEN
+    // client, its fetches and completions.
+    notifications: appWebhookConcurrency + 3,
   };
   let observer: PoolObserver | undefined;
   const open = (name: PoolName): Db => {
@@ -61,7 +66,7 @@ export function openServicePools(url: string, { workerConcurrency, moduleJobConc
     });
     return db;
   };
-  const pools = { intake: open('intake'), api: open('api'), worker: open('worker') };
+  const pools = { intake: open('intake'), api: open('api'), worker: open('worker'), notifications: open('notifications') };
   return {
     ...pools,
     instrument(target) {

@@ -67,11 +67,52 @@ export interface MaintenanceRunsTable {
   last_result: ColumnType<unknown, string, string>;
 }
 
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** Written by src/notifications/outbox.ts only; pruned with the events. */
+export interface NotificationsTable {
+  notification_id: string;
+  business_key: string;
+  type: string;
+  account_id: string | null;
+  sequence: number | null;
+  event_id: string | null;
+  body: string;
+  created_at: Defaulted<Date>;
+}
+
+/** One per notification and endpoint; moved by src/notifications/ only. */
+export interface NotificationDeliveriesTable {
+  delivery_id: string;
+  notification_id: string;
+  endpoint: string;
+  status: Defaulted<DeliveryStatus>;
+  attempts: Defaulted<number>;
+  leased_until: Date | null;
+  next_attempt_at: Defaulted<Date>;
+  last_attempt_at: Date | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+}
+
+export interface NotificationAttemptsTable {
+  delivery_id: string;
+  started_at: Date;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+}
+
 export interface Database {
   stripe_events: StripeEventsTable;
   api_idempotency_keys: ApiIdempotencyKeysTable;
   maintenance_runs: MaintenanceRunsTable;
   admin_sessions: AdminSessionsTable;
+  notifications: NotificationsTable;
+  notification_deliveries: NotificationDeliveriesTable;
+  notification_attempts: NotificationAttemptsTable;
 }
 
 export type StripeEventRow = Selectable<StripeEventsTable>;

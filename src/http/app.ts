@@ -21,6 +21,8 @@ import { rateLimits } from './rate-limits.js';
 import type { Readiness } from './readiness.js';
 import { securityHeaders } from './security-headers.js';
 import { webhookHandler } from './webhook-route.js';
+import { devNotificationReceiver } from '../dev/notification-receiver.js';
+import { createOutbox } from '../notifications/outbox.js';
 
 export interface AppDeps {
   config: Config;
@@ -48,10 +50,11 @@ export function buildApp({ config, db, claim, stripeCalls, modules, readiness, l
   // Limits come before authentication, so guessing a token is limited too.
   app.use('/api', limits.api, provesWithBearer(config.apiToken));
   app.use('/admin', limits.admin);
-  const context = { config, db, stripeCalls, logger, idempotencyLeaseMs: longestCallMs({ timeoutMs: config.stripeTimeoutMs }) };
+  const context = { config, db, stripeCalls, logger, idempotencyLeaseMs: longestCallMs({ timeoutMs: config.stripeTimeoutMs }), notifications: createOutbox(config) };
   app.use(apiRoutes(modules, context));
   app.use(adminDashboard({ db, adminToken: config.adminToken }));
   app.use(adminRoutes(modules, context, metrics));
+  if (config.nodeEnv === 'development') app.use(devNotificationReceiver({ secrets: config.appWebhookSecrets, logger }));
   return finish(app, logger);
 }
 

@@ -2,14 +2,16 @@
 // - counters and a histogram for what this process did (webhook outcomes, fulfilments, sweeps);
 // - gauges read from the database at scrape time (events by status, oldest 'processing' age, jobs
 //   queued, last sweep), the same figures in every process, so any one scrape tells the truth.
-// Label values are bounded: outcomes and statuses are fixed sets and event types come only from
-// verified events; never an event, order or account id.
+// Label values are bounded: outcomes and statuses are fixed sets, event types come only from
+// verified events, notification types from the modules' code and endpoints from APP_WEBHOOK_URL
+// (scheme, host and path: never a credential in the URL); never an event, order or account id.
 // Each service instance has its own registry, so several can live in one process (the tests).
 import type { Kysely } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PoolObserver } from '../db/pools.js';
 import type { Database } from '../db/schema.js';
 import { inboxStatusReader, type InboxStatus } from '../events/read-model.js';
+import { notificationSummary } from '../notifications/notification-store.js';
 import type { JobLoopStatus } from '../worker/job-loop-watchdog.js';
 
 const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'busy', 'unavailable'] as const;
@@ -96,6 +98,27 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly notificationDeliveries = new Counter({
+    name: 'stripe_inbox_notification_deliveries_total',
+    help: 'Delivery attempts of outcome notifications, by endpoint, type and outcome (delivered, retry, failed: its attempts ran out)',
+    labelNames: ['endpoint', 'type', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly notificationAttemptSeconds = new Histogram({
+    name: 'stripe_inbox_notification_attempt_seconds',
+    help: 'Duration of a notification delivery attempt, by endpoint and outcome',
+    labelNames: ['endpoint', 'outcome'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  /** One attempt of a notification delivery (src/notifications/deliver.ts), into the two metrics above. */
+  readonly notificationAttempts = (labels: { endpoint: string; type: string; outcome: 'delivered' | 'retry' | 'failed' }, seconds: number): void => {
+    this.notificationDeliveries.inc(labels);
+    this.notificationAttemptSeconds.observe({ endpoint: labels.endpoint, outcome: labels.outcome }, seconds);
+  };
+
   /** The pools' reports (src/db/pools.ts instrument()) into the two metrics above. */
   readonly poolObserver: PoolObserver = {
     waited: (pool, seconds) => this.poolWaitSeconds.observe({ pool }, seconds),
@@ -145,8 +168,34 @@ export class Metrics {
           for (const [runner, status] of Object.entries(jobLoops())) if (status) this.set({ runner }, value(status));
         },
       });
-    jobLoopGauge('stripe_inbox_worker_progress_age_seconds', "Seconds since this process's worker runner (fulfilment, modules) last fetched or finished a job; over 30 while idle means stalled", (s) => s.progressAgeSeconds);
-    jobLoopGauge('stripe_inbox_worker_stalled', "1 while this process's worker runner (fulfilment, modules) makes no progress (see /healthz), else 0", (s) => (s.stalled ? 1 : 0));
+    jobLoopGauge('stripe_inbox_worker_progress_age_seconds', "Seconds since this process's worker runner (fulfilment, modules, notifications) last fetched or finished a job; over 30 while idle means stalled", (s) => s.progressAgeSeconds);
+    jobLoopGauge('stripe_inbox_worker_stalled', "1 while this process's worker runner (fulfilment, modules, notifications) makes no progress (see /healthz), else 0", (s) => (s.stalled ? 1 : 0));
+    // Per endpoint with anything undelivered; read at scrape time, the same in every process.
+    let summary: ReturnType<typeof notificationSummary> | undefined;
+    const endpoints = () => (summary ??= notificationSummary(db).finally(() => setTimeout(() => (summary = undefined), 0)));
+    new Gauge({
+      name: 'stripe_inbox_notifications',
+      help: 'Outcome notification deliveries not yet delivered, by endpoint and status (pending, failed: the dead letter)',
+      labelNames: ['endpoint', 'status'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const e of await endpoints()) {
+          this.set({ endpoint: e.endpoint, status: 'pending' }, e.pending);
+          this.set({ endpoint: e.endpoint, status: 'failed' }, e.failed);
+        }
+      },
+    });
+    new Gauge({
+      name: 'stripe_inbox_notification_oldest_pending_age_seconds',
+      help: 'Age of the oldest notification still pending for the endpoint',
+      labelNames: ['endpoint'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const e of await endpoints()) this.set({ endpoint: e.endpoint }, e.oldest_pending_age_seconds ?? 0);
+      },
+    });
     statusGauge('stripe_inbox_last_sweep_timestamp_seconds', 'When the sweep last ran (Unix time); 0 if never', (s) =>
       s.last_sweep_at ? Date.parse(s.last_sweep_at) / 1000 : 0,
     );

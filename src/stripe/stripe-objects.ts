@@ -66,4 +66,6 @@ export const refundedCharge = z.object({
   object: z.literal('charge'),
   amount_refunded: z.number().int().nonnegative(),
   payment_intent: z.string().nullable(),
+  // Newest first, when the event's API version still expands them (absent since 2022-11-15).
+  refunds: z.object({ data: z.array(z.object({ id: z.string() })) }).nullish(),
 });

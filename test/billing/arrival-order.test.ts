@@ -14,14 +14,15 @@ import { withBillingTables } from '../../src/modules/billing/tables.js';
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';
 import { quotaOf } from '../support/factories.js';
-import { fulfilWith } from '../support/handlers.js';
-import { testConfig } from '../support/service.js';
+import { fulfilWith, handlersOf } from '../support/handlers.js';
 import { checkoutCompleted, givenSubscription } from '../support/subscriptions.js';
+import { createOutbox } from '../../src/notifications/outbox.js';
+import { testConfig } from '../support/service.js';
 
 const database = databaseForFile({ maxConnections: 4 });
-const billing = billingModule.handlers(testConfig());
+const billing = handlersOf(billingModule);
 // charge.refunded is both modules' type: refunds run with every module, as the worker runs them.
-const everyModule = businessModules.map((module) => module.handlers(testConfig()));
+const everyModule = businessModules.map((module) => handlersOf(module));
 
 const subscriptionRow = (subscriptionId: string) =>
   database.db.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
@@ -116,7 +117,7 @@ describe("the subscription's state", () => {
         await tx.updateTable('subscriptions').set({ cancel_at_period_end: true, stripe_state_at: new Date(second), updated_at: new Date(second + appliedMs) })
           .where('subscription_id', '=', subscription.subscriptionId).execute();
         const row = await tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscriptionId).forUpdate().executeTakeFirstOrThrow();
-        const change = await applyState(withBillingTables(tx), row, fetched, new Date(second + beganMs), 'fetch');
+        const change = await applyState(withBillingTables(tx), row, fetched, new Date(second + beganMs), { source: 'fetch', eventId: null, notifications: createOutbox(testConfig()) });
         const after = await tx.selectFrom('subscriptions').select('cancel_at_period_end').where('subscription_id', '=', subscription.subscriptionId).executeTakeFirstOrThrow();
         return [change, after.cancel_at_period_end];
       });

@@ -10,8 +10,7 @@ import { invoiceObject, subscriptionObject } from '../../src/modules/billing/sam
 import { randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';
 import { eventRow } from '../support/factories.js';
-import { fulfilWith } from '../support/handlers.js';
-import { testConfig } from '../support/service.js';
+import { fulfilWith, handlersOf } from '../support/handlers.js';
 import { checkoutCompleted, givenSubscription } from '../support/subscriptions.js';
 
 const database = databaseForFile({ maxConnections: 4 });
@@ -32,7 +31,7 @@ test("a subscription's events are found by our id, and an invoice's event shows 
   const invoice = invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'paid' });
   const olderSucceeded = sampleEvent('invoice.payment_succeeded', { ...invoice, parent: undefined, subscription: subscription.stripeSubscriptionId, subscription_details: { metadata: { subscription_id: subscription.subscriptionId } } }, { api_version: '2024-06-20' });
   const unrelated = sampleEvent('customer.subscription.created', subscriptionObject({ ...subscription, subscriptionId: 'subscr_other', stripeSubscriptionId: randomStripeId('sub') }, { status: 'active', periodEnd }));
-  await fulfilWith(database, billingModule.handlers(testConfig()), [session, created, updated, paid]);
+  await fulfilWith(database, handlersOf(billingModule), [session, created, updated, paid]);
   await fulfilWith(database, {}, [succeeded, olderSucceeded, unrelated]);
 
   const found = await searchEvents(database.db, subscription.subscriptionId, [billingModule]);

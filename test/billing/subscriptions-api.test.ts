@@ -10,9 +10,9 @@ import { billingModule } from '../../src/modules/billing/index.js';
 import { subscriptionObject } from '../../src/modules/billing/sample-events.js';
 import { sampleEvent } from '../../src/stripe/sample-events.js';
 import { newAccountId } from '../support/factories.js';
-import { fulfilWith } from '../support/handlers.js';
+import { fulfilWith, handlersOf } from '../support/handlers.js';
 import { waitFor } from '../support/wait-for.js';
-import { ADMIN_TOKEN, serviceForFile, testConfig, type HttpReply } from '../support/service.js';
+import { ADMIN_TOKEN, serviceForFile, type HttpReply } from '../support/service.js';
 import { checkoutCompleted, subscribedThroughApi, type GivenSubscription } from '../support/subscriptions.js';
 
 const file = serviceForFile({ env: { ROLE: 'web' } });
@@ -108,7 +108,7 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
   /** Linked as production links it: its checkout.session.completed, fulfilled by the billing module's handlers (no worker runs in this file). */
   async function linkedSubscription(): Promise<GivenSubscription> {
     const subscription = await subscribedThroughApi(file);
-    const [linked] = await fulfilWith(file.database, billingModule.handlers(testConfig()), [checkoutCompleted(subscription)]);
+    const [linked] = await fulfilWith(file.database, handlersOf(billingModule), [checkoutCompleted(subscription)]);
     assert.equal(linked!.row.status, 'processed');
     return subscription;
   }
@@ -134,7 +134,7 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
       'customer.subscription.updated',
       subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'active', periodEnd, pause: { behavior: 'mark_uncollectible', resumesAt } }),
     );
-    assert.equal((await fulfilWith(file.database, billingModule.handlers(testConfig()), [paused]))[0]!.row.status, 'processed');
+    assert.equal((await fulfilWith(file.database, handlersOf(billingModule), [paused]))[0]!.row.status, 'processed');
     const reply = await file.service.call('GET', `/api/subscriptions/${subscriptionId}`);
     assert.deepEqual([reply.body.status, reply.body.pause_collection], ['active', { behavior: 'mark_uncollectible', resumes_at: new Date(resumesAt * 1000).toISOString() }]);
   });
@@ -166,7 +166,7 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
       subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'past_due', periodEnd, cancelAtPeriodEnd: true }),
       { created: between },
     );
-    const [fulfilled] = await fulfilWith(file.database, billingModule.handlers(testConfig()), [pastDue]);
+    const [fulfilled] = await fulfilWith(file.database, handlersOf(billingModule), [pastDue]);
     assert.equal(fulfilled!.row.status, 'processed');
 
     await waitFor('the clock to pass the event', () => Promise.resolve(Date.now() > between * 1000));
@@ -188,7 +188,7 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
       'customer.subscription.deleted',
       subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'canceled', periodEnd: Math.floor(Date.now() / 1000) }),
     );
-    assert.equal((await fulfilWith(file.database, billingModule.handlers(testConfig()), [deleted]))[0]!.row.status, 'processed');
+    assert.equal((await fulfilWith(file.database, handlersOf(billingModule), [deleted]))[0]!.row.status, 'processed');
 
     const cancel = await file.service.call('POST', `/api/subscriptions/${subscriptionId}/cancel`);
     assert.deepEqual([cancel.status, cancel.body.status], [200, 'canceled']);
@@ -209,7 +209,7 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
     // Stripe tells us with an event.
     file.service.stripe.addSubscription(stripeObject(false));
     const resumed = sampleEvent('customer.subscription.updated', stripeObject(false), { created: resumedAt });
-    assert.equal((await fulfilWith(file.database, billingModule.handlers(testConfig()), [resumed]))[0]!.row.status, 'processed');
+    assert.equal((await fulfilWith(file.database, handlersOf(billingModule), [resumed]))[0]!.row.status, 'processed');
     assert.equal((await file.service.call('GET', `/api/subscriptions/${subscriptionId}`)).body.cancel_at_period_end, false);
 
     await waitFor('the clock to pass the event', () => Promise.resolve(Date.now() > resumedAt * 1000));

@@ -11,8 +11,7 @@ import { claimEvents, findEvent } from '../../src/events/event-store.js';
 import { creditsModule } from '../../src/modules/credits/index.js';
 import { givenOrder, incomingEvent, paidEvent } from '../support/factories.js';
 import { databaseForFile } from '../support/database.js';
-import { fulfilWith } from '../support/handlers.js';
-import { testConfig } from '../support/service.js';
+import { fulfilWith, handlersOf } from '../support/handlers.js';
 
 // One connection, so every statement below runs on the connection that prepared the one before.
 const database = databaseForFile({ maxConnections: 1 });
@@ -71,7 +70,7 @@ test('a statement prepared before a migration changed the type of a column it re
 test("a paid checkout's fulfilment runs prepared statements: the lock, the payments, the finish", async () => {
   // Two events, so the batch statements run (one event alone is fulfilled the same way).
   const events = [paidEvent(await givenOrder(database)), paidEvent(await givenOrder(database))];
-  const fulfilled = await fulfilWith(database, creditsModule.handlers(testConfig()), events);
+  const fulfilled = await fulfilWith(database, handlersOf(creditsModule), events);
   assert.deepEqual(fulfilled.map((f) => f.row.status), ['processed', 'processed']);
   const prepared = await preparedStatements();
   for (const [what, marker] of [['the lock statement', 'for update'], ['the payments statement', 'insert into credit_grants'], ['the finish statement', 'update stripe_events e set']]) {

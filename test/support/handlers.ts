@@ -6,16 +6,24 @@ import { claimEvents } from '../../src/events/event-store.js';
 import { createDispatch, type Dispatch } from '../../src/fulfilment/dispatch.js';
 import { fulfilEvents, type FulfilResult } from '../../src/fulfilment/fulfil-event.js';
 import type { Handlers } from '../../src/fulfilment/handler.js';
+import type { BusinessModule } from '../../src/module-interface.js';
 import { businessModules } from '../../src/modules/index.js';
+import { createOutbox } from '../../src/notifications/outbox.js';
 import type { SampleEvent } from '../../src/stripe/sample-events.js';
 import type { TestDatabase } from './database.js';
 import { eventRow, incomingEvent } from './factories.js';
 import { testConfig } from './service.js';
 
+/** A module's handlers as the worker builds them from `env`'s configuration, with its outbox. */
+export function handlersOf(module: BusinessModule, env: Record<string, string> = {}): Handlers {
+  const config = testConfig(env);
+  return module.handlers(config, createOutbox(config));
+}
+
 /** The service's own handlers, all modules, as the worker builds them from `env`'s configuration. */
 export function serviceDispatch(env: Record<string, string> = {}): Dispatch {
   const config = testConfig(env);
-  return createDispatch({ livemode: config.stripeLivemode, handlers: businessModules.map((module) => module.handlers(config)) });
+  return createDispatch({ livemode: config.stripeLivemode, handlers: businessModules.map((module) => handlersOf(module, env)) });
 }
 
 /**

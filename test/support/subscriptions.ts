@@ -8,8 +8,8 @@ import { createSubscription, storeCheckoutSession } from '../../src/modules/bill
 import { randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import type { TestDatabase } from './database.js';
 import { finishedEvent, newAccountId } from './factories.js';
-import { fulfilWith } from './handlers.js';
-import { testConfig, type TestService } from './service.js';
+import { fulfilWith, handlersOf } from './handlers.js';
+import type { TestService } from './service.js';
 
 export interface GivenSubscription extends SampleSubscription {
   accountId: string;
@@ -34,7 +34,7 @@ export async function givenSubscription(database: TestDatabase, { linked = false
   await storeCheckoutSession(database.db, row.subscription_id, checkoutSessionId);
   const subscription = { subscriptionId: row.subscription_id, stripeSubscriptionId: randomStripeId('sub'), amount: row.amount, currency: row.currency, accountId, checkoutSessionId };
   if (linked) {
-    const [done] = await fulfilWith(database, billingModule.handlers(testConfig()), [checkoutCompleted(subscription)]);
+    const [done] = await fulfilWith(database, handlersOf(billingModule), [checkoutCompleted(subscription)]);
     assert.equal(done!.row.status, 'processed', `the checkout that links it: ${done!.row.status}, ${done!.row.last_error}`);
   }
   return subscription;

@@ -21,17 +21,17 @@ export const billingModule = defineModule({
   settings: billingSettings,
   migrations: new URL('../../../sql/billing/', import.meta.url),
   tables: ['plans', 'subscriptions', 'invoice_grants', 'invoice_payments'] satisfies Array<keyof BillingTables>,
-  handlers: (settings) => ({
-    'invoice.paid': invoicePaid,
+  handlers: (settings, { notifications }) => ({
+    'invoice.paid': invoicePaid(notifications),
     'invoice_payment.paid': invoicePaymentPaid,
-    'customer.subscription.created': subscriptionChanged,
-    'customer.subscription.updated': subscriptionChanged,
-    'customer.subscription.deleted': subscriptionChanged,
+    'customer.subscription.created': subscriptionChanged(notifications),
+    'customer.subscription.updated': subscriptionChanged(notifications),
+    'customer.subscription.deleted': subscriptionChanged(notifications),
     'checkout.session.completed': subscriptionCheckoutCompleted,
     'invoice.payment_failed': invoicePaymentFailed,
     // The same payment as invoice.paid, told again: granting on it too would grant twice.
     'invoice.payment_succeeded': recordOnly,
-    'charge.refunded': invoiceChargeRefunded(settings.refundPolicy),
+    'charge.refunded': invoiceChargeRefunded(settings.refundPolicy, notifications),
   }),
   tasks: (context) => ({ [REFRESH_TASK]: refreshSubscriptionTask(context) }),
   apiRoutes: billingApiRoutes,

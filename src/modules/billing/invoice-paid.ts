@@ -8,17 +8,18 @@
 // period) and 'subscription_cycle' (each renewal). Prorations ('subscription_update'), manual and
 // threshold invoices end 'ignored' with the reason. An invoice for nothing (a trial, a 100 %
 // coupon) grants nothing: credits come with paid periods. One paid from the customer's credit
-// balance grants: its period is paid.
+// balance grants: its period is paid. A grant is told to the app as subscription.period_paid in
+// the same transaction (docs/notifications.md).
 import type { Transaction } from 'kysely';
-import { objectOf, PermanentError, RetryLaterError, type EventHandler } from '../../business-module.js';
-import { addGrants } from '../ledger/index.js';
+import { objectOf, PermanentError, RetryLaterError, type EventHandler, type Notifications } from '../../business-module.js';
+import { addGrants, notifyAccounts } from '../ledger/index.js';
 import { stripeInvoice, stripeInvoicePayment, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { lockLinkedSubscription } from './subscription-links.js';
 import { withBillingTables, type BillingDatabase } from './tables.js';
 
 const GRANTING_BILLING_REASONS: ReadonlySet<string> = new Set(['subscription_create', 'subscription_cycle']);
 
-export const invoicePaid: EventHandler = async (transaction, event) => {
+export const invoicePaid = (notifications: Notifications): EventHandler => async (transaction, event) => {
   const invoice = objectOf(stripeInvoice, event);
   const details = invoice.subscription_details;
   if (!details) return { status: 'ignored', reason: `invoice ${invoice.id} is not a subscription invoice` };
@@ -56,6 +57,23 @@ export const invoicePaid: EventHandler = async (transaction, event) => {
     .executeTakeFirst();
   if (granted) {
     await addGrants(tx, [{ accountId: subscription.account_id, credits: subscription.credits }]);
+    const at = (seconds: number | null) => (seconds === null ? null : new Date(seconds * 1000).toISOString());
+    await notifyAccounts(tx, notifications, [
+      {
+        type: 'subscription.period_paid',
+        key: `subscription.period_paid:${invoice.id}`,
+        accountId: subscription.account_id,
+        creditsDelta: subscription.credits,
+        eventId: event.event_id,
+        data: {
+          subscription_id: subscription.subscription_id,
+          invoice_id: invoice.id,
+          period_start: at(invoice.period.start),
+          period_end: at(invoice.period.end),
+          credits: subscription.credits,
+        },
+      },
+    ]);
     return { status: 'processed' };
   }
   const { event_id: by } = await tx.selectFrom('invoice_grants').select('event_id').where('invoice_id', '=', invoice.id).executeTakeFirstOrThrow();

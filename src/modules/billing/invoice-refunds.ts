@@ -1,12 +1,13 @@
 // charge.refunded for a subscription's payment: the invoice it paid (invoice_payments, from
 // invoice_payment.paid) keeps the largest amount Stripe has reported refunded, and the credits of
 // that period are taken back under the same REFUND_POLICY as packages, converging on one target
-// per invoice, so a repeated or reordered refund event never takes back twice.
-import { objectOf, refundedCharge, RetryLaterError, type EventHandler } from '../../business-module.js';
-import { revocationTarget, takeBackCredits, type RefundPolicy } from '../ledger/index.js';
+// per invoice, so a repeated or reordered refund event never takes back twice. Each growth of the
+// amount refunded is told to the app once, as subscription.period_refunded (docs/notifications.md).
+import { objectOf, refundedCharge, RetryLaterError, type EventHandler, type Notifications } from '../../business-module.js';
+import { notifyAccounts, revocationTarget, takeBackCredits, type RefundPolicy } from '../ledger/index.js';
 import { withBillingTables } from './tables.js';
 
-export function invoiceChargeRefunded(policy: RefundPolicy): EventHandler {
+export function invoiceChargeRefunded(policy: RefundPolicy, notifications: Notifications): EventHandler {
   return async (transaction, event) => {
     const charge = objectOf(refundedCharge, event);
     if (!charge.payment_intent) return { status: 'ignored', reason: `charge ${charge.id} has no PaymentIntent: not a payment of ours` };
@@ -30,6 +31,24 @@ export function invoiceChargeRefunded(policy: RefundPolicy): EventHandler {
         .set({ refunded_amount: refunded, revocation_target: target, revoked_credits: grant.revoked_credits + taken })
         .where('invoice_id', '=', grant.invoice_id)
         .execute();
+    }
+    if (refunded > grant.refunded_amount) {
+      await notifyAccounts(tx, notifications, [
+        {
+          type: 'subscription.period_refunded',
+          key: `subscription.period_refunded:${grant.invoice_id}:${refunded}`,
+          accountId: grant.account_id,
+          creditsDelta: -taken,
+          eventId: event.event_id,
+          data: {
+            subscription_id: grant.subscription_id,
+            invoice_id: grant.invoice_id,
+            refund_id: charge.refunds?.data[0]?.id ?? null,
+            credits_revoked: taken,
+            amount_refunded: refunded,
+          },
+        },
+      ]);
     }
     return { status: 'processed' };
   };

@@ -2,7 +2,7 @@
 // invariant 9), so every retry of the same operation, from any process, does it once.
 import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';
-import type { StripeCallFailure, StripeCalls } from '../../business-module.js';
+import type { Notifications, StripeCallFailure, StripeCalls } from '../../business-module.js';
 import { stripeSubscription, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { applyState, requestRefresh, stateOf } from './subscription-state.js';
 import { lockSubscription, storeCheckoutSession } from './subscriptions.js';
@@ -16,6 +16,8 @@ const cancelAfterResumeKey = (subscriptionId: string, resumedAt: Date) => `${sub
 export interface BillingCallDeps {
   db: Kysely<BillingDatabase>;
   stripeCalls: StripeCalls;
+  /** A cancel's new state is told to the app (subscription.updated) in the transaction that applies it. */
+  notifications: Notifications;
   successUrl: string;
   cancelUrl: string;
 }
@@ -73,7 +75,7 @@ export type CancelOutcome = { outcome: 'canceling'; subscription: SubscriptionRo
  * by the resumed state. Setting cancel_at_period_end again is harmless at Stripe, so a spare call
  * (our answer to the first one was lost) costs nothing.
  */
-export async function cancelAtPeriodEnd(deps: Pick<BillingCallDeps, 'db' | 'stripeCalls'>, subscription: SubscriptionRow): Promise<CancelOutcome> {
+export async function cancelAtPeriodEnd(deps: Pick<BillingCallDeps, 'db' | 'stripeCalls' | 'notifications'>, subscription: SubscriptionRow): Promise<CancelOutcome> {
   const stripeId = subscription.stripe_subscription_id;
   if (stripeId === null) return { outcome: 'not_linked' };
   if (ENDED.has(subscription.status)) return { outcome: 'canceling', subscription };
@@ -85,7 +87,7 @@ export async function cancelAtPeriodEnd(deps: Pick<BillingCallDeps, 'db' | 'stri
 }
 
 async function requestCancel(
-  deps: Pick<BillingCallDeps, 'db' | 'stripeCalls'>,
+  deps: Pick<BillingCallDeps, 'db' | 'stripeCalls' | 'notifications'>,
   subscriptionId: string,
   stripeId: string,
   idempotencyKey: string,
@@ -100,7 +102,7 @@ async function requestCancel(
     const row = await lockSubscription(tx, subscriptionId);
     if (!row) throw new Error(`subscription ${subscriptionId} is no longer stored`);
     if (replayed) return row;
-    const change = await applyState(tx, row, stateOf(stripeSubscription.parse(call.value)), began, 'fetch');
+    const change = await applyState(tx, row, stateOf(stripeSubscription.parse(call.value)), began, { source: 'fetch', eventId: null, notifications: deps.notifications });
     if (change === 'tie') await requestRefresh(tx, row, stripeId, 1);
     return tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
   });

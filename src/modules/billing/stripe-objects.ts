@@ -36,6 +36,10 @@ export const stripeInvoice = z
     currency: z.string(),
     amount_paid: z.number().int(),
     total: z.number().int(),
+    // The invoice's own period is the one before a renewal's; its lines carry the period it pays.
+    period_start: z.number().int().nullish(),
+    period_end: z.number().int().nullish(),
+    lines: z.object({ data: z.array(z.object({ period: z.object({ start: z.number().int(), end: z.number().int() }).nullish() })) }).optional(),
     parent: z.object({ type: z.string(), subscription_details: subscriptionDetails.nullish() }).nullish(),
     // Present when the event's API version includes the invoice's payments.
     payments: z.object({ data: z.array(z.object({ payment: z.object({ payment_intent: z.string().nullish() }) })) }).optional(),
@@ -44,13 +48,21 @@ export const stripeInvoice = z
     subscription_details: z.object({ metadata }).nullish(),
     payment_intent: z.string().nullish(),
   })
-  .transform(({ parent, payments, subscription, subscription_details, payment_intent, ...invoice }) => ({
+  .transform(({ parent, payments, subscription, subscription_details, payment_intent, lines, period_start, period_end, ...invoice }) => ({
     ...invoice,
+    /** The period the invoice pays (its lines'), in Unix seconds; the invoice's own when it lists no line. */
+    period: linesPeriod(lines?.data ?? []) ?? { start: period_start ?? null, end: period_end ?? null },
     /** The subscription the invoice bills and its metadata when the invoice was made; null for an invoice of no subscription. */
     subscription_details: parent?.subscription_details ?? (subscription ? { subscription, metadata: subscription_details?.metadata } : null),
     /** The PaymentIntents this event says paid the invoice. */
     payment_intents: [...(payments?.data ?? []).map((p) => p.payment.payment_intent), payment_intent].filter((id): id is string => typeof id === 'string'),
   }));
+
+function linesPeriod(lines: ReadonlyArray<{ period?: { start: number; end: number } | null }>): { start: number; end: number } | undefined {
+  const periods = lines.flatMap((line) => (line.period ? [line.period] : []));
+  if (periods.length === 0) return undefined;
+  return { start: Math.min(...periods.map((p) => p.start)), end: Math.max(...periods.map((p) => p.end)) };
+}
 
 export const stripeInvoicePayment = z.object({
   object: z.literal('invoice_payment'),

@@ -3,7 +3,7 @@
 // Stripe's subscription, and nothing else does (subscription-links.ts); customer.subscription.
 // created|updated|deleted carry the subscription itself; invoice.payment_failed means the status
 // is changing, so the subscription is fetched from Stripe.
-import { objectOf, type EventHandler } from '../../business-module.js';
+import { objectOf, type EventHandler, type Notifications } from '../../business-module.js';
 import { stripeInvoice, stripeSubscription, subscriptionCheckoutSession, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { linkCheckoutSession, lockLinkedSubscription } from './subscription-links.js';
 import { applyState, requestRefresh, stateOf } from './subscription-state.js';
@@ -11,12 +11,12 @@ import { withBillingTables } from './tables.js';
 
 const notOurs = (what: string) => ({ status: 'ignored' as const, reason: `${what} was not started by POST /api/subscriptions` });
 
-export const subscriptionChanged: EventHandler = async (transaction, event) => {
+export const subscriptionChanged = (notifications: Notifications): EventHandler => async (transaction, event) => {
   const tx = withBillingTables(transaction);
   const object = objectOf(stripeSubscription, event);
   const subscription = await lockLinkedSubscription(tx, object.id, object.metadata?.[SUBSCRIPTION_ID_KEY]);
   if (!subscription) return notOurs(`Stripe subscription ${object.id}`);
-  const change = await applyState(tx, subscription, stateOf(object), event.stripe_created_at, 'event');
+  const change = await applyState(tx, subscription, stateOf(object), event.stripe_created_at, { source: 'event', eventId: event.event_id, notifications });
   if (change === 'tie') await requestRefresh(tx, subscription, object.id);
   return { status: 'processed' };
 };

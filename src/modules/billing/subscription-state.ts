@@ -12,10 +12,11 @@
 // its way may be newer than what it read (the customer changed something just after): a tie too,
 // and the fetch is made again a second later. Stamps compare our clock (a fetch's) with Stripe's
 // (an event's): the host's clock must be kept in time (NTP), as for any webhook signature.
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
-import { addModuleJob, type ModuleContext } from '../../business-module.js';
+import { addModuleJob, type ModuleContext, type Notifications } from '../../business-module.js';
+import { notifyAccounts } from '../ledger/index.js';
 import { stripeSubscription, type StripeSubscription } from './stripe-objects.js';
 import { lockSubscription } from './subscriptions.js';
 import { withBillingTables, type BillingDatabase, type SubscriptionRow } from './tables.js';
@@ -48,17 +49,25 @@ export function stateOf(subscription: StripeSubscription): SubscriptionState {
 
 export type StateChange = 'applied' | 'older' | 'unchanged' | 'tie';
 
+/** Who applies a state: an event (which one) or a fetch; a change is told to the app as subscription.updated. */
+export interface StateSource {
+  readonly source: 'event' | 'fetch';
+  readonly eventId: string | null;
+  readonly notifications: Notifications;
+}
+
 /**
  * Applies `state`, true at `at` (whole seconds: an event's `created`, or when a fetch began), to the
  * locked subscription row. A different state of the same second ties, unless it is a fetch and the
- * one held was applied before the fetch began.
+ * one held was applied before the fetch began. A state that differs from the one held is told to
+ * the app, once per state and second.
  */
 export async function applyState(
-  tx: Kysely<BillingDatabase>,
+  tx: Transaction<BillingDatabase>,
   subscription: SubscriptionRow,
   state: SubscriptionState,
   at: Date,
-  source: 'event' | 'fetch',
+  { source, eventId, notifications }: StateSource,
 ): Promise<StateChange> {
   const held = subscription.stripe_state_at?.getTime();
   const when = Math.floor(at.getTime() / 1000) * 1000;
@@ -77,7 +86,26 @@ export async function applyState(
     .set({ ...columns, stripe_state_at: new Date(when), updated_at: sql`now()` })
     .where('subscription_id', '=', subscription.subscription_id)
     .execute();
-  return same ? 'unchanged' : 'applied';
+  if (same) return 'unchanged';
+  const told = {
+    subscription_id: subscription.subscription_id,
+    status: columns.status,
+    current_period_end: columns.current_period_end?.toISOString() ?? null,
+    cancel_at_period_end: columns.cancel_at_period_end,
+    pause_collection: state.pause && { behavior: state.pause.behavior, resumes_at: state.pause.resumesAt?.toISOString() ?? null },
+  };
+  await notifyAccounts(tx, notifications, [
+    {
+      type: 'subscription.updated',
+      // A state is true from a second on: the same state of the same second is one change.
+      key: `subscription.updated:${subscription.subscription_id}:${when / 1000}:${JSON.stringify(told)}`,
+      accountId: subscription.account_id,
+      creditsDelta: 0,
+      eventId,
+      data: told,
+    },
+  ]);
+  return 'applied';
 }
 
 function sameValue(held: string | boolean | Date | null, value: string | boolean | Date | null): boolean {
@@ -99,7 +127,7 @@ export async function requestRefresh(tx: Transaction<BillingDatabase>, subscript
 const refreshPayload = z.object({ subscriptionId: z.string(), stripeSubscriptionId: z.string() });
 
 /** graphile-worker task: fetches the subscription from Stripe and applies it as of when the fetch began. */
-export function refreshSubscriptionTask({ db, stripeCalls, logger }: ModuleContext<unknown>): Task {
+export function refreshSubscriptionTask({ db, stripeCalls, logger, notifications }: ModuleContext<unknown>): Task {
   const billing = withBillingTables(db);
   return async (payload) => {
     const job = refreshPayload.safeParse(payload);
@@ -113,7 +141,7 @@ export function refreshSubscriptionTask({ db, stripeCalls, logger }: ModuleConte
       // Only the linked Stripe subscription's state is ours: a job the previous release queued
       // from an event's metadata may name another one.
       if (subscription?.stripe_subscription_id !== stripeSubscriptionId) return undefined;
-      const applied = await applyState(tx, subscription, stateOf(fetched), began, 'fetch');
+      const applied = await applyState(tx, subscription, stateOf(fetched), began, { source: 'fetch', eventId: null, notifications });
       if (applied === 'tie') await requestRefresh(tx, subscription, stripeSubscriptionId, 1);
       return applied;
     });

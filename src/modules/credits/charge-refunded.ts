@@ -2,13 +2,14 @@
 // (so it legitimately repeats for one charge and is never collapsed). The order keeps the
 // largest amount Stripe has reported: repeated, reordered or stale events (a retry carrying an
 // old charge) can only confirm it, never lower it. Credits are taken back per REFUND_POLICY,
-// converging on one target per order, so a refund never revokes twice.
-import { objectOf, PermanentError, refundedCharge, RetryLaterError, type EventHandler } from '../../business-module.js';
-import { revocationTarget, type RefundPolicy } from '../ledger/index.js';
+// converging on one target per order, so a refund never revokes twice. Each growth of the amount
+// refunded is told to the app once, as order.refunded with what it took back (docs/notifications.md).
+import { objectOf, PermanentError, refundedCharge, RetryLaterError, type EventHandler, type Notifications } from '../../business-module.js';
+import { notifyAccounts, revocationTarget, type RefundPolicy } from '../ledger/index.js';
 import { revokeCredits } from './credit-revocations.js';
 import { withCreditTables } from './tables.js';
 
-export function chargeRefunded(policy: RefundPolicy): EventHandler {
+export function chargeRefunded(policy: RefundPolicy, notifications: Notifications): EventHandler {
   return async (transaction, event) => {
     const tx = withCreditTables(transaction);
     const charge = objectOf(refundedCharge, event);
@@ -29,7 +30,20 @@ export function chargeRefunded(policy: RefundPolicy): EventHandler {
         .where('order_id', '=', order.order_id)
         .execute();
     }
-    await revokeCredits(tx, order, revocationTarget(policy, order, refunded));
+    const revoked = await revokeCredits(tx, order, revocationTarget(policy, order, refunded));
+    if (refunded > order.refunded_amount) {
+      await notifyAccounts(transaction, notifications, [
+        {
+          type: 'order.refunded',
+          // The amount refunded only grows: one notification per amount the order reached.
+          key: `order.refunded:${order.order_id}:${refunded}`,
+          accountId: order.account_id,
+          creditsDelta: -revoked,
+          eventId: event.event_id,
+          data: { order_id: order.order_id, refund_id: charge.refunds?.data[0]?.id ?? null, credits_revoked: revoked, amount_refunded: refunded },
+        },
+      ]);
+    }
     return { status: 'processed' };
   };
 }

@@ -3,10 +3,12 @@
 // business key, so two Event objects for one payment (Stripe documents that this happens), a
 // replay, or a resend after the event row was pruned all grant once. A session pays only the
 // order that stored its id (metadata.order_id must agree with it, or be absent). A batch handler:
-// the payments of all such events in a job are recorded by one statement (order-payment.ts).
+// the payments of all such events in a job are recorded by one statement (order-payment.ts), and
+// each grant is told to the app as order.paid in the same transaction (docs/notifications.md).
 import { z } from 'zod';
-import { objectOrError, PermanentError, quoted, RetryLaterError, type BatchHandler, type FinishOutcome, type StripeEventRow } from '../../business-module.js';
-import { recordOrderPayments, type OrderPayment, type PaymentResult } from './order-payment.js';
+import { objectOrError, PermanentError, quoted, RetryLaterError, type BatchHandler, type FinishOutcome, type Notifications, type StripeEventRow } from '../../business-module.js';
+import { notifyAccounts } from '../ledger/index.js';
+import { recordOrderPayments, type OrderGrant, type OrderPayment, type PaymentResult } from './order-payment.js';
 import { withCreditTables } from './tables.js';
 
 // Only the fields fulfilment depends on; the rest of Stripe's object is kept in the payload.
@@ -77,13 +79,15 @@ function outcomeOf(event: StripeEventRow, session: CheckoutSession, payment: Ord
   }
 }
 
-export const checkoutSessionPaid: BatchHandler = async (tx, events) => {
+export const checkoutSessionPaid = (notifications: Notifications): BatchHandler => async (tx, events) => {
   const asks = events.map(paymentOf);
   // An event that can never succeed fails the batch (the dispatcher stops at the first error and
   // the transaction is rolled back), so no statement runs; the others are placeholders.
   if (asks.some((ask) => ask instanceof Error)) return asks.map((ask) => (ask instanceof Error ? ask : { status: 'processed' }));
   const payments = asks.flatMap((ask) => (ask instanceof Error || !ask.payment ? [] : [ask.payment]));
-  const results = new Map((await recordOrderPayments(withCreditTables(tx), payments)).map((result, i) => [payments[i]!.eventId, result]));
+  const recorded = await recordOrderPayments(withCreditTables(tx), payments);
+  await notifyAccounts(tx, notifications, recorded.flatMap((result, i) => (result.outcome === 'granted' ? [orderPaid(result.grant, payments[i]!)] : [])));
+  const results = new Map(recorded.map((result, i) => [payments[i]!.eventId, result]));
   return asks.map((ask, i) => {
     if (ask instanceof Error) return ask;
     if (ask.notOurs) return { status: 'ignored' };
@@ -91,3 +95,23 @@ export const checkoutSessionPaid: BatchHandler = async (tx, events) => {
     return ask.payment && result ? outcomeOf(events[i]!, ask.session, ask.payment, result) : { status: 'processed' };
   });
 };
+
+/** The order.paid notification of a grant: once per order, as the grant is. */
+function orderPaid(grant: OrderGrant, payment: OrderPayment) {
+  return {
+    type: 'order.paid',
+    key: `order.paid:${grant.orderId}`,
+    accountId: grant.accountId,
+    creditsDelta: grant.credits,
+    eventId: payment.eventId,
+    data: {
+      order_id: grant.orderId,
+      package_id: grant.packageId,
+      credits: grant.credits,
+      amount: grant.amount,
+      currency: grant.currency,
+      stripe_event_id: payment.eventId,
+      checkout_session_id: payment.checkoutSessionId,
+    },
+  };
+}

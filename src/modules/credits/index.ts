@@ -21,15 +21,15 @@ export const creditsModule = defineModule({
   // Empty so far: its tables were created by the core's sql/0001 and sql/0003, before modules had migrations.
   migrations: new URL('../../../sql/credits/', import.meta.url),
   tables: ['packages', 'orders', 'credit_grants', 'credit_revocations'] satisfies Array<keyof CreditTables>,
-  handlers: (settings) => ({
-    'checkout.session.completed': { batch: checkoutSessionPaid },
-    'checkout.session.async_payment_succeeded': { batch: checkoutSessionPaid },
+  handlers: (settings, { notifications }) => ({
+    'checkout.session.completed': { batch: checkoutSessionPaid(notifications) },
+    'checkout.session.async_payment_succeeded': { batch: checkoutSessionPaid(notifications) },
     // The same payment as the session's, told again: a second cashier would grant twice.
     'payment_intent.succeeded': recordOnly,
     'charge.succeeded': recordOnly,
     'checkout.session.async_payment_failed': recordOnly,
     'checkout.session.expired': recordOnly,
-    'charge.refunded': chargeRefunded(settings.refundPolicy),
+    'charge.refunded': chargeRefunded(settings.refundPolicy, notifications),
   }),
   apiRoutes: creditsApiRoutes,
   adminRoutes: creditsAdminRoutes,

@@ -18,6 +18,16 @@ export interface OrderPayment {
   paymentIntentId: string | null;
 }
 
+/** What a payment granted, for the order.paid notification. */
+export interface OrderGrant {
+  orderId: string;
+  accountId: string;
+  packageId: string;
+  credits: number;
+  amount: number;
+  currency: string;
+}
+
 export type PaymentResult =
   /** No order stored the session, and its metadata names none. */
   | { outcome: 'no_order' }
@@ -30,7 +40,7 @@ export type PaymentResult =
   /** The order its metadata names has stored no session yet (POST /api/checkout died before it could). */
   | { outcome: 'session_not_stored' }
   | { outcome: 'price_mismatch'; orderId: string; amount: number; currency: string }
-  | { outcome: 'granted' }
+  | { outcome: 'granted'; grant: OrderGrant }
   | { outcome: 'already_granted'; byEventId: string };
 
 /**
@@ -55,6 +65,9 @@ export async function recordOrderPayments(tx: Transaction<CreditsDatabase>, paym
     named_order: string | null;
     named_session: string | null;
     granted_to: string | null;
+    account_id: string | null;
+    package_id: string | null;
+    credits: number | null;
   }>`
     with incoming as (
       -- Named, not *: a statement with a star is never prepared (src/db/prepared-statements.ts),
@@ -63,7 +76,7 @@ export async function recordOrderPayments(tx: Transaction<CreditsDatabase>, paym
       from jsonb_to_recordset(${incoming}::jsonb) as p(
         i int, "orderId" text, "eventId" text, amount int, currency text, "checkoutSessionId" text, "paymentIntentId" text)
     ), locked_orders as materialized (
-      select order_id, account_id, credits, amount, currency, checkout_session_id from orders
+      select order_id, account_id, package_id, credits, amount, currency, checkout_session_id from orders
       -- A union of two index lookups: an OR of the two would scan every order, in every batch.
       where order_id in (
         select o.order_id from orders o join incoming p on o.checkout_session_id = p."checkoutSessionId"
@@ -92,6 +105,7 @@ export async function recordOrderPayments(tx: Transaction<CreditsDatabase>, paym
       ${grantsAdded(sql`select account_id, credits from grant_rows`)}
     )
     select linked.order_id as linked_order, linked.amount, linked.currency,
+           linked.account_id, linked.package_id, linked.credits,
            named.order_id as named_order, named.checkout_session_id as named_session, g.event_id as granted_to
     from incoming p
     left join locked_orders linked on linked.checkout_session_id = p."checkoutSessionId"
@@ -111,7 +125,9 @@ export async function recordOrderPayments(tx: Transaction<CreditsDatabase>, paym
     if (row.amount !== payment.amount || row.currency !== payment.currency) {
       return { outcome: 'price_mismatch', orderId, amount: row.amount, currency: row.currency };
     }
-    if (row.granted_to === payment.eventId) return { outcome: 'granted' };
+    if (row.granted_to === payment.eventId) {
+      return { outcome: 'granted', grant: { orderId, accountId: row.account_id!, packageId: row.package_id!, credits: row.credits!, amount: row.amount, currency: row.currency } };
+    }
     if (row.granted_to !== null) return { outcome: 'already_granted', byEventId: row.granted_to };
     return undefined;
   });

@@ -2,14 +2,15 @@
 // that sells credits grants into and takes back from, and which the selling application reads
 // (GET /api/accounts/:id/quota) and uses (POST /api/accounts/:id/runs). It handles no event: the
 // modules that sell (credits, billing) record what they granted for what, and move the balance in
-// the same transaction through the functions below.
+// the same transaction through the functions below, and tell the app of it (notifyAccounts: the
+// account's balance and sequence in every outcome notification).
 import { defineModule } from '../../business-module.js';
 import { ledgerApiRoutes } from './routes.js';
 import type { LedgerTables } from './tables.js';
 
 export const ledgerModule = defineModule({
   name: 'ledger',
-  // Empty so far: account_credits was created by the core's sql/0001, before modules had migrations.
+  // account_credits was created by the core's sql/0001, before modules had migrations; its changes are here.
   migrations: new URL('../../../sql/ledger/', import.meta.url),
   tables: ['account_credits'] satisfies Array<keyof LedgerTables>,
   apiRoutes: ledgerApiRoutes,
@@ -18,4 +19,5 @@ export const ledgerModule = defineModule({
 // What the modules that sell credits use.
 export { addGrants, consumeCredit, getQuota, grantsAdded, takeBackCredits, type Quota } from './account-credits.js';
 export { accountId } from './account-id.js';
+export { notifyAccounts, type AccountNotification } from './account-notifications.js';
 export { refundPolicySettings, revocationTarget, type RefundPolicy } from './refund-policy.js';

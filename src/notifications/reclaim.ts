@@ -1,0 +1,51 @@
+// The sweep's discipline for deliveries: an attempt whose worker died (kill -9, OOM, a container
+// replaced mid-POST) leaves its lease to run out and its job locked, which graphile-worker would
+// keep for 4 hours. Every SWEEP_CRON tick this re-queues each such delivery at once; the attempt
+// that was cut short counts as one. SKIP LOCKED: any number of runs may overlap.
+import type { Task } from 'graphile-worker';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import type { Logger } from '../logger.js';
+import { addDeliveryJob, deleteSpentDeliveryJobs } from './delivery-jobs.js';
+
+const RECLAIM_TASK = 'reclaim_notification_deliveries';
+const RECLAIM_BATCH_ROWS = 100;
+
+export const reclaimTask = {
+  identifier: RECLAIM_TASK,
+  crontab: ({ sweepCron }: { sweepCron: string }) => `${sweepCron} ${RECLAIM_TASK} ?max=1`,
+  task:
+    ({ db, logger }: { db: Kysely<Database>; logger: Logger }): Task =>
+    async () => {
+      const reclaimed = await reclaimDeliveries(db);
+      const deletedJobs = await deleteSpentDeliveryJobs(db);
+      if (reclaimed > 0) logger.warn({ reclaimed, deletedJobs }, 'notification deliveries whose worker died were queued again');
+    },
+};
+
+/** Re-queues every delivery whose attempt's lease ran out, in batches. Returns how many. */
+export async function reclaimDeliveries(db: Kysely<Database>): Promise<number> {
+  let reclaimed = 0;
+  for (;;) {
+    const { rows } = await sql<{ delivery_id: string }>`
+      with lapsed as (
+        select delivery_id from notification_deliveries
+        where leased_until < now() and status = 'pending'
+        order by leased_until
+        limit ${RECLAIM_BATCH_ROWS}
+        for update skip locked
+      ), freed as (
+        update notification_deliveries d set leased_until = null, next_attempt_at = now()
+        from lapsed where d.delivery_id = lapsed.delivery_id
+        returning d.delivery_id
+      ), interrupted as (
+        insert into notification_attempts (delivery_id, started_at, duration_ms, status_code, error)
+        select d.delivery_id, d.last_attempt_at, (extract(epoch from now() - d.last_attempt_at) * 1000)::int, null,
+               'interrupted: the worker stopped during the attempt, which was retried'
+        from notification_deliveries d join freed using (delivery_id)
+      )
+      select delivery_id, ${addDeliveryJob(sql`delivery_id`)} from freed`.execute(db);
+    reclaimed += rows.length;
+    if (rows.length < RECLAIM_BATCH_ROWS) return reclaimed;
+  }
+}
