@@ -3,9 +3,11 @@
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { BusinessModule, RouteContext } from '../module-interface.js';
+import { DELIVERY_STATUSES } from '../db/schema.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
 import { eventDetail, eventTimeline, findPayloadText, listFailedEvents, listStuckEvents, searchEvents } from '../events/read-model.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { listNotifications, notificationSummary, replayNotifications } from '../notifications/notification-store.js';
 import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
 import { adminGuard } from './admin-dashboard.js';
 import { proveConnection } from './connection-keep-alive.js';
@@ -14,6 +16,15 @@ import { badRequest, checkIdParam, lookupId } from './validation.js';
 const eventList = z.strictObject({ status: z.enum(['failed', 'stuck']), limit: z.coerce.number().int().min(1).max(500).default(50) });
 const timelineQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(48).default(3) });
 const searchQuery = z.strictObject({ q: z.string().trim().pipe(lookupId) });
+const notificationList = z.strictObject({
+  status: z.enum(DELIVERY_STATUSES).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+});
+const notificationId = z.string().regex(/^msg_[\w-]{1,64}$/, 'must be a notification id (msg_…), as webhook-id carries it');
+const notificationReplay = z.union([
+  z.strictObject({ ids: z.array(notificationId).min(1).max(500) }),
+  z.strictObject({ failed: z.literal(true) }),
+], { error: 'send {"ids": ["msg_…", …]} or {"failed": true}' });
 
 /**
  * `members` as a JSON object with one more member, `name`, whose value is `json`, JSON text put in
@@ -40,13 +51,14 @@ export function adminRoutes(modules: readonly BusinessModule[], context: RouteCo
   router.param('id', checkIdParam);
 
   router.get('/admin/api/status', async (_req, res) => {
-    res.json(await metrics.inboxStatus());
+    const [inbox, endpoints] = await Promise.all([metrics.inboxStatus(), notificationSummary(db)]);
+    res.json({ ...inbox, notifications: { enabled: context.notifications.enabled, endpoints } });
   });
 
   router.get('/admin/api/events/:id', async (req, res) => {
     const event = await findEvent(db, req.params.id);
     if (!event) return void res.status(404).json({ error: 'event not found' });
-    const { payloadText, ...detail } = await eventDetail(db, event, modules);
+    const [{ payloadText, ...detail }, notifications] = await Promise.all([eventDetail(db, event, modules), listNotifications(db, { eventId: event.event_id })]);
     const members = {
       event_id: event.event_id,
       type: event.type,
@@ -59,6 +71,7 @@ export function adminRoutes(modules: readonly BusinessModule[], context: RouteCo
       received_at: event.received_at,
       finished_at: event.finished_at,
       ...detail,
+      notifications,
     };
     res.type('json').send(withJsonMember(members, 'payload', payloadText));
   });
@@ -94,6 +107,20 @@ export function adminRoutes(modules: readonly BusinessModule[], context: RouteCo
     const query = searchQuery.safeParse(req.query);
     if (!query.success) return badRequest(res, query.error);
     res.json(await searchEvents(db, query.data.q, modules));
+  });
+
+  // Outcome notifications to the app (docs/notifications.md): newest first, each delivery with its last attempts.
+  router.get('/admin/api/notifications', async (req, res) => {
+    const query = notificationList.safeParse(req.query);
+    if (!query.success) return badRequest(res, query.error);
+    res.json(await listNotifications(db, query.data));
+  });
+
+  // Same webhook-id, same body, a fresh count of attempts.
+  router.post('/admin/api/notifications/replay', async (req, res) => {
+    const body = notificationReplay.safeParse(req.body);
+    if (!body.success) return badRequest(res, body.error);
+    res.status(202).json(await replayNotifications(db, body.data));
   });
 
   router.post('/admin/api/sweep', async (_req, res) => {

@@ -1,0 +1,107 @@
+// A real HTTP receiver of the service's outcome notifications, for the tests: every request is
+// verified with the `standardwebhooks` package (the specification's reference implementation, not
+// our code), and kept with its headers and raw body. What it answers is the test's to set: 204 by
+// default, or any status, a hang, a large body, per request.
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+
+/** A test signing secret: whsec_ and the base64 of 32 bytes. */
+export const APP_WEBHOOK_SECRET = `whsec_${Buffer.alloc(32, 'notification-secret').toString('base64')}`;
+
+export interface ReceivedNotification {
+  /** webhook-id */
+  id: string;
+  /** webhook-timestamp, Unix seconds. */
+  timestamp: number;
+  signature: string;
+  /** The raw body, as it arrived. */
+  body: string;
+  type: string;
+  data: Record<string, unknown>;
+  /** Whether standardwebhooks verified it with the receiver's secret. */
+  verified: boolean;
+  /** What the receiver answered. */
+  answered: number | 'hung';
+}
+
+/** What to answer one request: a status (and body), or never. */
+export type Answer = { status: number; body?: string } | 'hang';
+
+export interface NotificationReceiver {
+  readonly url: string;
+  /** Every request, in arrival order. */
+  readonly received: ReceivedNotification[];
+  /** Decides each answer from the request and how many came before it; 204 when unset. */
+  answer: (request: ReceivedNotification, index: number) => Answer;
+  /** The verified notifications, one per webhook-id (the first of each), as a deduplicating app keeps them. */
+  unique(): ReceivedNotification[];
+  /** Ends every hanging request (the connection is destroyed) and stops. */
+  close(): Promise<void>;
+}
+
+export async function startNotificationReceiver(options: { secret?: string; path?: string } = {}): Promise<NotificationReceiver> {
+  const verifier = new Webhook(options.secret ?? APP_WEBHOOK_SECRET);
+  const path = options.path ?? '/notifications';
+  const hanging = new Set<ServerResponse>();
+  const received: ReceivedNotification[] = [];
+  const receiver: NotificationReceiver = {
+    url: '',
+    received,
+    answer: () => ({ status: 204 }),
+    unique() {
+      const seen = new Map<string, ReceivedNotification>();
+      for (const r of received) if (r.verified && !seen.has(r.id)) seen.set(r.id, r);
+      return [...seen.values()];
+    },
+    async close() {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    const header = (name: string) => String(req.headers[name] ?? '');
+    const headers = { 'webhook-id': header('webhook-id'), 'webhook-timestamp': header('webhook-timestamp'), 'webhook-signature': header('webhook-signature') };
+    let verified = false;
+    try {
+      verifier.verify(body, headers);
+      verified = req.url === path && req.method === 'POST' && header('content-type') === 'application/json';
+    } catch {
+      verified = false;
+    }
+    const parsed = verified ? (JSON.parse(body) as { type: string; data: Record<string, unknown> }) : { type: '', data: {} };
+    const request: ReceivedNotification = {
+      id: headers['webhook-id'],
+      timestamp: Number(headers['webhook-timestamp']),
+      signature: headers['webhook-signature'],
+      body,
+      type: parsed.type,
+      data: parsed.data,
+      verified,
+      answered: 'hung',
+    };
+    const answer = verified ? receiver.answer(request, received.length) : { status: 400, body: 'verification failed' };
+    received.push(request);
+    if (answer === 'hang') {
+      hanging.add(res);
+      res.on('close', () => hanging.delete(res));
+      return;
+    }
+    request.answered = answer.status;
+    res.writeHead(answer.status, { 'content-type': 'text/plain' }).end(answer.body ?? '');
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return Object.assign(receiver, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}` });
+}
+
+/** The service's environment for notifications to `receiver`. */
+export function notifyingTo(receiver: { url: string }, env: Record<string, string> = {}): Record<string, string> {
+  return { APP_WEBHOOK_URL: receiver.url, APP_WEBHOOK_SECRET, ...env };
+}
