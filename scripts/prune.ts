@@ -22,7 +22,7 @@ the order's refunds).`,
     const result = await pruneEvents(db, { retentionDays: days });
     return {
       json: result,
-      text: `deleted ${result.deleted} finished event(s) older than ${result.finished_before}, in ${result.batches} batch(es); ${result.deleted_jobs} spent job(s); ${result.deleted_keys} Idempotency-Key(s)`,
+      text: `deleted ${result.deleted} finished event(s) older than ${result.finished_before}, in ${result.batches} batch(es); ${result.deleted_jobs} spent job(s); ${result.deleted_keys} Idempotency-Key(s); ${result.deleted_notifications} delivered notification(s)`,
     };
   },
 });

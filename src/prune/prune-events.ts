@@ -1,6 +1,7 @@
-// Retention: deletes finished events older than EVENT_RETENTION_DAYS, in batches, and the API's
-// Idempotency-Keys registered before then that no module counts. Used by the daily
-// `prune_events` cron task and `npm run prune`.
+// Retention: deletes finished events older than EVENT_RETENTION_DAYS, in batches, the API's
+// Idempotency-Keys registered before then that no module counts, and the outcome notifications
+// written before then that every endpoint took. Used by the daily `prune_events` cron task and
+// `npm run prune`.
 //
 // Never fewer than 31 days: Stripe resends events for up to 30 days (the Dashboard for 15, the
 // CLI for 30) and keeps them listable for 30, so a younger row may still be asked about. Even past
@@ -11,6 +12,7 @@ import type { Task } from 'graphile-worker';
 import { sql, type Kysely } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database } from '../db/schema.js';
+import { pruneDeliveredNotifications } from '../notifications/retention.js';
 import { deleteSpentJobs } from '../worker/job-queue.js';
 import type { Logger } from '../logger.js';
 
@@ -61,6 +63,8 @@ export interface PruneResult {
    * retry with one of those keys is a new request (src/http/idempotent-request.ts).
    */
   deleted_keys: number;
+  /** Outcome notifications delivered to every endpoint, written before the same cutoff. */
+  deleted_notifications: number;
   finished_before: string;
 }
 
@@ -73,9 +77,12 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
   const { deleted, batches } = await inBatches(batchSize, (limit) => pruneFinishedEvents(db, { finishedBefore, limit }));
   const deleted_jobs = await deleteSpentJobs(db);
   const { deleted: deleted_keys } = await inBatches(batchSize, (limit) => pruneIdempotencyKeys(db, { createdBefore: finishedBefore, limit }));
-  await recordMaintenanceRun(db, 'prune', { deleted, batches, deleted_jobs, deleted_keys });
-  if (deleted > 0 || deleted_keys > 0) options.logger?.info({ deleted, batches, deletedKeys: deleted_keys, finishedBefore }, 'pruned finished events');
-  return { deleted, batches, deleted_jobs, deleted_keys, finished_before: finishedBefore.toISOString() };
+  const { deleted: deleted_notifications } = await inBatches(batchSize, (limit) => pruneDeliveredNotifications(db, { createdBefore: finishedBefore, limit }));
+  await recordMaintenanceRun(db, 'prune', { deleted, batches, deleted_jobs, deleted_keys, deleted_notifications });
+  if (deleted > 0 || deleted_keys > 0 || deleted_notifications > 0) {
+    options.logger?.info({ deleted, batches, deletedKeys: deleted_keys, deletedNotifications: deleted_notifications, finishedBefore }, 'pruned finished events');
+  }
+  return { deleted, batches, deleted_jobs, deleted_keys, deleted_notifications, finished_before: finishedBefore.toISOString() };
 }
 
 /** Runs `deleteBatch` (rows deleted, at most `limit`) until a batch comes back short. */

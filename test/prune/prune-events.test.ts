@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { beforeEach, test } from 'node:test';
 import { sql } from 'kysely';
 import { claimEvents } from '../../src/events/event-store.js';
+import { createOutbox } from '../../src/notifications/outbox.js';
 import { pruneEvents } from '../../src/prune/prune-events.js';
 import { databaseForFile } from '../support/database.js';
 import { finishedEvent, givenOrder, grantsOf, incomingEvent, paidEvent, paidOrder, quotaOf } from '../support/factories.js';
@@ -41,7 +42,7 @@ test('finished events past the window go; young ones, processing and failed ones
   assert.equal(result.deleted, 9);
   assert.deepEqual(await remaining(), { processed: 2, failed: 3, processing: 3 });
   const { rows } = await sql<{ last_result: unknown }>`select last_result from maintenance_runs where name = 'prune'`.execute(database.db);
-  assert.deepEqual(rows[0]?.last_result, { deleted: 9, batches: 1, deleted_jobs: 0, deleted_keys: 0 });
+  assert.deepEqual(rows[0]?.last_result, { deleted: 9, batches: 1, deleted_jobs: 0, deleted_keys: 0, deleted_notifications: 0 });
 });
 
 test('fulfilment jobs out of attempts go once no worker holds them; the others stay', async () => {
@@ -125,4 +126,29 @@ test("Idempotency-Keys past the window go, except a refund's: the next refund st
   } finally {
     await service.close();
   }
+});
+
+test('delivered notifications past the window go; pending and failed ones stay however old, and young ones stay', async () => {
+  // Written by the real outbox; their deliveries then moved as the worker's attempts would move them.
+  const outbox = createOutbox({ appWebhookUrls: ['http://127.0.0.1:9/a', 'http://127.0.0.1:9/b'] });
+  const keys = ['delivered_old', 'half_delivered_old', 'failed_old', 'pending_old', 'delivered_young'];
+  await database.db.transaction().execute((tx) =>
+    outbox.add(tx, keys.map((key) => ({ type: 'order.paid', key: `prune:${key}`, accountId: 'acct_prune', sequence: 1, eventId: null, data: {} }))),
+  );
+  const moved = (key: string, status: string, endpoints = sql`true`) => sql`
+    update notification_deliveries d set status = ${status}, last_error = case when ${status} = 'failed' then 'HTTP 500' end,
+      delivered_at = case when ${status} = 'delivered' then now() end
+    from notifications n where n.notification_id = d.notification_id and n.business_key = ${`prune:${key}`} and ${endpoints}`.execute(database.db);
+  await moved('delivered_old', 'delivered');
+  await moved('half_delivered_old', 'delivered', sql`d.endpoint like '%/a'`);
+  await moved('failed_old', 'failed');
+  await moved('delivered_young', 'delivered');
+  await sql`update notifications set created_at = now() - interval '40 days' where business_key like 'prune:%_old'`.execute(database.db);
+
+  const result = await pruneEvents(database.db, { retentionDays: 31 });
+  assert.equal(result.deleted_notifications, 1);
+  const { rows } = await sql<{ business_key: string }>`select business_key from notifications where business_key like 'prune:%' order by business_key`.execute(database.db);
+  assert.deepEqual(rows.map((r) => r.business_key), ['prune:delivered_young', 'prune:failed_old', 'prune:half_delivered_old', 'prune:pending_old']);
+  const orphans = await sql<{ n: number }>`select count(*)::int as n from notification_deliveries d where not exists (select 1 from notifications n where n.notification_id = d.notification_id)`.execute(database.db);
+  assert.equal(orphans.rows[0]!.n, 0, 'the deliveries went with their notification');
 });

@@ -5,7 +5,10 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { after, before } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { createTestDatabase, type TestDatabase } from './database.js';
+import { startTestService, type TestService } from './service.js';
 
 /** A test signing secret: whsec_ and the base64 of 32 bytes. */
 export const APP_WEBHOOK_SECRET = `whsec_${Buffer.alloc(32, 'notification-secret').toString('base64')}`;
@@ -68,7 +71,7 @@ export async function startNotificationReceiver(options: { secret?: string; path
     const body = Buffer.concat(chunks).toString('utf8');
     const header = (name: string) => String(req.headers[name] ?? '');
     const headers = { 'webhook-id': header('webhook-id'), 'webhook-timestamp': header('webhook-timestamp'), 'webhook-signature': header('webhook-signature') };
-    let verified = false;
+    let verified: boolean;
     try {
       verifier.verify(body, headers);
       verified = req.url === path && req.method === 'POST' && header('content-type') === 'application/json';
@@ -104,4 +107,34 @@ export async function startNotificationReceiver(options: { secret?: string; path
 /** The service's environment for notifications to `receiver`. */
 export function notifyingTo(receiver: { url: string }, env: Record<string, string> = {}): Record<string, string> {
   return { APP_WEBHOOK_URL: receiver.url, APP_WEBHOOK_SECRET, ...env };
+}
+
+export interface NotifyingFile {
+  readonly database: TestDatabase;
+  readonly receiver: NotificationReceiver;
+  readonly service: TestService;
+}
+
+/** A fresh database, a receiver, and the service notifying it, for one test file (or describe block). */
+export function notifyingServiceForFile(env: Record<string, string> = {}): NotifyingFile {
+  const file = {} as { database: TestDatabase; receiver: NotificationReceiver; service: TestService };
+  before(async () => {
+    file.database = await createTestDatabase();
+    file.receiver = await startNotificationReceiver();
+    file.service = await startTestService(file.database, { env: notifyingTo(file.receiver, env) });
+  });
+  after(async () => {
+    await file.service?.close();
+    await file.receiver?.close();
+    await file.database?.close();
+  });
+  return file;
+}
+
+/** The verified notifications (one per webhook-id) that `match` picks, once there are `count`. */
+export function receivedWhere(receiver: NotificationReceiver, match: (n: ReceivedNotification) => boolean, count = 1): () => Promise<ReceivedNotification[] | undefined> {
+  return () => {
+    const found = receiver.unique().filter(match);
+    return Promise.resolve(found.length >= count ? found : undefined);
+  };
 }
