@@ -77,6 +77,7 @@ function printDevelopmentHelp(config: Config, logger: Logger): void {
   1. create an order:       curl -s -X POST ${base}/api/checkout ${auth} -H 'Content-Type: application/json' -d '{"package_id":"starter","account_id":"acct_demo"}'
   2. pay it (signed event): npm run send-event -- checkout.session.completed --order <order_id from step 1>
   3. see the credits:       curl -s ${base}/api/accounts/acct_demo/quota ${auth}
+  4. your app is told:      this log shows "notification order.paid received" (APP_WEBHOOK_URL: ${config.appWebhookUrls.join(', ') || 'unset, so none'})
 
 `);
 }

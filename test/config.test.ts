@@ -3,13 +3,14 @@
 // secrets, and the result's fields carry units. Outside production every secret is
 // passed in, so loadConfig never generates ./.data/dev-secrets.json from a test.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
 import { ConfigError, defineSettings, envVariables, loadConfig, type SettingsTable } from '../src/config.js';
 import { loadDevSecrets } from '../src/dev/dev-secrets.js';
+import { nominalRetryDelayMs, retryDelayMs } from '../src/notifications/backoff.js';
 import { loadServiceConfig, SERVICE_ENV_VARIABLES } from '../src/modules/index.js';
 
 const SECRETS = {
@@ -87,12 +88,34 @@ describe('invalid values', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'stripe-inbox-config-'));
     try {
       const dev = loadDevSecrets(dataDir);
-      const config = loadServiceConfig({ ...PRODUCTION, STRIPE_WEBHOOK_SECRET: dev.webhookSecret, API_TOKEN: dev.apiToken, ADMIN_TOKEN: dev.adminToken });
+      const config = loadServiceConfig({
+        ...PRODUCTION,
+        STRIPE_WEBHOOK_SECRET: dev.webhookSecret,
+        API_TOKEN: dev.apiToken,
+        ADMIN_TOKEN: dev.adminToken,
+        APP_WEBHOOK_URL: 'https://app.example.test/hooks',
+        APP_WEBHOOK_SECRET: dev.appWebhookSecret,
+      });
       assert.equal(config.adminToken, dev.adminToken);
+      assert.deepEqual(config.appWebhookSecrets, [dev.appWebhookSecret]);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+});
+
+test('development secrets written before notifications are kept, and a signing secret is added', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'stripe-inbox-config-'));
+  try {
+    const before = { webhookSecret: `whsec_dev_${'a'.repeat(48)}`, apiToken: 'dev_api_0123456789abcdef', adminToken: 'dev_admin_0123456789abcdef' };
+    writeFileSync(join(dataDir, 'dev-secrets.json'), JSON.stringify(before));
+    const dev = loadDevSecrets(dataDir);
+    assert.deepEqual([dev.webhookSecret, dev.apiToken, dev.adminToken], [before.webhookSecret, before.apiToken, before.adminToken]);
+    assert.match(dev.appWebhookSecret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    assert.equal((JSON.parse(readFileSync(join(dataDir, 'dev-secrets.json'), 'utf8')) as { appWebhookSecret: string }).appWebhookSecret, dev.appWebhookSecret, 'kept for the next start');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 });
 
 describe('production', () => {
@@ -214,6 +237,59 @@ describe('valid values', () => {
 
   test('each variable is read by one setting', () => {
     assert.equal(new Set(SERVICE_ENV_VARIABLES).size, SERVICE_ENV_VARIABLES.length, SERVICE_ENV_VARIABLES.join(' '));
+  });
+});
+
+describe('outcome notifications (APP_WEBHOOK_*)', () => {
+  const secretOf = (bytes: number) => `whsec_${Buffer.alloc(bytes, 7).toString('base64')}`;
+  const NOTIFYING = { APP_WEBHOOK_URL: 'https://app.example.test/hooks', APP_WEBHOOK_SECRET: secretOf(32) };
+
+  test('unset: no endpoint, so nothing is written; the defaults are 10 s, 23 attempts and 4 at once', () => {
+    const config = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS });
+    assert.deepEqual([config.appWebhookUrls, config.appWebhookSecrets], [[], []]);
+    assert.deepEqual([config.appWebhookTimeoutMs, config.appWebhookMaxAttempts, config.appWebhookConcurrency], [10_000, 23, 4]);
+  });
+
+  test('several URLs and, during a rotation, several secrets are each read, trimmed', () => {
+    const config = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, APP_WEBHOOK_URL: 'https://a.example.test/x, https://b.example.test/y', APP_WEBHOOK_SECRET: `${secretOf(24)}, ${secretOf(64)}` });
+    assert.deepEqual(config.appWebhookUrls, ['https://a.example.test/x', 'https://b.example.test/y']);
+    assert.deepEqual(config.appWebhookSecrets, [secretOf(24), secretOf(64)]);
+  });
+
+  test('a URL that is not one, or is listed twice, is refused', () => {
+    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'app.example.test/hooks' }).join('\n'), /^APP_WEBHOOK_URL each URL must be an http\(s\) URL .*example: APP_WEBHOOK_URL=https:/m);
+    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'ftp://app.example.test/hooks' }).join('\n'), /APP_WEBHOOK_URL each URL must be an http\(s\) URL/);
+    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'https://a.test/x,https://a.test/x' }).join('\n'), /APP_WEBHOOK_URL lists a URL twice/);
+  });
+
+  test('a secret must be whsec_ and the base64 of 24 to 64 bytes', () => {
+    for (const secret of ['whsec_', secretOf(23), secretOf(65), `whsec_${'!'.repeat(44)}`, secretOf(32).replace('whsec_', ''), `${secretOf(32)}=`]) {
+      assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_SECRET: secret }).join('\n'), /^APP_WEBHOOK_SECRET each secret must be whsec_ followed by the base64 of 24 to 64 random bytes/m, secret);
+    }
+    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_SECRET: `${secretOf(32)},whsec_short` }).join('\n'), /APP_WEBHOOK_SECRET each secret/, 'every secret of a rotation');
+  });
+
+  test('production needs the secret with the URL, and https except to this host', () => {
+    assert.match(problemsOf({ ...PRODUCTION, APP_WEBHOOK_URL: NOTIFYING.APP_WEBHOOK_URL }).join('\n'), /APP_WEBHOOK_SECRET is required when APP_WEBHOOK_URL is set/);
+    assert.match(problemsOf({ ...PRODUCTION, ...NOTIFYING, APP_WEBHOOK_URL: 'http://app.example.test/hooks' }).join('\n'), /APP_WEBHOOK_URL http:\/\/app\.example\.test must be https:\/\/ when NODE_ENV=production/);
+    for (const url of ['http://localhost:8080/hooks', 'http://127.0.0.1:8080/hooks', 'http://[::1]:8080/hooks', 'https://app.example.test/hooks']) {
+      assert.deepEqual(loadServiceConfig({ ...PRODUCTION, ...NOTIFYING, APP_WEBHOOK_URL: url }).appWebhookUrls, [url]);
+    }
+    assert.deepEqual(loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'http://app.example.test/hooks' }).appWebhookUrls, ['http://app.example.test/hooks'], 'outside production, http is allowed');
+  });
+
+  test('the default attempts span about three days, each wait jittered by at most a fifth', () => {
+    const config = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS });
+    let nominal = 0;
+    for (let attempt = 1; attempt < config.appWebhookMaxAttempts; attempt++) {
+      nominal += nominalRetryDelayMs(attempt);
+      for (const random of [0, 0.5, 0.999]) {
+        const jittered = retryDelayMs(attempt, random);
+        assert.ok(Math.abs(jittered - nominalRetryDelayMs(attempt)) <= nominalRetryDelayMs(attempt) * 0.2, `attempt ${attempt}`);
+      }
+    }
+    const days = nominal / 86_400_000;
+    assert.ok(days > 2.8 && days < 3.2, `the last attempt ${days.toFixed(2)} days after the first`);
   });
 });
 

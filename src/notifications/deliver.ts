@@ -18,8 +18,11 @@ import { addDeliveryJob } from './delivery-jobs.js';
 import { endpointLabel } from './endpoint-label.js';
 import { createSigner, sendNotification, type AttemptResult } from './send.js';
 
-/** A lease outlives its attempt by this much: a live attempt always records before its lease ends. */
-const LEASE_MARGIN_MS = 30_000;
+/**
+ * A lease outlives its attempt's timeout by this much, for the record to be written. Were a stalled
+ * process to record later still, the delivery would at worst be sent twice: at least once holds.
+ */
+const LEASE_MARGIN_MS = 5_000;
 
 export interface DeliveryConfig {
   readonly appWebhookSecrets: readonly string[];

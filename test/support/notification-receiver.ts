@@ -40,7 +40,9 @@ export interface NotificationReceiver {
   answer: (request: ReceivedNotification, index: number) => Answer;
   /** The verified notifications, one per webhook-id (the first of each), as a deduplicating app keeps them. */
   unique(): ReceivedNotification[];
-  /** Ends every hanging request (the connection is destroyed) and stops. */
+  /** Ends every hanging request: its connection is destroyed, as by an app that crashed. */
+  dropHanging(): void;
+  /** Ends every hanging request and stops. */
   close(): Promise<void>;
 }
 
@@ -58,8 +60,11 @@ export async function startNotificationReceiver(options: { secret?: string; path
       for (const r of received) if (r.verified && !seen.has(r.id)) seen.set(r.id, r);
       return [...seen.values()];
     },
-    async close() {
+    dropHanging() {
       for (const res of hanging) res.destroy();
+    },
+    async close() {
+      receiver.dropHanging();
       server.closeAllConnections();
       server.close();
       await once(server, 'close');
