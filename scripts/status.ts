@@ -3,13 +3,25 @@ import { sinceOption } from '../src/cli/duration.js';
 import { runScript } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
 import { countsByType, inboxStatusReader, listFailedEvents } from '../src/events/read-model.js';
+import { notificationSummary, type EndpointSummary } from '../src/notifications/notification-store.js';
+
+/** Per endpoint, the notifications the app has not yet received; an endpoint with none is not listed. */
+function notificationLines(enabled: boolean, endpoints: readonly EndpointSummary[]): string[] {
+  if (endpoints.length === 0) return [`notifications: ${enabled ? 'none pending or failed' : 'off (APP_WEBHOOK_URL unset)'}`];
+  return [
+    'notifications not yet delivered, by endpoint:',
+    ...endpoints.map((e) => `  ${e.endpoint}: pending ${e.pending}, failed ${e.failed}, oldest pending ${e.oldest_pending_age_seconds === null ? 'none' : `${e.oldest_pending_age_seconds}s`}`),
+    ...(endpoints.some((e) => e.failed > 0) ? ['  failed ones: npm run notifications -- --status failed, then --replay-failed once the app takes them'] : []),
+  ];
+}
 
 runScript({
   usage: `usage: npm run status -- [--since <duration>] [--failed <n>] [--json]
 
 Counts by status, age of the oldest 'processing' event, queued jobs, last sweep, counts by type
-and status for events received within --since (default 24h), and the newest --failed (default 10)
-dead letters with their last error. Exits 1 when any event has failed.`,
+and status for events received within --since (default 24h), the newest --failed (default 10)
+dead letters with their last error, and per endpoint the notifications to the app pending and
+failed, with the age of the oldest pending one. Exits 1 when any event has failed.`,
   options: { failed: { type: 'string', default: '10' }, since: { type: 'string', default: '24h' } },
   async run({ values }, ctx) {
     const limit = wholeNumberOption(values.failed, '--failed', { min: 0, example: '20' });
@@ -18,6 +30,7 @@ dead letters with their last error. Exits 1 when any event has failed.`,
     const status = await inboxStatusReader(db)();
     const failed = await listFailedEvents(db, limit);
     const byType = await countsByType(db, since);
+    const notifications = { enabled: ctx.config.appWebhookUrls.length > 0, endpoints: await notificationSummary(db) };
     const staleAfterSeconds = ctx.config.staleAfterMs / 1000;
     const lines = [
       `events:  ${Object.entries(status.counts).map(([k, n]) => `${k} ${n}`).join(', ')}`,
@@ -28,7 +41,8 @@ dead letters with their last error. Exits 1 when any event has failed.`,
       ...byType.map(({ type, counts }) => `  ${type}: ${Object.entries(counts).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ')}`),
       ...(failed.length ? ['failed (newest first; fix the cause, then npm run replay -- <event_id>):'] : []),
       ...failed.map((e) => `  ${e.event_id}  ${e.type}  attempts ${e.attempts}  ${e.last_error ?? ''}`),
+      ...notificationLines(notifications.enabled, notifications.endpoints),
     ];
-    return { json: { ...status, by_type: byType, failed }, text: lines.join('\n'), exitCode: status.counts.failed > 0 ? 1 : 0 };
+    return { json: { ...status, by_type: byType, failed, notifications }, text: lines.join('\n'), exitCode: status.counts.failed > 0 ? 1 : 0 };
   },
 });

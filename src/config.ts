@@ -200,6 +200,10 @@ const settings = {
       .transform((s) => s.split(',').map((p) => p.trim()).filter((p) => p !== ''))
       .pipe(z.array(z.url({ protocol: /^https?$/, error: 'each URL must be an http(s) URL' })))
       .refine((urls) => new Set(urls).size === urls.length, 'lists a URL twice')
+      // fetch refuses a URL with user:password@, and its error would carry the password into
+      // every stored attempt; the signature authenticates the sender. (zod runs this check after
+      // a failed one too, so it reads only the URLs that parse.)
+      .refine((urls) => urls.every((url) => !URL.canParse(url) || (new URL(url).username === '' && new URL(url).password === '')), 'must not carry user:password@ (the signature authenticates each notification)')
       .transform((urls) => Object.freeze(urls)),
     example: 'https://app.example.com/webhooks/stripe-inbox',
     default: (r: Resolved) => (r.nodeEnv === 'development' && r.port !== 0 ? `http://127.0.0.1:${r.port}${DEV_NOTIFICATION_RECEIVER_PATH}` : ''),

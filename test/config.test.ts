@@ -256,10 +256,13 @@ describe('outcome notifications (APP_WEBHOOK_*)', () => {
     assert.deepEqual(config.appWebhookSecrets, [secretOf(24), secretOf(64)]);
   });
 
-  test('a URL that is not one, or is listed twice, is refused', () => {
+  test('a URL that is not one, is listed twice or carries a password is refused', () => {
     assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'app.example.test/hooks' }).join('\n'), /^APP_WEBHOOK_URL each URL must be an http\(s\) URL .*example: APP_WEBHOOK_URL=https:/m);
     assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'ftp://app.example.test/hooks' }).join('\n'), /APP_WEBHOOK_URL each URL must be an http\(s\) URL/);
     assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'https://a.test/x,https://a.test/x' }).join('\n'), /APP_WEBHOOK_URL lists a URL twice/);
+    const withPassword = problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'https://app:hunter2@a.test/x' }).join('\n');
+    assert.match(withPassword, /APP_WEBHOOK_URL must not carry user:password@/);
+    assert.doesNotMatch(withPassword, /hunter2/, 'the problem does not repeat the password');
   });
 
   test('a secret must be whsec_ and the base64 of 24 to 64 bytes', () => {

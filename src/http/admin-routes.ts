@@ -8,6 +8,7 @@ import { findEvent, replayEvents } from '../events/event-store.js';
 import { eventDetail, eventTimeline, findPayloadText, listFailedEvents, listStuckEvents, searchEvents } from '../events/read-model.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { listNotifications, notificationSummary, replayNotifications } from '../notifications/notification-store.js';
+import { NOTIFICATION_ID } from '../notifications/outbox.js';
 import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
 import { adminGuard } from './admin-dashboard.js';
 import { proveConnection } from './connection-keep-alive.js';
@@ -20,7 +21,7 @@ const notificationList = z.strictObject({
   status: z.enum(DELIVERY_STATUSES).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
-const notificationId = z.string().regex(/^msg_[\w-]{1,64}$/, 'must be a notification id (msg_…), as webhook-id carries it');
+const notificationId = z.string().regex(NOTIFICATION_ID, 'must be a notification id (msg_…), as webhook-id carries it');
 const notificationReplay = z.union([
   z.strictObject({ ids: z.array(notificationId).min(1).max(500) }),
   z.strictObject({ failed: z.literal(true) }),

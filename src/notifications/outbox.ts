@@ -43,6 +43,9 @@ export interface OutboxConfig {
 /** The webhook-id: Standard Webhooks suggests a prefix and a random part, as Svix's msg_. */
 const newNotificationId = () => `msg_${randomBytes(16).toString('base64url')}`;
 
+/** What a notification id looks like, as the admin API and the ops script check one given to them. */
+export const NOTIFICATION_ID = /^msg_[\w-]{1,64}$/;
+
 export function createOutbox({ appWebhookUrls: endpoints }: OutboxConfig): Notifications {
   if (endpoints.length === 0) return { enabled: false, add: () => Promise.resolve() };
   return {

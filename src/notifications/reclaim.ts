@@ -11,20 +11,25 @@ import { addDeliveryJob, deleteSpentDeliveryJobs } from './delivery-jobs.js';
 const RECLAIM_TASK = 'reclaim_notification_deliveries';
 const RECLAIM_BATCH_ROWS = 100;
 
+const INTERRUPTED = 'interrupted: the worker stopped during the attempt';
+
 export const reclaimTask = {
   identifier: RECLAIM_TASK,
   crontab: ({ sweepCron }: { sweepCron: string }) => `${sweepCron} ${RECLAIM_TASK} ?max=1`,
   task:
-    ({ db, logger }: { db: Kysely<Database>; logger: Logger }): Task =>
+    ({ db, logger, config }: { db: Kysely<Database>; logger: Logger; config: { appWebhookMaxAttempts: number } }): Task =>
     async () => {
-      const reclaimed = await reclaimDeliveries(db);
+      const reclaimed = await reclaimDeliveries(db, config.appWebhookMaxAttempts);
       const deletedJobs = await deleteSpentDeliveryJobs(db);
       if (reclaimed > 0) logger.warn({ reclaimed, deletedJobs }, 'notification deliveries whose worker died were queued again');
     },
 };
 
-/** Re-queues every delivery whose attempt's lease ran out, in batches. Returns how many. */
-export async function reclaimDeliveries(db: Kysely<Database>): Promise<number> {
+/**
+ * Re-queues every delivery whose attempt's lease ran out, in batches, or fails it when that was
+ * its last attempt. Returns how many it took.
+ */
+export async function reclaimDeliveries(db: Kysely<Database>, maxAttempts: number): Promise<number> {
   let reclaimed = 0;
   for (;;) {
     const { rows } = await sql<{ delivery_id: string }>`
@@ -35,16 +40,21 @@ export async function reclaimDeliveries(db: Kysely<Database>): Promise<number> {
         limit ${RECLAIM_BATCH_ROWS}
         for update skip locked
       ), freed as (
-        update notification_deliveries d set leased_until = null, next_attempt_at = now()
+        update notification_deliveries d set
+          leased_until = null,
+          next_attempt_at = now(),
+          status = case when d.attempts >= ${maxAttempts} then 'failed' else 'pending' end,
+          last_status_code = null,
+          last_error = case when d.attempts >= ${maxAttempts} then ${`${INTERRUPTED}: it was the last`} else d.last_error end
         from lapsed where d.delivery_id = lapsed.delivery_id
-        returning d.delivery_id
+        returning d.delivery_id, d.status
       ), interrupted as (
         insert into notification_attempts (delivery_id, started_at, duration_ms, status_code, error)
         select d.delivery_id, d.last_attempt_at, (extract(epoch from now() - d.last_attempt_at) * 1000)::int, null,
-               'interrupted: the worker stopped during the attempt, which was retried'
-        from notification_deliveries d join freed using (delivery_id)
+               case when f.status = 'failed' then ${`${INTERRUPTED}: it was the last`} else ${`${INTERRUPTED}, which was retried`} end
+        from notification_deliveries d join freed f using (delivery_id)
       )
-      select delivery_id, ${addDeliveryJob(sql`delivery_id`)} from freed`.execute(db);
+      select delivery_id, case when status = 'pending' then ${addDeliveryJob(sql`delivery_id`)} end from freed`.execute(db);
     reclaimed += rows.length;
     if (rows.length < RECLAIM_BATCH_ROWS) return reclaimed;
   }

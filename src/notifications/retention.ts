@@ -13,8 +13,8 @@ export async function pruneDeliveredNotifications(db: Kysely<Database>, options:
         .selectFrom('notifications as n')
         .select('n.notification_id')
         .where('n.created_at', '<', options.createdBefore)
-        .where(({ not, exists, selectFrom }) =>
-          not(exists(selectFrom('notification_deliveries as d').select(sql`1`.as('one')).whereRef('d.notification_id', '=', 'n.notification_id').where('d.status', '<>', 'delivered'))),
+        .where((eb) =>
+          eb.not(eb.exists(eb.selectFrom('notification_deliveries as d').select(sql`1`.as('one')).whereRef('d.notification_id', '=', 'n.notification_id').where('d.status', '<>', 'delivered'))),
         )
         .limit(options.limit)
         .forUpdate()

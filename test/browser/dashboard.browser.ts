@@ -1,7 +1,8 @@
 // The ops dashboard in a real browser (Debian's Chromium driven by playwright-core): sign in with
 // the admin token (never in a URL), watch counts change as events arrive, replay a failed event
-// once its cause is fixed and watch it turn processed. Leaves a screenshot at
-// artifacts/dashboard.png. Needs /usr/bin/chromium: `npm run test:browser` (CI installs it).
+// once its cause is fixed and watch it turn processed, see the notification its outcome sent to
+// the app, replay a notification the app refused and watch it turn delivered. Leaves screenshots
+// in artifacts/. Needs /usr/bin/chromium: `npm run test:browser` (CI installs it).
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
@@ -9,43 +10,66 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { checkoutSession, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { givenOrder, paidEvent } from '../support/factories.js';
+import { notifyingTo, receivedWhere, startNotificationReceiver, type NotificationReceiver } from '../support/notification-receiver.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
 let database: TestDatabase;
+let receiver: NotificationReceiver;
 let service: TestService;
 let browser: Browser;
 let page: Page;
 
 before(async () => {
   database = await createTestDatabase();
-  service = await startTestService(database);
+  receiver = await startNotificationReceiver();
+  // One attempt per delivery: a refused notification is a dead letter at once.
+  service = await startTestService(database, { env: notifyingTo(receiver, { APP_WEBHOOK_MAX_ATTEMPTS: '1' }) });
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
-  page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+  page = await newPage();
 });
 after(async () => {
   await browser?.close();
   await service.close();
+  await receiver.close();
   await database.close();
 });
 
+const newPage = () => browser.newPage({ viewport: { width: 1200, height: 1000 } });
 const card = (status: string) => page.locator(`.card[data-status="${status}"] b`);
 // The page refreshes itself every 5 s.
 const cardShows = (status: string, count: string) =>
   waitFor(`the ${status} card to show ${count}`, async () => (await card(status).textContent()) === count, { timeoutMs: 15_000, intervalMs: 200 });
+const REFRESHED = { timeout: 15_000 };
+
+async function submitToken(token: string) {
+  await page.fill('#token', token);
+  await page.click('button[type=submit]');
+}
+
+/** The notification `order` made, once the receiver has been sent it (whatever it answered). */
+async function notificationOf(order: { order_id: string }) {
+  const [told] = await waitFor(`the notification of ${order.order_id}`, receivedWhere(receiver, (r) => r.data.order_id === order.order_id));
+  return told!.id;
+}
+
+/** Once the service has recorded the delivery's outcome (after the receiver answered). */
+const deliveryIs = (notificationId: string, status: string) =>
+  waitFor(`${notificationId} to be ${status}`, async () => {
+    const delivery = await database.db.selectFrom('notification_deliveries').select('status').where('notification_id', '=', notificationId).executeTakeFirst();
+    return delivery?.status === status;
+  });
 
 test('sign in, see events arrive, replay a fixed failure, sign out', async () => {
   const unauthenticated = await page.goto(`${service.url}/admin`);
   assert.equal(unauthenticated?.status(), 401);
-  await page.fill('#token', 'not-the-token-at-all');
-  await page.click('button[type=submit]');
+  await submitToken('not-the-token-at-all');
   await page.locator('.error').waitFor();
 
-  await page.fill('#token', ADMIN_TOKEN);
-  await page.click('button[type=submit]');
+  await submitToken(ADMIN_TOKEN);
   await card('processed').waitFor();
   assert.ok(!page.url().includes(ADMIN_TOKEN), 'the token never appears in a URL');
   assert.equal(await card('processed').textContent(), '0');
@@ -72,11 +96,19 @@ test('sign in, see events arrive, replay a fixed failure, sign out', async () =>
   await page.locator(`#results tr[data-event-id="${orphan.id}"] td.status`).filter({ hasText: 'processed' }).waitFor();
   assert.equal(await page.locator('#chart polyline').count(), 3);
 
-  // Its detail: the payload as stored, and the order it names.
+  // Its detail: the payload as stored, the order it names, and the order.paid its grant told the app.
+  const told = await notificationOf({ order_id: 'ord_created_late' });
+  await deliveryIs(told, 'delivered');
   await page.click(`#results tr[data-event-id="${orphan.id}"] button.event`);
   await page.locator('#detail[open]').waitFor();
   assert.match((await page.locator('#detail-payload').textContent()) ?? '', new RegExp(orphan.id));
   assert.match((await page.locator('#detail-records').textContent()) ?? '', /order ord_created_late: status paid, account_id acct_late/);
+  const notification = page.locator(`#detail-notifications tr[data-notification-id="${told}"]`);
+  assert.equal(await page.locator('#detail-notifications tr[data-notification-id]').count(), 1);
+  assert.equal(await notification.locator('td').nth(1).textContent(), 'order.paid');
+  const delivery = (await notification.locator('.delivery[data-status="delivered"]').textContent()) ?? '';
+  assert.ok(delivery.startsWith('delivered ') && delivery.includes(` · 1 attempt · ${receiver.url}`), delivery);
+  assert.match((await notification.locator('ol.attempts li').textContent()) ?? '', / · HTTP 204 · \d+ ms$/);
   await page.screenshot({ path: 'artifacts/dashboard-detail.png' });
   await page.click('#detail button.close');
   await page.locator('#detail[open]').waitFor({ state: 'detached' });
@@ -93,4 +125,39 @@ test('sign in, see events arrive, replay a fixed failure, sign out', async () =>
   await page.locator('#token').waitFor();
   const after = await page.request.get(`${service.url}/admin/api/status`);
   assert.equal(after.status(), 401, 'signed out: the API refuses again');
+});
+
+test('a notification the app refused is listed as failed, replayed from the dashboard, and shows as delivered', async () => {
+  // Signed out, whatever the first test left.
+  page = await newPage();
+  await page.goto(`${service.url}/admin`);
+  await submitToken(ADMIN_TOKEN);
+  await card('processed').waitFor();
+  const endpoint = page.locator(`#notification-facts span[data-endpoint="${receiver.url}"]`);
+  // The first test's notifications are all delivered before the app starts refusing.
+  const allDelivered = page.locator('#notification-facts').filter({ hasText: /^notifications: all delivered$/ });
+  await allDelivered.waitFor(REFRESHED);
+
+  receiver.answer = () => ({ status: 500 });
+  const order = await givenOrder(database);
+  await service.deliver(paidEvent(order));
+  const told = await notificationOf(order);
+  const row = page.locator(`#notifications tr[data-notification-id="${told}"]`);
+  await row.locator('.delivery[data-status="failed"]').waitFor(REFRESHED);
+  assert.match((await row.locator('ol.attempts li.error').textContent()) ?? '', / · HTTP 500 · \d+ ms$/);
+  await endpoint.filter({ hasText: 'pending 0, failed 1, oldest pending none' }).waitFor(REFRESHED);
+  await page.screenshot({ path: 'artifacts/dashboard-notifications.png', fullPage: true });
+
+  // The app answers again: replay from the list, then find it among the delivered.
+  receiver.answer = () => ({ status: 204 });
+  await row.locator('button.replay').click();
+  await page.locator('#notification-replay-result').filter({ hasText: 'replayed 1, skipped 0' }).waitFor();
+  await page.selectOption('#notification-status', 'delivered');
+  await row.locator('.delivery[data-status="delivered"]').waitFor(REFRESHED);
+  assert.deepEqual((await row.locator('ol.attempts li').allTextContents()).map((a) => a.match(/HTTP \d+/)?.[0]), ['HTTP 500', 'HTTP 204']);
+  await allDelivered.waitFor(REFRESHED);
+
+  // Nothing failed is left: replaying every failed one replays none.
+  await page.click('#replay-failed');
+  await page.locator('#notification-replay-result').filter({ hasText: 'replayed 0, skipped 0' }).waitFor();
 });

@@ -4,6 +4,8 @@
 // process delivers it, with the same webhook-id and the same body.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { sql } from 'kysely';
+import { createOutbox } from '../../src/notifications/outbox.js';
 import { reclaimDeliveries } from '../../src/notifications/reclaim.js';
 import { signDelivery } from '../../src/stripe/sample-events.js';
 import { processesForFile } from '../support/child-service.js';
@@ -25,7 +27,7 @@ test('a delivery in flight when its worker is SIGKILLed is retried by another pr
     const order = await givenOrder(file.database);
     const { body, headers } = signDelivery(paidEvent(order), WEBHOOK_SECRET);
     assert.equal((await fetch(`${first.url}/webhooks/stripe`, { method: 'POST', body, headers })).status, 200);
-    const [inFlight] = await waitFor('the delivery in flight', async () => receiver.received.length > 0 && receiver.received);
+    const [inFlight] = await waitFor('the delivery in flight', () => Promise.resolve(receiver.received.length > 0 && receiver.received));
     first.process.kill('SIGKILL');
     assert.equal(await first.exited, 'SIGKILL');
     receiver.dropHanging();
@@ -35,7 +37,7 @@ test('a delivery in flight when its worker is SIGKILLed is retried by another pr
     assert.deepEqual([leased.status, leased.attempts, leased.leased_until !== null], ['pending', 1, true], 'the dead attempt left its lease and nothing else');
 
     const second = await file.start({ ...env, ROLE: 'worker' });
-    await waitFor('the sweep to queue the abandoned delivery again', async () => (await reclaimDeliveries(file.database.db)) === 1, { timeoutMs: 20_000 });
+    await waitFor('the sweep to queue the abandoned delivery again', async () => (await reclaimDeliveries(file.database.db, 23)) === 1, { timeoutMs: 20_000 });
     const delivered = await waitFor('the delivery', async () => {
       const d = await file.database.db.selectFrom('notification_deliveries').selectAll().where('notification_id', '=', inFlight!.id).executeTakeFirstOrThrow();
       return d.status === 'delivered' && d;
@@ -54,4 +56,20 @@ test('a delivery in flight when its worker is SIGKILLed is retried by another pr
   } finally {
     await receiver.close();
   }
+});
+
+test('an interrupted last attempt ends the delivery failed, not retried for good', async () => {
+  const outbox = createOutbox({ appWebhookUrls: ['http://127.0.0.1:9/app'] });
+  await file.database.db.transaction().execute((tx) =>
+    outbox.add(tx, [{ type: 'order.paid', key: 'order.paid:ord_interrupted', accountId: 'acct_interrupted', sequence: 1, eventId: null, data: {} }]),
+  );
+  // As a worker leaves it when it dies during the 23rd attempt.
+  await sql`update notification_deliveries d set attempts = 23, leased_until = now() - interval '1 second', last_attempt_at = now() - interval '20 seconds'
+            from notifications n where n.notification_id = d.notification_id and n.business_key = 'order.paid:ord_interrupted'`.execute(file.database.db);
+  assert.equal(await reclaimDeliveries(file.database.db, 23), 1);
+  const { rows } = await sql<{ status: string; last_error: string; jobs: number }>`
+    select d.status, d.last_error,
+           (select count(*)::int from graphile_worker.jobs j where j.key = 'notification_delivery:' || d.delivery_id and j.attempts < j.max_attempts) as jobs
+    from notification_deliveries d join notifications n using (notification_id) where n.business_key = 'order.paid:ord_interrupted'`.execute(file.database.db);
+  assert.deepEqual(rows, [{ status: 'failed', last_error: 'interrupted: the worker stopped during the attempt: it was the last', jobs: 1 }]);
 });

@@ -157,7 +157,7 @@ describe('a hanging app', () => {
     const answers = await Promise.all(events.map((event) => setup.service.deliver(event)));
     assert.deepEqual(answers.map((a) => a.status), events.map(() => 200));
     for (const event of events) assert.equal((await finishedEvent(setup.database, event.id)).status, 'processed');
-    await waitFor('two deliveries hanging', async () => setup.receiver.received.filter((r) => r.answered === 'hung').length === 2);
+    await waitFor('two deliveries hanging', () => Promise.resolve(setup.receiver.received.filter((r) => r.answered === 'hung').length === 2));
     const status = await setup.service.call('GET', '/admin/api/status');
     const [endpoint] = (status.body.notifications as { endpoints: Array<{ pending: number }> }).endpoints;
     assert.equal(endpoint!.pending, 12, 'every notification waits, in view');

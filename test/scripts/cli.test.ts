@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { promisify } from 'node:util';
 import { claimEvents } from '../../src/events/event-store.js';
+import { createOutbox } from '../../src/notifications/outbox.js';
 import { databaseForFile } from '../support/database.js';
 import { ADMIN_TOKEN, API_TOKEN, WEBHOOK_SECRET } from '../support/service.js';
 import { incomingEvent } from '../support/factories.js';
@@ -29,7 +30,7 @@ async function script(name: string, args: string[], { viaNpm = true } = {}): Pro
 }
 
 describe('every script', () => {
-  for (const name of ['status', 'sweep', 'replay', 'reconcile', 'prune', 'migrate', 'send-event']) {
+  for (const name of ['status', 'sweep', 'replay', 'notifications', 'reconcile', 'prune', 'migrate', 'send-event']) {
     test(`${name}: --help, and exit 2 naming a bad option`, async () => {
       const help = await script(name, ['--help']);
       assert.equal(help.code, 0);
@@ -51,7 +52,7 @@ test('status --json has the admin API shape and exits 0 when nothing failed', as
   const { code, stdout } = await script('status', ['--json']);
   assert.equal(code, 0);
   const status = JSON.parse(stdout) as Record<string, unknown>;
-  assert.deepEqual(Object.keys(status).sort(), ['by_type', 'counts', 'events_queued', 'failed', 'history_counted_at', 'jobs_queued', 'last_sweep_at', 'oldest_processing_age_seconds']);
+  assert.deepEqual(Object.keys(status).sort(), ['by_type', 'counts', 'events_queued', 'failed', 'history_counted_at', 'jobs_queued', 'last_sweep_at', 'notifications', 'oldest_processing_age_seconds']);
 });
 
 test('status counts events by type and status within --since', async () => {
@@ -78,6 +79,13 @@ test('bad values are refused with the flag named and an example', async () => {
     ['send-event', ['charge.succeeded', '--times', ''], /--times must be a whole number from 1 to 1000/],
     ['replay', ['--status', 'lost'], /--status must be one of/],
     ['replay', [], /give event ids or --status/],
+    ['notifications', ['--replay', 'msg_ok', 'evt_1'], /--replay takes notification ids \(msg_ and letters, digits, _ or -.*\); got "evt_1"/],
+    ['notifications', ['--replay'], /--replay needs at least one notification id/],
+    ['notifications', ['msg_ok'], /notification ids are replayed with --replay <id…>; got msg_ok/],
+    ['notifications', ['--replay', 'msg_ok', '--replay-failed'], /give --replay <id…> or --replay-failed, not both/],
+    ['notifications', ['--replay-failed', '--limit', '5'], /--status and --limit choose what to list/],
+    ['notifications', ['--status', 'lost'], /--status must be one of pending, delivered, failed/],
+    ['notifications', ['--limit', '501'], /--limit must be a whole number from 1 to 500/],
   ];
   for (const [name, args, message] of cases) {
     const result = await script(name, args);
@@ -106,4 +114,100 @@ test('replay --status stops at --limit, says so, and the next run takes the rest
   assert.deepEqual({ replayed: second.replayed.length, limit_reached: second.limit_reached }, { replayed: 1, limit_reached: false });
   const left = await database.db.selectFrom('stripe_events').select('status').distinct().where('event_id', 'in', ids).execute();
   assert.deepEqual(left, [{ status: 'processing' }]);
+});
+
+const ENDPOINT = 'http://127.0.0.1:9/x';
+
+/** A notification written by the real outbox: one delivery to `endpoint`, pending, its job queued. */
+async function writeNotification(key: string, endpoint = ENDPOINT): Promise<{ notificationId: string; deliveryId: string }> {
+  const outbox = createOutbox({ appWebhookUrls: [endpoint] });
+  await database.db.transaction().execute((tx) => outbox.add(tx, [{ type: 'order.paid', key: `order.paid:${key}`, accountId: 'acct_x', sequence: 1, eventId: null, data: {} }]));
+  const row = await database.db
+    .selectFrom('notification_deliveries as d')
+    .innerJoin('notifications as n', 'n.notification_id', 'd.notification_id')
+    .select(['d.notification_id', 'd.delivery_id'])
+    .where('n.business_key', '=', `order.paid:${key}`)
+    .executeTakeFirstOrThrow();
+  return { notificationId: row.notification_id, deliveryId: row.delivery_id };
+}
+
+/**
+ * Leaves the delivery as the worker's attempts would once they ran out, the last answered with a
+ * 500: no worker runs in this file. Their job is done with, so it goes too, and a replay must queue one.
+ */
+async function failDelivery(deliveryId: string): Promise<void> {
+  await sql`update notification_deliveries set status = 'failed', attempts = 3, last_attempt_at = now(), last_status_code = 500, last_error = 'HTTP 500'
+    where delivery_id = ${deliveryId}`.execute(database.db);
+  await sql`select graphile_worker.remove_job(${`notification_delivery:${deliveryId}`})`.execute(database.db);
+}
+
+async function failedNotification(key: string, endpoint = ENDPOINT): Promise<{ notificationId: string; deliveryId: string }> {
+  const written = await writeNotification(key, endpoint);
+  await failDelivery(written.deliveryId);
+  return written;
+}
+
+async function deliveryState(deliveryId: string): Promise<{ status: string; attempts: number; job: boolean }> {
+  const row = await database.db.selectFrom('notification_deliveries').select(['status', 'attempts']).where('delivery_id', '=', deliveryId).executeTakeFirstOrThrow();
+  const { rows } = await sql`select 1 from graphile_worker.jobs where key = ${`notification_delivery:${deliveryId}`}`.execute(database.db);
+  return { ...row, job: rows.length === 1 };
+}
+
+test('notifications lists the failed ones by default, each delivery with its attempts and last error', async () => {
+  const failed = await failedNotification('ord_listed');
+  const pending = await writeNotification('ord_pending');
+
+  const { code, stdout } = await script('notifications', []);
+  assert.equal(code, 0);
+  assert.match(stdout, new RegExp(`^${failed.notificationId}  order\\.paid  account acct_x  \\d{4}-\\d\\d-\\d\\dT.*Z$`, 'm'));
+  assert.match(stdout, /^ {2}http:\/\/127\.0\.0\.1:9\/x {2}failed {2}attempts 3 {2}last status 500 {2}HTTP 500$/m);
+  assert.doesNotMatch(stdout, new RegExp(pending.notificationId));
+
+  const listed = JSON.parse((await script('notifications', ['--status', 'pending', '--json'])).stdout) as { notifications: Array<{ notification_id: string }>; limit_reached: boolean };
+  assert.deepEqual(listed.notifications.map((n) => n.notification_id), [pending.notificationId]);
+  assert.equal(listed.limit_reached, false);
+});
+
+test('notifications --replay <id> queues a failed delivery again with a fresh count of attempts; an unknown id exits 1', async () => {
+  const { notificationId, deliveryId } = await failedNotification('ord_replayed');
+  assert.deepEqual(await deliveryState(deliveryId), { status: 'failed', attempts: 3, job: false });
+
+  const result = await script('notifications', ['--replay', notificationId, '--json']);
+  assert.equal(result.code, 0);
+  assert.deepEqual(JSON.parse(result.stdout), { replayed: [notificationId], in_flight: [], not_found: [] });
+  assert.deepEqual(await deliveryState(deliveryId), { status: 'pending', attempts: 0, job: true });
+
+  const unknown = await script('notifications', ['--replay', 'msg_unknown']);
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stdout, /replayed 0 notification\(s\)\nnot found: msg_unknown/);
+});
+
+test('notifications --replay-failed queues every failed delivery again', async () => {
+  const written = [await failedNotification('ord_all_1'), await failedNotification('ord_all_2')];
+
+  const result = await script('notifications', ['--replay-failed', '--json']);
+  assert.equal(result.code, 0);
+  const { replayed } = JSON.parse(result.stdout) as { replayed: string[] };
+  for (const { notificationId } of written) assert.ok(replayed.includes(notificationId), notificationId);
+  for (const { deliveryId } of written) assert.deepEqual(await deliveryState(deliveryId), { status: 'pending', attempts: 0, job: true });
+  const left = await database.db.selectFrom('notification_deliveries').select('delivery_id').where('status', '=', 'failed').execute();
+  assert.deepEqual(left, []);
+});
+
+test('status shows, per endpoint, the notifications pending and failed and the age of the oldest pending one', async () => {
+  // An endpoint of its own: the other tests' notifications are not counted in it.
+  const endpoint = 'http://127.0.0.1:9/status';
+  await writeNotification('ord_status_pending', endpoint);
+  await failedNotification('ord_status_failed', endpoint);
+
+  const { code, stdout } = await script('status', ['--json']);
+  assert.equal(code, 0, 'a failed notification is not a failed event');
+  const { notifications } = JSON.parse(stdout) as { notifications: { enabled: boolean; endpoints: Array<{ endpoint: string; pending: number; failed: number; oldest_pending_age_seconds: number | null }> } };
+  assert.equal(notifications.enabled, false, 'APP_WEBHOOK_URL is not set for the script');
+  const summary = notifications.endpoints.find((e) => e.endpoint === endpoint);
+  assert.deepEqual({ ...summary, oldest_pending_age_seconds: typeof summary?.oldest_pending_age_seconds }, { endpoint, pending: 1, failed: 1, oldest_pending_age_seconds: 'number' });
+
+  const text = (await script('status', [])).stdout;
+  assert.match(text, /^ {2}http:\/\/127\.0\.0\.1:9\/status: pending 1, failed 1, oldest pending \d+s$/m);
+  assert.match(text, /failed ones: npm run notifications -- --status failed/);
 });

@@ -6,11 +6,17 @@
 
 /**
  * @typedef {{ event_id: string, type: string, status: string, attempts: number, last_error: string | null, received_at: string }} EventSummary
- * @typedef {{ counts: Record<string, number>, history_counted_at: string, oldest_processing_age_seconds: number | null, jobs_queued: number, events_queued: number, last_sweep_at: string | null }} InboxStatus
+ * @typedef {{ endpoint: string, pending: number, failed: number, oldest_pending_age_seconds: number | null }} EndpointSummary
+ * @typedef {{ enabled: boolean, endpoints: EndpointSummary[] }} NotificationStatus
+ * @typedef {{ counts: Record<string, number>, history_counted_at: string, oldest_processing_age_seconds: number | null, jobs_queued: number, events_queued: number, last_sweep_at: string | null,
+ *   notifications: NotificationStatus }} InboxStatus
  * @typedef {{ minute: string, received: number, finished: number, failed: number }} MinuteCounts
  * @typedef {{ kind: string, id: string, fields: Record<string, string | number | boolean | null> }} BusinessRecord
  * @typedef {EventSummary & { object_id: string | null, duplicate_of: string | null, livemode: boolean, finished_at: string | null,
- *   related: EventSummary[], records: BusinessRecord[] }} EventDetail
+ *   related: EventSummary[], records: BusinessRecord[], notifications: NotificationView[] }} EventDetail
+ * @typedef {{ started_at: string, duration_ms: number, status_code: number | null, error: string | null }} AttemptView
+ * @typedef {{ endpoint: string, status: string, attempts: number, next_attempt_at: string | null, delivered_at: string | null, attempt_log: AttemptView[] }} DeliveryView
+ * @typedef {{ notification_id: string, type: string, event_id: string | null, created_at: string, body: unknown, deliveries: DeliveryView[] }} NotificationView
  */
 
 /**
@@ -27,15 +33,21 @@ function $(id) {
 
 /** @type {HTMLSelectElement} */
 const hours = $('hours');
+/** @type {HTMLSelectElement} */
+const notificationStatus = $('notification-status');
 
 /**
  * The answer of a call to /admin/api, once it is known to be a success.
  * @param {string} method
  * @param {string} path
+ * @param {unknown} [body] sent as JSON
  * @returns {Promise<Response>}
  */
-async function call(method, path) {
-  const response = await fetch('/admin/api' + path, { method, headers: { accept: 'application/json' }, credentials: 'same-origin' });
+async function call(method, path, body) {
+  /** @type {Record<string, string>} */
+  const headers = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch('/admin/api' + path, { method, headers, credentials: 'same-origin', body: body === undefined ? null : JSON.stringify(body) });
   if (response.status === 401) {
     location.reload();
     throw new Error('signed out');
@@ -52,10 +64,11 @@ async function call(method, path) {
 /**
  * @param {string} method
  * @param {string} path
+ * @param {unknown} [body] sent as JSON
  * @returns {Promise<any>}
  */
-async function api(method, path) {
-  return (await call(method, path)).json();
+async function api(method, path, body) {
+  return (await call(method, path, body)).json();
 }
 
 /**
@@ -125,46 +138,160 @@ function cell(row, text, className) {
 }
 
 /**
+ * A button in a new cell of the row, disabled while its action runs.
+ * @param {HTMLTableRowElement} row
+ * @param {string} className
+ * @param {string} text
+ * @param {() => Promise<void>} action
+ */
+function buttonCell(row, className, text, action) {
+  const button = cell(row, '').appendChild(document.createElement('button'));
+  button.type = 'button';
+  button.className = className;
+  button.textContent = text;
+  button.addEventListener('click', () => void act(async () => {
+    button.disabled = true;
+    try {
+      await action();
+    } finally {
+      button.disabled = false;
+    }
+  }));
+}
+
+/**
+ * Empties the table and gives it these headings; the body it returns says `emptyText` when there are no rows.
+ * @param {HTMLTableElement} table
+ * @param {string[]} headings
+ * @param {number} rows
+ * @param {string} emptyText
+ */
+function tableBody(table, headings, rows, emptyText) {
+  table.replaceChildren();
+  const head = table.createTHead().insertRow();
+  for (const h of headings) head.appendChild(document.createElement('th')).textContent = h;
+  const body = table.createTBody();
+  if (rows === 0) cell(body.insertRow(), emptyText, 'empty').colSpan = headings.length;
+  return body;
+}
+
+/**
  * @param {HTMLTableElement} table
  * @param {EventSummary[]} events
  * @param {string} emptyText
  */
 function eventTable(table, events, emptyText) {
-  table.replaceChildren();
-  const head = table.createTHead().insertRow();
-  for (const h of ['event', 'type', 'status', 'attempts', 'last error', 'received', '']) head.appendChild(document.createElement('th')).textContent = h;
-  const body = table.createTBody();
-  if (events.length === 0) {
-    cell(body.insertRow(), emptyText, 'empty').colSpan = 7;
-    return;
-  }
+  const body = tableBody(table, ['event', 'type', 'status', 'attempts', 'last error', 'received', ''], events.length, emptyText);
   for (const e of events) {
     const row = body.insertRow();
     row.dataset.eventId = e.event_id;
-    const open = cell(row, '').appendChild(document.createElement('button'));
-    open.type = 'button';
-    open.className = 'event';
-    open.textContent = e.event_id;
-    open.addEventListener('click', () => void act(() => showDetail(e.event_id)));
+    buttonCell(row, 'event', e.event_id, () => showDetail(e.event_id));
     cell(row, e.type);
     cell(row, e.status, 'status');
     cell(row, e.attempts);
     cell(row, e.last_error, 'error');
     cell(row, new Date(e.received_at).toLocaleString());
-    const button = cell(row, '').appendChild(document.createElement('button'));
-    button.type = 'button';
-    button.className = 'replay';
-    button.textContent = 'Replay';
-    button.addEventListener('click', () => void act(async () => {
-      button.disabled = true;
-      try {
-        await api('POST', '/events/' + encodeURIComponent(e.event_id) + '/replay');
-      } finally {
-        button.disabled = false;
-      }
+    buttonCell(row, 'replay', 'Replay', async () => {
+      await api('POST', '/events/' + encodeURIComponent(e.event_id) + '/replay');
       await refresh();
-    }));
+    });
   }
+}
+
+/**
+ * Queues notifications again: the same webhook-id and body, a fresh count of attempts. One is
+ * skipped when it is unknown or an attempt of it is in flight.
+ * @param {{ ids: string[] } | { failed: true }} which
+ */
+async function replayNotifications(which) {
+  /** @type {{ replayed: string[], skipped: string[] }} */
+  const result = await api('POST', '/notifications/replay', which);
+  $('notification-replay-result').textContent = 'replayed ' + result.replayed.length + ', skipped ' + result.skipped.length;
+}
+
+/**
+ * One line per delivery (one per endpoint): its status, then its attempts, oldest first.
+ * @param {HTMLTableCellElement} td
+ * @param {DeliveryView} delivery
+ */
+function showDelivery(td, delivery) {
+  const block = td.appendChild(document.createElement('div'));
+  block.className = 'delivery';
+  block.dataset.status = delivery.status;
+  block.appendChild(document.createElement('b')).textContent = delivery.status;
+  if (delivery.delivered_at) block.append(' ' + new Date(delivery.delivered_at).toLocaleString());
+  if (delivery.next_attempt_at) block.append(', next attempt ' + new Date(delivery.next_attempt_at).toLocaleString());
+  // attempts counts from the last replay; the log keeps the attempts before it too.
+  block.append(' · ' + delivery.attempts + (delivery.attempts === 1 ? ' attempt' : ' attempts') + ' · ' + delivery.endpoint);
+  const log = block.appendChild(document.createElement('ol'));
+  log.className = 'attempts';
+  for (const a of delivery.attempt_log) {
+    const item = log.appendChild(document.createElement('li'));
+    // A failed attempt's error starts with the HTTP status when there was one (src/notifications/send.ts).
+    item.textContent = new Date(a.started_at).toLocaleString() + ' · ' + (a.error ?? 'HTTP ' + a.status_code) + ' · ' + a.duration_ms + ' ms';
+    if (a.error !== null) item.className = 'error';
+  }
+}
+
+/**
+ * Notifications with their deliveries and a Replay button each. A body opened stays open when
+ * the list is drawn again (the page refreshes every 5 s).
+ * @param {HTMLTableElement} table
+ * @param {NotificationView[]} notifications
+ * @param {{ emptyText: string, withEvent: boolean, afterReplay: () => Promise<void> }} options
+ *   withEvent: a column for the event that made each one (not in that event's own detail);
+ *   afterReplay: shows what the replay changed
+ */
+function notificationTable(table, notifications, { emptyText, withEvent, afterReplay }) {
+  const opened = new Set([...table.querySelectorAll('tr[data-notification-id]:has(details[open])')].map((row) => /** @type {HTMLElement} */ (row).dataset.notificationId));
+  const headings = ['notification', 'type', ...(withEvent ? ['event'] : []), 'created', 'deliveries', ''];
+  const body = tableBody(table, headings, notifications.length, emptyText);
+  for (const n of notifications) {
+    const row = body.insertRow();
+    row.dataset.notificationId = n.notification_id;
+    const details = cell(row, '', 'id').appendChild(document.createElement('details'));
+    details.open = opened.has(n.notification_id);
+    details.appendChild(document.createElement('summary')).textContent = n.notification_id;
+    details.appendChild(document.createElement('pre')).textContent = JSON.stringify(n.body, null, 2);
+    cell(row, n.type);
+    if (withEvent) {
+      const eventId = n.event_id;
+      // None for a module's own job (a subscription state fetched from Stripe).
+      if (eventId === null) cell(row, '–');
+      else buttonCell(row, 'event', eventId, () => showDetail(eventId));
+    }
+    cell(row, new Date(n.created_at).toLocaleString());
+    const deliveries = cell(row, '');
+    for (const delivery of n.deliveries) showDelivery(deliveries, delivery);
+    buttonCell(row, 'replay', 'Replay', async () => {
+      await replayNotifications({ ids: [n.notification_id] });
+      await afterReplay();
+    });
+  }
+}
+
+/**
+ * Per endpoint, the notifications it is still owed; the server lists only endpoints with one.
+ * @param {NotificationStatus} notifications
+ */
+function notificationFacts(notifications) {
+  /** @param {string} count @param {string} text */
+  const bold = (count, text) => {
+    const b = document.createElement('b');
+    b.dataset.count = count;
+    b.textContent = text;
+    return b;
+  };
+  const facts = notifications.endpoints.map((e) => {
+    const fact = document.createElement('span');
+    fact.dataset.endpoint = e.endpoint;
+    const oldest = e.oldest_pending_age_seconds == null ? 'none' : e.oldest_pending_age_seconds + ' s';
+    fact.append('notifications to ' + e.endpoint + ': pending ', bold('pending', String(e.pending)), ', failed ', bold('failed', String(e.failed)),
+      ', oldest pending ', bold('oldest', oldest));
+    return fact;
+  });
+  $('notification-facts').replaceChildren(...facts);
+  if (facts.length === 0) $('notification-facts').textContent = notifications.enabled ? 'notifications: all delivered' : 'notifications off';
 }
 
 /**
@@ -193,6 +320,14 @@ async function showDetail(eventId) {
     records.appendChild(document.createElement('li')).textContent = record.kind + ' ' + record.id + ': ' + fields.join(', ');
   }
   if (detail.records.length === 0) records.appendChild(document.createElement('li')).textContent = 'none';
+  notificationTable($('detail-notifications'), detail.notifications, {
+    emptyText: 'None.',
+    withEvent: false,
+    afterReplay: async () => {
+      await showDetail(eventId);
+      await refresh();
+    },
+  });
   eventTable($('detail-related'), detail.related, 'No other event of this object.');
   $('detail-payload').textContent = layOut(payload);
   /** @type {HTMLDialogElement} */
@@ -229,9 +364,10 @@ function drawChart(points) {
 }
 
 async function refresh() {
-  /** @type {[InboxStatus, EventSummary[], EventSummary[], MinuteCounts[]]} */
-  const [status, failed, stuck, timeline] = await Promise.all([
+  /** @type {[InboxStatus, EventSummary[], EventSummary[], MinuteCounts[], NotificationView[]]} */
+  const [status, failed, stuck, timeline, notifications] = await Promise.all([
     api('GET', '/status'), api('GET', '/events?status=failed'), api('GET', '/events?status=stuck'), api('GET', '/timeline?hours=' + hours.value),
+    api('GET', '/notifications?status=' + notificationStatus.value),
   ]);
   // The statuses, in their order, are the server's (EVENT_STATUSES): the dashboard keeps no list.
   $('counts').replaceChildren(...Object.entries(status.counts).map(([s, n]) => {
@@ -249,6 +385,8 @@ async function refresh() {
   $('last-sweep').textContent = status.last_sweep_at ? new Date(status.last_sweep_at).toLocaleString() : 'never';
   eventTable($('failed'), failed, 'No failed events.');
   eventTable($('stuck'), stuck, 'Nothing stuck.');
+  notificationFacts(status.notifications);
+  notificationTable($('notifications'), notifications, { emptyText: 'No ' + notificationStatus.value + ' notifications.', withEvent: true, afterReplay: refresh });
   drawChart(timeline);
   $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
 }
@@ -258,7 +396,12 @@ $('sweep').addEventListener('click', () => void act(async () => {
   $('sweep-result').textContent = 'reclaimed ' + result.reclaimed + ', failed ' + result.failed;
   await refresh();
 }));
+$('replay-failed').addEventListener('click', () => void act(async () => {
+  await replayNotifications({ failed: true });
+  await refresh();
+}));
 hours.addEventListener('change', () => void refresh());
+notificationStatus.addEventListener('change', () => void refresh());
 $('search').addEventListener('submit', (event) => {
   event.preventDefault();
   /** @type {HTMLInputElement} */

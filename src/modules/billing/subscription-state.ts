@@ -12,6 +12,7 @@
 // its way may be newer than what it read (the customer changed something just after): a tie too,
 // and the fetch is made again a second later. Stamps compare our clock (a fetch's) with Stripe's
 // (an event's): the host's clock must be kept in time (NTP), as for any webhook signature.
+import { createHash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
@@ -97,8 +98,9 @@ export async function applyState(
   await notifyAccounts(tx, notifications, [
     {
       type: 'subscription.updated',
-      // A state is true from a second on: the same state of the same second is one change.
-      key: `subscription.updated:${subscription.subscription_id}:${when / 1000}:${JSON.stringify(told)}`,
+      // One change: from the state held to this one, true from this second (a fetch may apply a
+      // state of the second held, so A, B and A again within one second are three changes).
+      key: `subscription.updated:${subscription.subscription_id}:${when / 1000}:${digest(subscription, columns)}`,
       accountId: subscription.account_id,
       creditsDelta: 0,
       eventId,
@@ -106,6 +108,15 @@ export async function applyState(
     },
   ]);
   return 'applied';
+}
+
+/** The held state and the new one, as a key's last part. */
+function digest(held: SubscriptionRow, state: Record<string, string | boolean | Date | null>): string {
+  const of = (row: Record<string, unknown>) => Object.keys(state).map((column) => {
+    const value = row[column];
+    return value instanceof Date ? value.getTime() : value;
+  });
+  return createHash('sha256').update(JSON.stringify([of(held), of(state)])).digest('base64url').slice(0, 22);
 }
 
 function sameValue(held: string | boolean | Date | null, value: string | boolean | Date | null): boolean {
