@@ -2,8 +2,7 @@
 // lets a reclaim replace the job of a worker that died mid-attempt: graphile-worker keeps a dead
 // worker's job locked for 4 hours, and adding a job with its key retires that one (its attempts
 // are spent) and queues a fresh one. Run by src/notifications/deliver.ts on its own runner.
-import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { Database } from '../db/schema.js';
+import { sql, type RawBuilder } from 'kysely';
 
 /** Stored in every queued delivery job, so it stays. */
 export const DELIVER_TASK = 'deliver_notification';
@@ -15,17 +14,4 @@ export const deliveryJobKey = (deliveryId: RawBuilder<unknown>): RawBuilder<stri
 export function addDeliveryJob(deliveryId: RawBuilder<unknown>, inMs: RawBuilder<unknown> | number = 0): RawBuilder<unknown> {
   return sql`graphile_worker.add_job(${DELIVER_TASK}, json_build_object('deliveryId', ${deliveryId}),
     run_at => now() + make_interval(secs => ${inMs}::float8 / 1000), job_key => ${deliveryJobKey(deliveryId)})`;
-}
-
-/**
- * Deletes delivery jobs that can never run again: those a reclaim retired (a dead worker's, once
- * its lock lapsed) and any out of graphile-worker's attempts. Their deliveries have jobs of
- * their own or are finished. Returns how many went.
- */
-export async function deleteSpentDeliveryJobs(db: Kysely<Database>): Promise<number> {
-  const { rows } = await sql<{ n: number }>`
-    select count(*)::int as n from graphile_worker.complete_jobs(array(
-      select j.id from graphile_worker.jobs j
-      where j.task_identifier = ${DELIVER_TASK} and j.attempts >= j.max_attempts and j.locked_at is null))`.execute(db);
-  return rows[0]?.n ?? 0;
 }

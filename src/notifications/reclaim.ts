@@ -6,7 +6,8 @@ import type { Task } from 'graphile-worker';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
-import { addDeliveryJob, deleteSpentDeliveryJobs } from './delivery-jobs.js';
+import { deleteSpentJobs } from '../worker/job-queue.js';
+import { addDeliveryJob, DELIVER_TASK } from './delivery-jobs.js';
 
 const RECLAIM_TASK = 'reclaim_notification_deliveries';
 const RECLAIM_BATCH_ROWS = 100;
@@ -20,7 +21,7 @@ export const reclaimTask = {
     ({ db, logger, config }: { db: Kysely<Database>; logger: Logger; config: { appWebhookMaxAttempts: number } }): Task =>
     async () => {
       const reclaimed = await reclaimDeliveries(db, config.appWebhookMaxAttempts);
-      const deletedJobs = await deleteSpentDeliveryJobs(db);
+      const deletedJobs = await deleteSpentJobs(db, DELIVER_TASK);
       if (reclaimed > 0) logger.warn({ reclaimed, deletedJobs }, 'notification deliveries whose worker died were queued again');
     },
 };
