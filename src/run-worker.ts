@@ -133,7 +133,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
         concurrency: config.appWebhookConcurrency,
         pgPool: notificationPool.pool,
         taskList: {
-          [DELIVER_TASK]: deliverNotificationTask({ db: notificationPool.db, config, logger: logger.child({ task: DELIVER_TASK }), metrics }),
+          [DELIVER_TASK]: deliverNotificationTask({ db: notificationPool.db, config, logger: logger.child({ task: DELIVER_TASK }), observe: metrics.notificationAttempts }),
         },
       });
     }

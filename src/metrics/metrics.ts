@@ -11,6 +11,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { PoolObserver } from '../db/pools.js';
 import type { Database } from '../db/schema.js';
 import { inboxStatusReader, type InboxStatus } from '../events/read-model.js';
+import type { AttemptObserver } from '../notifications/deliver.js';
 import { notificationSummary } from '../notifications/notification-store.js';
 import type { JobLoopStatus } from '../worker/job-loop-watchdog.js';
 
@@ -114,7 +115,7 @@ export class Metrics {
   });
 
   /** One attempt of a notification delivery (src/notifications/deliver.ts), into the two metrics above. */
-  readonly notificationAttempts = (labels: { endpoint: string; type: string; outcome: 'delivered' | 'retry' | 'failed' }, seconds: number): void => {
+  readonly notificationAttempts: AttemptObserver = (labels, seconds) => {
     this.notificationDeliveries.inc(labels);
     this.notificationAttemptSeconds.observe({ endpoint: labels.endpoint, outcome: labels.outcome }, seconds);
   };

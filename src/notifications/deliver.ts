@@ -12,7 +12,6 @@ import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database, DeliveryStatus } from '../db/schema.js';
 import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics/metrics.js';
 import { retryDelayMs } from './backoff.js';
 import { addDeliveryJob } from './delivery-jobs.js';
 import { endpointLabel } from './endpoint-label.js';
@@ -41,8 +40,11 @@ interface LeasedDelivery {
 
 const deliveryPayload = z.object({ deliveryId: z.string() });
 
-export function deliverNotificationTask(deps: { db: Kysely<Database>; config: DeliveryConfig; logger: Logger; metrics: Pick<Metrics, 'notificationAttempts'> }): Task {
-  const { db, config, logger, metrics } = deps;
+/** What an attempt ended in, as the metrics count it (src/metrics/metrics.ts notificationAttempts). */
+export type AttemptObserver = (labels: { endpoint: string; type: string; outcome: 'delivered' | 'retry' | 'failed' }, seconds: number) => void;
+
+export function deliverNotificationTask(deps: { db: Kysely<Database>; config: DeliveryConfig; logger: Logger; observe: AttemptObserver }): Task {
+  const { db, config, logger, observe } = deps;
   const sign = createSigner(config.appWebhookSecrets);
   return async (payload) => {
     const job = deliveryPayload.safeParse(payload);
@@ -53,7 +55,7 @@ export function deliverNotificationTask(deps: { db: Kysely<Database>; config: De
     const result = await sendNotification(delivery.endpoint, { id: delivery.notification_id, body: delivery.body }, { sign, timeoutMs: config.appWebhookTimeoutMs });
     const status = await recordAttempt(db, delivery, result, config.appWebhookMaxAttempts);
     const endpoint = endpointLabel(delivery.endpoint);
-    metrics.notificationAttempts({ endpoint, type: delivery.type, outcome: status === 'pending' ? 'retry' : status }, result.durationMs / 1000);
+    observe({ endpoint, type: delivery.type, outcome: status === 'pending' ? 'retry' : status }, result.durationMs / 1000);
     const line = { notificationId: delivery.notification_id, type: delivery.type, endpoint, attempt: delivery.attempts, statusCode: result.statusCode, durationMs: result.durationMs };
     if (status === 'delivered') logger.debug(line, 'notification delivered');
     else if (status === 'failed') logger.error({ ...line, error: result.error }, 'notification failed: its attempts ran out (npm run notifications -- --status failed)');

@@ -5,7 +5,7 @@
 // Delivered means a 2xx within the timeout; anything else is a failed attempt with its reason.
 import { Webhook } from 'standardwebhooks';
 import { describeError } from '../error-chain.js';
-import { quoted } from '../stripe/stripe-objects.js';
+import { quoted } from '../quoted.js';
 import { SERVICE_VERSION } from '../version.js';
 
 /** Of a response body, only this much is read, and its start quoted in the error: it is the app's, not ours to store. */
