@@ -110,7 +110,7 @@ test('one statement resolves each payment of a batch against the order that stor
     { outcome: 'session_not_stored' },
     { outcome: 'unknown_order' },
     { outcome: 'no_order' },
-    { outcome: 'granted' },
+    { outcome: 'granted', grant: { orderId: paying.order_id, accountId: paying.account_id, packageId: 'starter', credits: 40, amount: 4900, currency: 'chf' } },
   ]);
   assert.equal((await orderRow(file.database, paying.order_id)).status, 'paid');
   await assertUnpaid(named, waiting, other);
