@@ -13,7 +13,7 @@ import type { Database } from './db/schema.js';
 import { createDispatch } from './fulfilment/dispatch.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics/metrics.js';
-import { deliverNotificationTask } from './notifications/deliver.js';
+import { deliverNotificationsTask } from './notifications/deliver.js';
 import { DELIVER_TASK } from './notifications/delivery-jobs.js';
 import { createOutbox } from './notifications/outbox.js';
 import { reclaimTask } from './notifications/reclaim.js';
@@ -133,7 +133,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
         concurrency: config.appWebhookConcurrency,
         pgPool: notificationPool.pool,
         taskList: {
-          [DELIVER_TASK]: deliverNotificationTask({ db: notificationPool.db, config, logger: logger.child({ task: DELIVER_TASK }), observe: metrics.notificationAttempts }),
+          [DELIVER_TASK]: deliverNotificationsTask({ db: notificationPool.db, config, logger: logger.child({ task: DELIVER_TASK }), observe: metrics.notificationAttempts, yieldTo }),
         },
       });
     }

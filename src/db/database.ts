@@ -23,6 +23,11 @@ export interface DbOptions {
    * error.
    */
   queryDeadlineMs?: number;
+  /**
+   * Commits answer before their WAL reaches disk (synchronous_commit off): for work whose every
+   * write may be lost to a crash of Postgres at no cost but a repeat (notification deliveries).
+   */
+  asynchronousCommit?: boolean;
 }
 
 const STATEMENT_TIMEOUT_MS = 15_000;
@@ -41,6 +46,7 @@ export function openDatabase(connectionString: string, options: DbOptions = {}):
     idle_in_transaction_session_timeout: 60_000,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
+    ...(options.asynchronousCommit && { options: '-c synchronous_commit=off' }),
   });
   // An idle client losing its connection emits 'error' on the pool; without a listener that
   // would crash the process during a database restart. The next checkout reconnects.

@@ -59,7 +59,14 @@ export function openServicePools(url: string, { workerConcurrency, moduleJobConc
   };
   let observer: PoolObserver | undefined;
   const open = (name: PoolName): Db => {
-    const db = openDatabase(url, { maxConnections: sizes[name], applicationName: `stripe-inbox-${name}`, ...(queryDeadlineMs !== undefined && { queryDeadlineMs }) });
+    const db = openDatabase(url, {
+      maxConnections: sizes[name],
+      applicationName: `stripe-inbox-${name}`,
+      // A delivery's lease, record or job lost to a crash of Postgres is sent again: at least
+      // once allows it, and each attempt then costs no wait for a disk flush.
+      asynchronousCommit: name === 'notifications',
+      ...(queryDeadlineMs !== undefined && { queryDeadlineMs }),
+    });
     watchWaits(db.pool, name, {
       waited: (seconds) => observer?.waited(name, seconds),
       busy: () => observer?.busy(name),

@@ -4,7 +4,7 @@
 // deliveries move rows (deliver.ts, reclaim.ts); only a replay here moves them back.
 import { sql, type Kysely } from 'kysely';
 import type { Database, DeliveryStatus } from '../db/schema.js';
-import { addDeliveryJob } from './delivery-jobs.js';
+import { addDeliveryJobs } from './delivery-jobs.js';
 import { endpointLabel } from './endpoint-label.js';
 
 export interface EndpointSummary {
@@ -144,7 +144,7 @@ export interface ReplayResult {
  */
 export async function replayNotifications(db: Kysely<Database>, which: { ids: readonly string[] } | { failed: true }): Promise<ReplayResult> {
   const chosen = 'ids' in which ? sql`d.notification_id = any(${which.ids}::text[])` : sql`d.status = 'failed'`;
-  const { rows } = await sql<{ notification_id: string }>`
+  const { rows } = await sql<{ replayed: string[] | null }>`
     with chosen as (
       select d.delivery_id from notification_deliveries d
       where ${chosen} and (d.leased_until is null or d.leased_until < now())
@@ -155,8 +155,9 @@ export async function replayNotifications(db: Kysely<Database>, which: { ids: re
       from chosen where d.delivery_id = chosen.delivery_id
       returning d.delivery_id, d.notification_id
     )
-    select notification_id, ${addDeliveryJob(sql`delivery_id`)} from queued`.execute(db);
-  const replayed = [...new Set(rows.map((row) => row.notification_id))].sort();
+    select (select array_agg(distinct notification_id order by notification_id) from queued) as replayed,
+           ${addDeliveryJobs(sql`select delivery_id, now() from queued`)} as jobs`.execute(db);
+  const replayed = rows[0]?.replayed ?? [];
   const skipped = 'ids' in which ? which.ids.filter((id) => !replayed.includes(id)) : [];
   return { replayed, skipped };
 }

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { DELIVER_TASK, deliveryJobKey } from './delivery-jobs.js';
+import { addDeliveryJobs } from './delivery-jobs.js';
 
 /** An outcome to tell the app of. */
 export interface NewNotification {
@@ -63,7 +63,7 @@ export function createOutbox({ appWebhookUrls: endpoints }: OutboxConfig): Notif
         // Written once: every attempt sends these bytes, which the signature covers.
         body: JSON.stringify({ type: n.type, timestamp: now.toISOString(), data: n.data }),
       }));
-      // One statement: the notifications, their deliveries, and one job per delivery.
+      // One statement: the notifications, their deliveries, and a job per batch of them.
       await sql`
         with incoming as (
           select id, key, type, account_id, sequence, event_id, body
@@ -80,9 +80,7 @@ export function createOutbox({ appWebhookUrls: endpoints }: OutboxConfig): Notif
           from written w cross join unnest(${endpoints}::text[]) with ordinality as e(endpoint, n)
           returning delivery_id
         )
-        select count(*) from graphile_worker.add_jobs(array(
-          select row(${DELIVER_TASK}, json_build_object('deliveryId', delivery_id), null, null, null, ${deliveryJobKey(sql`delivery_id`)}, null, null)::graphile_worker.job_spec
-          from deliveries))`.execute(tx);
+        select ${addDeliveryJobs(sql`select delivery_id, now() from deliveries`)}`.execute(tx);
     },
   };
 }

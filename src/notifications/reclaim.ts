@@ -7,7 +7,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import { deleteSpentJobs } from '../worker/job-queue.js';
-import { addDeliveryJob, DELIVER_TASK } from './delivery-jobs.js';
+import { addDeliveryJobs, DELIVER_TASK } from './delivery-jobs.js';
 
 const RECLAIM_TASK = 'reclaim_notification_deliveries';
 const RECLAIM_BATCH_ROWS = 100;
@@ -33,7 +33,7 @@ export const reclaimTask = {
 export async function reclaimDeliveries(db: Kysely<Database>, maxAttempts: number): Promise<number> {
   let reclaimed = 0;
   for (;;) {
-    const { rows } = await sql<{ delivery_id: string }>`
+    const { rows } = await sql<{ taken: number; jobs: number }>`
       with lapsed as (
         select delivery_id from notification_deliveries
         where leased_until < now() and status = 'pending'
@@ -55,8 +55,10 @@ export async function reclaimDeliveries(db: Kysely<Database>, maxAttempts: numbe
                case when f.status = 'failed' then ${`${INTERRUPTED}: it was the last`} else ${`${INTERRUPTED}, which was retried`} end
         from notification_deliveries d join freed f using (delivery_id)
       )
-      select delivery_id, case when status = 'pending' then ${addDeliveryJob(sql`delivery_id`)} end from freed`.execute(db);
-    reclaimed += rows.length;
-    if (rows.length < RECLAIM_BATCH_ROWS) return reclaimed;
+      select (select count(*)::int from freed) as taken,
+             ${addDeliveryJobs(sql`select delivery_id, now() from freed where status = 'pending'`)} as jobs`.execute(db);
+    const taken = rows[0]?.taken ?? 0;
+    reclaimed += taken;
+    if (taken < RECLAIM_BATCH_ROWS) return reclaimed;
   }
 }

@@ -104,12 +104,12 @@ export async function countQueuedJobs(db: Kysely<Database>): Promise<{ jobs: num
  * Deletes jobs of `task` that can never run again: out of graphile-worker's attempts, held by
  * no live worker. Of fulfilment, their events ended 'failed' on the row first (the row counts every
  * attempt, and a job never has more than the row allows), so the row is the dead letter and the
- * job is litter; of a notification delivery, the job a reclaim retired (src/notifications/).
- * graphile-worker itself keeps such jobs forever. Returns how many went.
+ * job is litter; a notification delivery's job ran out only by failing to reach the database, and
+ * its deliveries are leased again by the reclaim (src/notifications/). graphile-worker itself keeps such jobs forever. Returns how many went.
  */
 export async function deleteSpentJobs(db: Kysely<Database>, task: string): Promise<number> {
   // No live worker holds a job unlocked or locked over 4 hours ago (graphile-worker's own rule,
-  // which complete_jobs applies too): a job a dead worker held, then retired, is the latter.
+  // which complete_jobs applies too).
   const { rows } = await sql<{ n: number }>`
     select count(*)::int as n from graphile_worker.complete_jobs(array(
       select j.id from graphile_worker.jobs j

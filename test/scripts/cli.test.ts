@@ -133,12 +133,13 @@ async function writeNotification(key: string, endpoint = ENDPOINT): Promise<{ no
 
 /**
  * Leaves the delivery as the worker's attempts would once they ran out, the last answered with a
- * 500: no worker runs in this file. Their job is done with, so it goes too, and a replay must queue one.
+ * 500: no worker runs in this file. Their job is done with, so it goes too (with every other
+ * delivery job of the file: jobs carry no key to find one by), and a replay must queue one.
  */
 async function failDelivery(deliveryId: string): Promise<void> {
   await sql`update notification_deliveries set status = 'failed', attempts = 3, last_attempt_at = now(), last_status_code = 500, last_error = 'HTTP 500'
     where delivery_id = ${deliveryId}`.execute(database.db);
-  await sql`select graphile_worker.remove_job(${`notification_delivery:${deliveryId}`})`.execute(database.db);
+  await sql`select graphile_worker.complete_jobs(array(select id from graphile_worker.jobs where task_identifier = 'deliver_notifications'))`.execute(database.db);
 }
 
 async function failedNotification(key: string, endpoint = ENDPOINT): Promise<{ notificationId: string; deliveryId: string }> {
@@ -149,7 +150,7 @@ async function failedNotification(key: string, endpoint = ENDPOINT): Promise<{ n
 
 async function deliveryState(deliveryId: string): Promise<{ status: string; attempts: number; job: boolean }> {
   const row = await database.db.selectFrom('notification_deliveries').select(['status', 'attempts']).where('delivery_id', '=', deliveryId).executeTakeFirstOrThrow();
-  const { rows } = await sql`select 1 from graphile_worker.jobs where key = ${`notification_delivery:${deliveryId}`}`.execute(database.db);
+  const { rows } = await sql`select 1 from graphile_worker.jobs where task_identifier = 'deliver_notifications'`.execute(database.db);
   return { ...row, job: rows.length === 1 };
 }
 
