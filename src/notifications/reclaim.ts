@@ -1,7 +1,9 @@
 // The sweep's discipline for deliveries: an attempt whose worker died (kill -9, OOM, a container
 // replaced mid-POST) leaves its lease to run out and its job locked, which graphile-worker would
-// keep for 4 hours. Every SWEEP_CRON tick this re-queues each such delivery at once; the attempt
-// that was cut short counts as one. SKIP LOCKED: any number of runs may overlap.
+// keep for 4 hours. Every SWEEP_CRON tick this re-queues each such delivery at once. The attempt
+// that was cut short counts as one, as a reclaim counts against an event's attempts: a
+// notification whose every attempt kills its worker ends 'failed' rather than looping for good.
+// SKIP LOCKED: any number of runs may overlap.
 import type { Task } from 'graphile-worker';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
