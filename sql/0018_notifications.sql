@@ -1,7 +1,8 @@
 -- 0018: outcome notifications to the selling app (docs/notifications.md), a transactional outbox.
 -- A notification is written in the transaction of the outcome it tells of (a grant, a revocation,
--- a subscription's new state), with one delivery per endpoint of APP_WEBHOOK_URL and a job for
--- each, so it exists exactly when the outcome committed. The business key makes it once per
+-- a subscription's new state), with one delivery per endpoint of APP_WEBHOOK_URL, so it exists
+-- exactly when the outcome committed. The deliveries are their own queue (next_attempt_at,
+-- leased_until), which src/notifications/delivery-pump.ts relays. The business key makes it once per
 -- outcome, whatever repeats the event that produced it (a second Event object, a replay, a reclaim).
 create table notifications (
   -- The Standard Webhooks webhook-id, the same on every attempt: the receiver's deduplication key.
@@ -32,7 +33,7 @@ create table notification_deliveries (
   -- Attempts since it was queued or last replayed.
   attempts        int not null default 0,
   -- While in the future an attempt is in flight; a past one is an attempt whose worker died
-  -- before it recorded anything, which the sweep re-queues (src/notifications/reclaim.ts).
+  -- before it recorded anything, which the sweep frees (src/notifications/reclaim.ts).
   leased_until    timestamptz,
   next_attempt_at timestamptz not null default now(),
   last_attempt_at timestamptz,
@@ -44,9 +45,10 @@ create table notification_deliveries (
   constraint notification_deliveries_failed_has_error check (status <> 'failed' or last_error is not null),
   constraint notification_deliveries_one_per_endpoint unique (notification_id, endpoint)
 );
--- What status, metrics and the dead letter read: everything not yet delivered.
-create index notification_deliveries_undelivered on notification_deliveries (endpoint, status, next_attempt_at) where status <> 'delivered';
-create index notification_deliveries_leased on notification_deliveries (leased_until) where leased_until is not null;
+-- What the pumps take next: due, and held by no attempt.
+create index notification_deliveries_due on notification_deliveries (next_attempt_at) where status = 'pending' and leased_until is null;
+-- What status, metrics, the dead letter and the sweep read: everything not yet delivered.
+create index notification_deliveries_undelivered on notification_deliveries (status, endpoint) where status <> 'delivered';
 
 create table notification_attempts (
   delivery_id  text not null references notification_deliveries on delete cascade,

@@ -1,6 +1,6 @@
 // Starts graphile-worker with the tasks the rest declare: fulfilment's (tasks/), the maintenance
 // services' with their crontab lines (src/sweep/, src/prune/, src/notifications/reclaim.ts), the
-// modules', and the deliveries of outcome notifications (src/notifications/). Signal handling
+// modules'; and beside them the pump that delivers outcome notifications (src/notifications/). Signal handling
 // is ours (main.ts): graphile-worker would otherwise install its own SIGTERM handlers and race our
 // graceful shutdown.
 import { run, type Runner, type RunnerOptions, type Task } from 'graphile-worker';
@@ -13,8 +13,7 @@ import type { Database } from './db/schema.js';
 import { createDispatch } from './fulfilment/dispatch.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics/metrics.js';
-import { deliverNotificationsTask } from './notifications/deliver.js';
-import { DELIVER_TASK } from './notifications/delivery-jobs.js';
+import { startDeliveryPump, type DeliveryPump } from './notifications/delivery-pump.js';
 import { createOutbox } from './notifications/outbox.js';
 import { reclaimTask } from './notifications/reclaim.js';
 import type { StripeCalls } from './stripe/outbound.js';
@@ -32,7 +31,7 @@ export interface WorkerDeps {
   pool: pg.Pool;
   db: Kysely<Database>;
   /** The deliveries' own pool: an app that answers slowly never holds a fulfilment connection. */
-  notificationPool: { pool: pg.Pool; db: Kysely<Database> };
+  notificationDb: Kysely<Database>;
   modules: readonly BusinessModule[];
   logger: Logger;
   metrics: Metrics;
@@ -74,10 +73,12 @@ export interface WorkerOptions {
 // do (a subscription refresh), and while Stripe hangs each attempt holds its slot for the whole
 // Stripe deadline. In their own MODULE_JOB_CONCURRENCY slots they wait for each other only, never
 // in front of an event's fulfilment. Notification deliveries wait on the app the same way, in
-// APP_WEBHOOK_CONCURRENCY slots on a pool of their own.
+// APP_WEBHOOK_CONCURRENCY batches of their own pump (not a graphile-worker runner:
+// src/notifications/delivery-pump.ts says why), on a pool of their own.
 export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {}): Promise<Worker> {
-  const { config, stripeCalls, pool, db, notificationPool, modules, logger, metrics, yieldTo } = deps;
+  const { config, stripeCalls, pool, db, notificationDb, modules, logger, metrics, yieldTo } = deps;
   const notifications = createOutbox(config);
+  let pump: DeliveryPump | undefined;
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
   const watchdogs: Partial<Record<RunnerName, JobLoopWatchdog>> = {};
   const runners: Runner[] = [];
@@ -129,12 +130,13 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     if (Object.keys(tasks).length > 0) await start('modules', { concurrency: config.moduleJobConcurrency, taskList: tasks });
     // Unset APP_WEBHOOK_URL writes no notification, and leaves any queued before it waiting.
     if (notifications.enabled) {
-      await start('notifications', {
-        concurrency: config.appWebhookConcurrency,
-        pgPool: notificationPool.pool,
-        taskList: {
-          [DELIVER_TASK]: deliverNotificationsTask({ db: notificationPool.db, config, logger: logger.child({ task: DELIVER_TASK }), observe: metrics.notificationAttempts, yieldTo }),
-        },
+      pump = startDeliveryPump({
+        db: notificationDb,
+        config,
+        logger: logger.child({ task: 'deliver_notifications' }),
+        observe: metrics.notificationAttempts,
+        yieldTo,
+        stallAfterMs: options.stallAfterMs,
       });
     }
   } catch (error) {
@@ -142,17 +144,22 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     for (const watchdog of Object.values(watchdogs)) watchdog.stop();
     throw error;
   }
+  const stopPump = async () => pump?.stop();
   return {
-    promise: Promise.all(runners.map((runner) => runner.promise)).then(() => undefined),
+    promise: Promise.all([...runners.map((runner) => runner.promise), pump?.promise]).then(() => undefined),
     // A runner that already failed rejects these with its failure, which `promise` reports.
     async stop() {
-      await Promise.allSettled(runners.map((runner) => runner.stop()));
+      await Promise.allSettled([...runners.map((runner) => runner.stop()), stopPump()]);
     },
+    // Deliveries in flight end with their timeout; killed before, their leases run out (reclaim.ts).
     async kill(reason) {
-      await Promise.allSettled(runners.map((runner) => runner.kill(reason)));
+      await Promise.allSettled([...runners.map((runner) => runner.kill(reason)), stopPump()]);
     },
     status() {
-      return Object.fromEntries(Object.entries(watchdogs).map(([name, watchdog]) => [name, watchdog.status()]));
+      return {
+        ...Object.fromEntries(Object.entries(watchdogs).map(([name, watchdog]) => [name, watchdog.status()])),
+        ...(pump && { notifications: pump.status() }),
+      };
     },
   };
 }

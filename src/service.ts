@@ -65,7 +65,7 @@ export async function startService({ config, pools, stripe, modules, logger, wor
           stripeCalls,
           pool: pools.worker.pool,
           db: pools.worker.db,
-          notificationPool: pools.notifications,
+          notificationDb: pools.notifications.db,
           modules,
           logger,
           metrics,

@@ -1,7 +1,7 @@
 // The service's connection pools, one per kind of work, so that one kind cannot starve the
 // others: `intake` for the webhook's claims and /readyz, `api` for /api and /admin, `worker` for
-// graphile-worker and fulfilment, `notifications` for the deliveries to the app (their runner's
-// own graphile-worker queries and each attempt's lease and record). However long API requests hold connections, a webhook delivery
+// graphile-worker and fulfilment, `notifications` for the deliveries to the app (each batch's
+// lease and record). However long API requests hold connections, a webhook delivery
 // still gets one, and the worker keeps fulfilling. Connections open on first use, so a role that
 // never uses a pool (ROLE=worker has no API) costs nothing for it.
 //
@@ -53,17 +53,17 @@ export function openServicePools(url: string, { workerConcurrency, moduleJobConc
     // Each concurrent job of both runners (src/run-worker.ts: its transaction, then
     // graphile-worker's completion of it), plus each runner's LISTEN client and their bookkeeping.
     worker: workerConcurrency + moduleJobConcurrency + 4,
-    // No connection is held across a POST: each slot's lease and record, the runner's LISTEN
-    // client, its fetches and completions.
-    notifications: appWebhookConcurrency + 3,
+    // No connection is held across a POST: the pump's lease of the next batch, and each batch's
+    // record (src/notifications/delivery-pump.ts).
+    notifications: appWebhookConcurrency + 1,
   };
   let observer: PoolObserver | undefined;
   const open = (name: PoolName): Db => {
     const db = openDatabase(url, {
       maxConnections: sizes[name],
       applicationName: `stripe-inbox-${name}`,
-      // A delivery's lease, record or job lost to a crash of Postgres is sent again: at least
-      // once allows it, and each attempt then costs no wait for a disk flush.
+      // A delivery's lease or record lost to a crash of Postgres is sent again: at least once
+      // allows it, and each batch then costs no wait for a disk flush.
       asynchronousCommit: name === 'notifications',
       ...(queryDeadlineMs !== undefined && { queryDeadlineMs }),
     });

@@ -11,7 +11,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { PoolObserver } from '../db/pools.js';
 import type { Database } from '../db/schema.js';
 import { inboxStatusReader, type InboxStatus } from '../events/read-model.js';
-import type { AttemptObserver } from '../notifications/deliver.js';
+import type { AttemptObserver } from '../notifications/delivery-pump.js';
 import { notificationSummary } from '../notifications/notification-store.js';
 import type { JobLoopStatus } from '../worker/job-loop-watchdog.js';
 

@@ -4,7 +4,6 @@
 // deliveries move rows (deliver.ts, reclaim.ts); only a replay here moves them back.
 import { sql, type Kysely } from 'kysely';
 import type { Database, DeliveryStatus } from '../db/schema.js';
-import { addDeliveryJobs } from './delivery-jobs.js';
 import { endpointLabel } from './endpoint-label.js';
 
 export interface EndpointSummary {
@@ -138,7 +137,7 @@ export interface ReplayResult {
 }
 
 /**
- * Queues deliveries again, with a fresh count of attempts, the same webhook-id and the same body:
+ * Makes deliveries due again, with a fresh count of attempts, the same webhook-id and the same body:
  * every delivery of the notifications named (delivered ones too: the app may have lost one), or
  * every failed delivery. One with an attempt in flight is left to it.
  */
@@ -155,8 +154,7 @@ export async function replayNotifications(db: Kysely<Database>, which: { ids: re
       from chosen where d.delivery_id = chosen.delivery_id
       returning d.delivery_id, d.notification_id
     )
-    select (select array_agg(distinct notification_id order by notification_id) from queued) as replayed,
-           ${addDeliveryJobs(sql`select delivery_id, now() from queued`)} as jobs`.execute(db);
+    select array_agg(distinct notification_id order by notification_id) as replayed from queued`.execute(db);
   const replayed = rows[0]?.replayed ?? [];
   const skipped = 'ids' in which ? which.ids.filter((id) => !replayed.includes(id)) : [];
   return { replayed, skipped };

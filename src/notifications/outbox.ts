@@ -1,8 +1,8 @@
 // Outcome notifications, written where the outcome is (docs/notifications.md): a transactional
 // outbox. A module tells of an outcome in the transaction that makes it — a grant, a revocation,
-// a subscription's new state — and the notification, one delivery per endpoint of APP_WEBHOOK_URL
-// and a job for each commit with it or not at all. A rolled-back fulfilment leaves none behind;
-// a committed one always has its deliveries queued (src/notifications/deliver.ts sends them).
+// a subscription's new state — and the notification and one delivery per endpoint of
+// APP_WEBHOOK_URL commit with it or not at all. A rolled-back fulfilment leaves none behind; a
+// committed one always has its deliveries due (src/notifications/delivery-pump.ts sends them).
 //
 // Once per outcome: the business key (notifications_one_per_outcome) decides, not a read. The
 // outcomes themselves happen once (a grant is once per order), so a repeat of the event that made
@@ -11,7 +11,6 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { addDeliveryJobs } from './delivery-jobs.js';
 
 /** An outcome to tell the app of. */
 export interface NewNotification {
@@ -32,7 +31,7 @@ export interface NewNotification {
 export interface Notifications {
   /** False when APP_WEBHOOK_URL is unset: nothing would deliver a notification, so none is written. */
   readonly enabled: boolean;
-  /** Writes the notifications, their deliveries and their jobs in `tx`, the outcome's transaction. */
+  /** Writes the notifications and their deliveries in `tx`, the outcome's transaction. */
   add(tx: Transaction<Database>, notifications: readonly NewNotification[]): Promise<void>;
 }
 
@@ -63,7 +62,7 @@ export function createOutbox({ appWebhookUrls: endpoints }: OutboxConfig): Notif
         // Written once: every attempt sends these bytes, which the signature covers.
         body: JSON.stringify({ type: n.type, timestamp: now.toISOString(), data: n.data }),
       }));
-      // One statement: the notifications, their deliveries, and a job per batch of them.
+      // One statement: the notifications and their deliveries, due now (src/notifications/delivery-pump.ts).
       await sql`
         with incoming as (
           select id, key, type, account_id, sequence, event_id, body
@@ -78,9 +77,8 @@ export function createOutbox({ appWebhookUrls: endpoints }: OutboxConfig): Notif
           insert into notification_deliveries (delivery_id, notification_id, endpoint)
           select w.notification_id || '.' || e.n, w.notification_id, e.endpoint
           from written w cross join unnest(${endpoints}::text[]) with ordinality as e(endpoint, n)
-          returning delivery_id
         )
-        select ${addDeliveryJobs(sql`select delivery_id, now() from deliveries`)}`.execute(tx);
+        select 1`.execute(tx);
     },
   };
 }

@@ -1,6 +1,6 @@
 // The sweep's discipline for deliveries: an attempt whose worker died (kill -9, OOM, a container
-// replaced mid-POST) leaves its lease to run out and its job locked, which graphile-worker would
-// keep for 4 hours. Every SWEEP_CRON tick this re-queues each such delivery at once. The attempt
+// replaced mid-POST) leaves its lease behind. Every SWEEP_CRON tick this frees each delivery whose
+// lease ran out, due at once, for the next batch of any pump (delivery-pump.ts). The attempt
 // that was cut short counts as one, as a reclaim counts against an event's attempts: a
 // notification whose every attempt kills its worker ends 'failed' rather than looping for good.
 // SKIP LOCKED: any number of runs may overlap.
@@ -8,8 +8,6 @@ import type { Task } from 'graphile-worker';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
-import { deleteSpentJobs } from '../worker/job-queue.js';
-import { addDeliveryJobs, DELIVER_TASK } from './delivery-jobs.js';
 
 const RECLAIM_TASK = 'reclaim_notification_deliveries';
 const RECLAIM_BATCH_ROWS = 100;
@@ -23,19 +21,18 @@ export const reclaimTask = {
     ({ db, logger, config }: { db: Kysely<Database>; logger: Logger; config: { appWebhookMaxAttempts: number } }): Task =>
     async () => {
       const reclaimed = await reclaimDeliveries(db, config.appWebhookMaxAttempts);
-      const deletedJobs = await deleteSpentJobs(db, DELIVER_TASK);
-      if (reclaimed > 0) logger.warn({ reclaimed, deletedJobs }, 'notification deliveries whose worker died were queued again');
+      if (reclaimed > 0) logger.warn({ reclaimed }, 'notification deliveries whose worker died were freed for another attempt');
     },
 };
 
 /**
- * Re-queues every delivery whose attempt's lease ran out, in batches, or fails it when that was
- * its last attempt. Returns how many it took.
+ * Frees every delivery whose attempt's lease ran out, in batches, or fails it when that was its
+ * last attempt. Returns how many it took.
  */
 export async function reclaimDeliveries(db: Kysely<Database>, maxAttempts: number): Promise<number> {
   let reclaimed = 0;
   for (;;) {
-    const { rows } = await sql<{ taken: number; jobs: number }>`
+    const { rows } = await sql<{ taken: number }>`
       with lapsed as (
         select delivery_id from notification_deliveries
         where leased_until < now() and status = 'pending'
@@ -57,8 +54,7 @@ export async function reclaimDeliveries(db: Kysely<Database>, maxAttempts: numbe
                case when f.status = 'failed' then ${`${INTERRUPTED}: it was the last`} else ${`${INTERRUPTED}, which was retried`} end
         from notification_deliveries d join freed f using (delivery_id)
       )
-      select (select count(*)::int from freed) as taken,
-             ${addDeliveryJobs(sql`select delivery_id, now() from freed where status = 'pending'`)} as jobs`.execute(db);
+      select count(*)::int as taken from freed`.execute(db);
     const taken = rows[0]?.taken ?? 0;
     reclaimed += taken;
     if (taken < RECLAIM_BATCH_ROWS) return reclaimed;

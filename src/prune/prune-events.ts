@@ -13,7 +13,7 @@ import { sql, type Kysely } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database } from '../db/schema.js';
 import { pruneDeliveredNotifications } from '../notifications/retention.js';
-import { deleteSpentJobs, PROCESS_EVENT_TASK } from '../worker/job-queue.js';
+import { deleteSpentJobs } from '../worker/job-queue.js';
 import type { Logger } from '../logger.js';
 
 export const MIN_RETENTION_DAYS = 31;
@@ -75,7 +75,7 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
   const batchSize = options.batchSize ?? PRUNE_BATCH_ROWS;
   const finishedBefore = new Date(Date.now() - options.retentionDays * DAY_MS);
   const { deleted, batches } = await inBatches(batchSize, (limit) => pruneFinishedEvents(db, { finishedBefore, limit }));
-  const deleted_jobs = await deleteSpentJobs(db, PROCESS_EVENT_TASK);
+  const deleted_jobs = await deleteSpentJobs(db);
   const { deleted: deleted_keys } = await inBatches(batchSize, (limit) => pruneIdempotencyKeys(db, { createdBefore: finishedBefore, limit }));
   const { deleted: deleted_notifications } = await inBatches(batchSize, (limit) => pruneDeliveredNotifications(db, { createdBefore: finishedBefore, limit }));
   await recordMaintenanceRun(db, 'prune', { deleted, batches, deleted_jobs, deleted_keys, deleted_notifications });

@@ -33,6 +33,22 @@ export interface JobLoopStatus {
   stalled: string | undefined;
 }
 
+/**
+ * A job loop's status from how long ago it last made progress: stalled past STALL_AFTER_MS with
+ * nothing running, or past STUCK_JOBS_AFTER_MS with jobs running that never finish. Also for a
+ * loop of our own that is not graphile-worker's (src/notifications/delivery-pump.ts).
+ */
+export function judgeProgress(loop: { runner: string; ageMs: number; running: number; lastError: string | undefined; stallAfterMs?: number | undefined }): JobLoopStatus {
+  const stallAfterMs = loop.stallAfterMs ?? STALL_AFTER_MS;
+  const stalled = loop.running === 0 ? loop.ageMs > stallAfterMs : loop.ageMs > Math.max(stallAfterMs, STUCK_JOBS_AFTER_MS);
+  return {
+    progressAgeSeconds: loop.ageMs / 1000,
+    stalled: stalled
+      ? `the ${loop.runner} job loop has made no progress for ${Math.round(loop.ageMs / 1000)} s` + (loop.lastError ? ` (last error: ${loop.lastError})` : '')
+      : undefined,
+  };
+}
+
 export class JobLoopWatchdog {
   /** Passed to graphile-worker's run() as `events`, so that events of its start are seen too. */
   readonly events: WorkerEvents = new EventEmitter() as WorkerEvents;
@@ -91,15 +107,7 @@ export class JobLoopWatchdog {
   }
 
   status(): JobLoopStatus {
-    const age = performance.now() - this.#lastProgress;
-    const stallAfterMs = this.options.stallAfterMs ?? STALL_AFTER_MS;
-    const stalled = this.#running === 0 ? age > stallAfterMs : age > Math.max(stallAfterMs, STUCK_JOBS_AFTER_MS);
-    return {
-      progressAgeSeconds: age / 1000,
-      stalled: stalled
-        ? `the ${this.runner} job loop has made no progress for ${Math.round(age / 1000)} s` + (this.#lastError ? ` (last error: ${this.#lastError})` : '')
-        : undefined,
-    };
+    return judgeProgress({ runner: this.runner, ageMs: performance.now() - this.#lastProgress, running: this.#running, lastError: this.#lastError, stallAfterMs: this.options.stallAfterMs });
   }
 
   stop(): void {

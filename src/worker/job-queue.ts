@@ -101,20 +101,17 @@ export async function countQueuedJobs(db: Kysely<Database>): Promise<{ jobs: num
 }
 
 /**
- * Deletes jobs of `task` that can never run again: out of graphile-worker's attempts, held by
- * no live worker. Of fulfilment, their events ended 'failed' on the row first (the row counts every
- * attempt, and a job never has more than the row allows), so the row is the dead letter and the
- * job is litter; a notification delivery's job ran out only by failing to reach the database, and
- * its deliveries are leased again by the reclaim (src/notifications/). graphile-worker itself keeps such jobs forever. Returns how many went.
+ * Deletes fulfilment jobs that can never run again: out of graphile-worker's attempts and not
+ * locked. Their events ended 'failed' on the row first (the row counts every attempt, and a job
+ * never has more than the row allows), so the row is the dead letter and the job is litter.
+ * graphile-worker itself keeps such jobs forever. Returns how many went.
  */
-export async function deleteSpentJobs(db: Kysely<Database>, task: string): Promise<number> {
-  // No live worker holds a job unlocked or locked over 4 hours ago (graphile-worker's own rule,
-  // which complete_jobs applies too).
+export async function deleteSpentJobs(db: Kysely<Database>): Promise<number> {
+  // complete_jobs deletes only jobs no live worker holds (unlocked, or locked over 4 hours ago).
   const { rows } = await sql<{ n: number }>`
     select count(*)::int as n from graphile_worker.complete_jobs(array(
       select j.id from graphile_worker.jobs j
-      where j.task_identifier = ${task} and j.attempts >= j.max_attempts
-        and (j.locked_at is null or j.locked_at < now() - interval '4 hours')))`.execute(db);
+      where j.task_identifier = ${PROCESS_EVENT_TASK} and j.attempts >= j.max_attempts and j.locked_at is null))`.execute(db);
   return rows[0]?.n ?? 0;
 }
 

@@ -4,7 +4,7 @@
 // the same bytes on every attempt; a dead letter replayed as it was; a slow app holds nothing else.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DELIVERIES_PER_JOB } from '../../src/notifications/delivery-jobs.js';
+import { DELIVERIES_PER_BATCH } from '../../src/notifications/delivery-pump.js';
 import { finishedEvent, givenOrder, paidEvent } from '../support/factories.js';
 import { notifyingServiceForFile, receivedWhere, type NotifyingFile } from '../support/notification-receiver.js';
 import { waitFor } from '../support/wait-for.js';
@@ -158,12 +158,12 @@ describe('a hanging app', () => {
     const answers = await Promise.all(events.map((event) => setup.service.deliver(event)));
     assert.deepEqual(answers.map((a) => a.status), events.map(() => 200));
     for (const event of events) assert.equal((await finishedEvent(setup.database, event.id)).status, 'processed');
-    // Two jobs at once (APP_WEBHOOK_CONCURRENCY), each sending the deliveries it carries together.
+    // Two batches at once (APP_WEBHOOK_CONCURRENCY), each sending its deliveries together.
     await waitFor('the deliveries hanging', () => Promise.resolve(setup.receiver.received.filter((r) => r.answered === 'hung').length >= 2));
     const status = await setup.service.call('GET', '/admin/api/status');
     const [endpoint] = (status.body.notifications as { endpoints: Array<{ pending: number }> }).endpoints;
     assert.equal(endpoint!.pending, 12, 'every notification waits, in view');
-    assert.ok(setup.receiver.received.length <= 2 * DELIVERIES_PER_JOB, `no more at once than APP_WEBHOOK_CONCURRENCY jobs carry (${setup.receiver.received.length})`);
+    assert.ok(setup.receiver.received.length <= 2 * DELIVERIES_PER_BATCH, `no more at once than APP_WEBHOOK_CONCURRENCY batches hold (${setup.receiver.received.length})`);
     setup.receiver.dropHanging();
   });
 });

@@ -20,24 +20,27 @@ import { waitFor } from '../support/wait-for.js';
 const quiet = databaseForFile();
 const NOTIFYING = { APP_WEBHOOK_URL: 'http://127.0.0.1:9/one,http://127.0.0.1:9/two', APP_WEBHOOK_SECRET };
 
-const deliveryJobs = async (db: typeof quiet.db) =>
-  (await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'deliver_notifications'`.execute(db)).rows[0]!.n;
-
 const notificationsOf = (db: typeof quiet.db, key: string) =>
   db.selectFrom('notifications').selectAll().where('business_key', 'like', key).orderBy('sequence').execute();
 
 describe('in the outcome’s transaction', () => {
-  test('a grant writes one notification, one delivery per endpoint and a job that carries them', async () => {
+  test('a grant writes one notification and one delivery per endpoint, due at once', async () => {
     const order = await givenOrder(quiet);
-    const jobsBefore = await deliveryJobs(quiet.db);
     const [fulfilled] = await fulfilWith(quiet, handlersOf(creditsModule, NOTIFYING), [paidEvent(order)]);
     assert.equal(fulfilled!.row.status, 'processed');
     const [notification, ...more] = await notificationsOf(quiet.db, `order.paid:${order.order_id}`);
     assert.equal(more.length, 0);
     assert.equal(notification!.event_id, fulfilled!.row.event_id);
-    const deliveries = await quiet.db.selectFrom('notification_deliveries').select(['delivery_id', 'endpoint', 'status']).where('notification_id', '=', notification!.notification_id).orderBy('delivery_id').execute();
-    assert.deepEqual(deliveries.map((d) => [d.endpoint, d.status]), [['http://127.0.0.1:9/one', 'pending'], ['http://127.0.0.1:9/two', 'pending']]);
-    assert.equal(await deliveryJobs(quiet.db), jobsBefore + 1);
+    const deliveries = await quiet.db
+      .selectFrom('notification_deliveries')
+      .select(['endpoint', 'status', 'attempts', sql<boolean>`next_attempt_at <= now() and leased_until is null`.as('due')])
+      .where('notification_id', '=', notification!.notification_id)
+      .orderBy('delivery_id')
+      .execute();
+    assert.deepEqual(deliveries, [
+      { endpoint: 'http://127.0.0.1:9/one', status: 'pending', attempts: 0, due: true },
+      { endpoint: 'http://127.0.0.1:9/two', status: 'pending', attempts: 0, due: true },
+    ]);
   });
 
   test('two grants to one account in one batch are numbered in turn, each with the balance right after it', async () => {

@@ -118,7 +118,7 @@ test('replay --status stops at --limit, says so, and the next run takes the rest
 
 const ENDPOINT = 'http://127.0.0.1:9/x';
 
-/** A notification written by the real outbox: one delivery to `endpoint`, pending, its job queued. */
+/** A notification written by the real outbox: one delivery to `endpoint`, pending and due. */
 async function writeNotification(key: string, endpoint = ENDPOINT): Promise<{ notificationId: string; deliveryId: string }> {
   const outbox = createOutbox({ appWebhookUrls: [endpoint] });
   await database.db.transaction().execute((tx) => outbox.add(tx, [{ type: 'order.paid', key: `order.paid:${key}`, accountId: 'acct_x', sequence: 1, eventId: null, data: {} }]));
@@ -131,15 +131,10 @@ async function writeNotification(key: string, endpoint = ENDPOINT): Promise<{ no
   return { notificationId: row.notification_id, deliveryId: row.delivery_id };
 }
 
-/**
- * Leaves the delivery as the worker's attempts would once they ran out, the last answered with a
- * 500: no worker runs in this file. Their job is done with, so it goes too (with every other
- * delivery job of the file: jobs carry no key to find one by), and a replay must queue one.
- */
+/** Leaves the delivery as the worker's attempts would once they ran out, the last answered with a 500: no worker runs in this file. */
 async function failDelivery(deliveryId: string): Promise<void> {
   await sql`update notification_deliveries set status = 'failed', attempts = 3, last_attempt_at = now(), last_status_code = 500, last_error = 'HTTP 500'
     where delivery_id = ${deliveryId}`.execute(database.db);
-  await sql`select graphile_worker.complete_jobs(array(select id from graphile_worker.jobs where task_identifier = 'deliver_notifications'))`.execute(database.db);
 }
 
 async function failedNotification(key: string, endpoint = ENDPOINT): Promise<{ notificationId: string; deliveryId: string }> {
@@ -148,10 +143,12 @@ async function failedNotification(key: string, endpoint = ENDPOINT): Promise<{ n
   return written;
 }
 
-async function deliveryState(deliveryId: string): Promise<{ status: string; attempts: number; job: boolean }> {
-  const row = await database.db.selectFrom('notification_deliveries').select(['status', 'attempts']).where('delivery_id', '=', deliveryId).executeTakeFirstOrThrow();
-  const { rows } = await sql`select 1 from graphile_worker.jobs where task_identifier = 'deliver_notifications'`.execute(database.db);
-  return { ...row, job: rows.length === 1 };
+async function deliveryState(deliveryId: string): Promise<{ status: string; attempts: number; due: boolean }> {
+  return database.db
+    .selectFrom('notification_deliveries')
+    .select(['status', 'attempts', sql<boolean>`status = 'pending' and leased_until is null and next_attempt_at <= now()`.as('due')])
+    .where('delivery_id', '=', deliveryId)
+    .executeTakeFirstOrThrow();
 }
 
 test('notifications lists the failed ones by default, each delivery with its attempts and last error', async () => {
@@ -171,12 +168,12 @@ test('notifications lists the failed ones by default, each delivery with its att
 
 test('notifications --replay <id> queues a failed delivery again with a fresh count of attempts; an unknown id exits 1', async () => {
   const { notificationId, deliveryId } = await failedNotification('ord_replayed');
-  assert.deepEqual(await deliveryState(deliveryId), { status: 'failed', attempts: 3, job: false });
+  assert.deepEqual(await deliveryState(deliveryId), { status: 'failed', attempts: 3, due: false });
 
   const result = await script('notifications', ['--replay', notificationId, '--json']);
   assert.equal(result.code, 0);
   assert.deepEqual(JSON.parse(result.stdout), { replayed: [notificationId], in_flight: [], not_found: [] });
-  assert.deepEqual(await deliveryState(deliveryId), { status: 'pending', attempts: 0, job: true });
+  assert.deepEqual(await deliveryState(deliveryId), { status: 'pending', attempts: 0, due: true });
 
   const unknown = await script('notifications', ['--replay', 'msg_unknown']);
   assert.equal(unknown.code, 1);
@@ -190,7 +187,7 @@ test('notifications --replay-failed queues every failed delivery again', async (
   assert.equal(result.code, 0);
   const { replayed } = JSON.parse(result.stdout) as { replayed: string[] };
   for (const { notificationId } of written) assert.ok(replayed.includes(notificationId), notificationId);
-  for (const { deliveryId } of written) assert.deepEqual(await deliveryState(deliveryId), { status: 'pending', attempts: 0, job: true });
+  for (const { deliveryId } of written) assert.deepEqual(await deliveryState(deliveryId), { status: 'pending', attempts: 0, due: true });
   const left = await database.db.selectFrom('notification_deliveries').select('delivery_id').where('status', '=', 'failed').execute();
   assert.deepEqual(left, []);
 });
