@@ -22,6 +22,7 @@ import { sweepTask } from './sweep/sweep-stale-events.js';
 import { graphileLogger } from './worker/graphile-logger.js';
 import { JobLoopWatchdog, type JobLoopStatus } from './worker/job-loop-watchdog.js';
 import { PROCESS_EVENT_TASK } from './worker/job-queue.js';
+import { FulfilmentBatcher } from './fulfilment/fulfilment-batcher.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -60,6 +61,14 @@ interface MaintenanceTask {
   crontab(config: Config): string;
   task(deps: { db: Kysely<Database>; logger: Logger; metrics: Metrics; config: Config }): Task;
 }
+
+/**
+ * Longest a batch of deliveries waits for fulfilment to pause. Under a backlog of events the pump
+ * then sends at most APP_WEBHOOK_CONCURRENCY batches a second, and catches up once it drained.
+ */
+const FULFILMENT_FIRST_MAX_WAIT_MS = 1_000;
+/** Fulfilment has paused this long: no backlog is draining. */
+const FULFILMENT_QUIET_MS = 50;
 
 /** Run on the fulfilment runner's crontab. */
 const MAINTENANCE_TASKS: readonly MaintenanceTask[] = [sweepTask, pruneTask, reclaimTask];
@@ -105,6 +114,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     // once are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog
     // pays its round trips once for several jobs.
     const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config, notifications)) });
+    const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, maxJobs: concurrency, ...(yieldTo && { yieldTo }) });
     await start('fulfilment', {
       concurrency,
       preset: {
@@ -120,7 +130,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
       },
       crontab: MAINTENANCE_TASKS.map((service) => `${service.crontab(config)}\n`).join(''),
       taskList: {
-        [PROCESS_EVENT_TASK]: processStripeEventsTask({ db, maxAttempts, dispatch, maxJobs: concurrency, yieldTo, logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
+        [PROCESS_EVENT_TASK]: processStripeEventsTask({ fulfilment, logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
         ...Object.fromEntries(
           MAINTENANCE_TASKS.map((service) => [service.identifier, service.task({ db, logger: logger.child({ task: service.identifier }), metrics, config })]),
         ),
@@ -135,7 +145,11 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
         config,
         logger: logger.child({ task: 'deliver_notifications' }),
         observe: metrics.notificationAttempts,
-        yieldTo,
+        // After the webhook's claims and a backlog of events: credits first, then the app told.
+        yieldTo: async () => {
+          await yieldTo?.();
+          await fulfilment.whenQuiet(FULFILMENT_QUIET_MS, FULFILMENT_FIRST_MAX_WAIT_MS);
+        },
         stallAfterMs: options.stallAfterMs,
       });
     }

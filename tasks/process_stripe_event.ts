@@ -10,9 +10,7 @@
 // compatibility C1).
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
-import type { Kysely } from 'kysely';
-import type { Database } from '../src/db/schema.js';
-import { FulfilmentBatcher, type FulfilmentBatcherOptions } from '../src/fulfilment/fulfilment-batcher.js';
+import type { FulfilmentBatcher } from '../src/fulfilment/fulfilment-batcher.js';
 import { resultReporter } from '../src/fulfilment/report-result.js';
 import type { Logger } from '../src/logger.js';
 import type { Metrics } from '../src/metrics/metrics.js';
@@ -21,15 +19,14 @@ const eventRef = z.object({ eventId: z.string().min(1) });
 // The job's payload: which events to fulfil (the events' own payloads are in their rows).
 const eventRefs = z.union([z.array(eventRef).min(1), eventRef]);
 
-export interface ProcessStripeEventDeps extends FulfilmentBatcherOptions {
-  /** The worker pool. */
-  db: Kysely<Database>;
+export interface ProcessStripeEventDeps {
+  /** Fulfils the jobs that run at once together, on the worker pool. */
+  fulfilment: FulfilmentBatcher;
   logger: Logger;
   metrics: Metrics;
 }
 
-export function processStripeEventsTask({ db, logger, metrics, ...fulfilOptions }: ProcessStripeEventDeps): Task {
-  const fulfilment = new FulfilmentBatcher(db, fulfilOptions);
+export function processStripeEventsTask({ fulfilment, logger, metrics }: ProcessStripeEventDeps): Task {
   const report = resultReporter({ logger, metrics });
   return async (jobPayload, helpers) => {
     const parsed = eventRefs.safeParse(jobPayload);

@@ -15,6 +15,7 @@ import { serviceDispatch } from '../support/handlers.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
+import { FulfilmentBatcher } from '../../src/fulfilment/fulfilment-batcher.js';
 import { processStripeEventsTask } from '../../tasks/process_stripe_event.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { givenOrder, incomingEvent, paidEvent } from '../support/factories.js';
@@ -29,7 +30,7 @@ const logger = createLogger('silent');
 /** A graphile-worker 0.17 process running the fulfilment task; `hold` makes it a worker that took its jobs and died. */
 async function previousWorker(database: TestDatabase, { concurrency, hold = false }: { concurrency: number; hold?: boolean }) {
   const options = { maxAttempts: MAX_ATTEMPTS, dispatch: serviceDispatch(), maxJobs: 4 };
-  const fulfil = processStripeEventsTask({ db: database.db, ...options, logger, metrics: new Metrics(database.db) });
+  const fulfil = processStripeEventsTask({ fulfilment: new FulfilmentBatcher(database.db, options), logger, metrics: new Metrics(database.db) });
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let taken = 0;

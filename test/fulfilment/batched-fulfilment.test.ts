@@ -31,7 +31,7 @@ const database = databaseForFile({ maxConnections: 6 });
 /** Runs the jobs that are due, once, through the real task, and waits until graphile-worker has settled them. */
 async function runJobs(maxAttempts = options.maxAttempts): Promise<void> {
   const logger = createLogger('silent');
-  const task = processStripeEventsTask({ db: database.db, ...options, maxAttempts, logger, metrics: new Metrics(database.db) });
+  const task = processStripeEventsTask({ fulfilment: new FulfilmentBatcher(database.db, { ...options, maxAttempts }), logger, metrics: new Metrics(database.db) });
   await runOnce({ pgPool: database.pool, taskList: { process_stripe_event: task }, logger: graphileLogger(logger), noHandleSignals: true });
   // runOnce can resolve before the completion or failure of the last job it ran has committed
   // (graphile-worker does not await them): a job is settled once it is deleted or unlocked.
