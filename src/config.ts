@@ -200,8 +200,8 @@ const settings = {
       .transform((s) => s.split(',').map((p) => p.trim()).filter((p) => p !== ''))
       .pipe(z.array(z.url({ protocol: /^https?$/, error: 'each URL must be an http(s) URL' })))
       .refine((urls) => new Set(urls).size === urls.length, 'lists a URL twice')
-      // fetch refuses a URL with user:password@, and its error would carry the password into
-      // every stored attempt; the signature authenticates the sender. (zod runs this check after
+      // A password in the URL would be stored with every delivery queued for it, and shown
+      // wherever the endpoint is; the signature authenticates the sender. (zod runs this check after
       // a failed one too, so it reads only the URLs that parse.)
       .refine((urls) => urls.every((url) => !URL.canParse(url) || (new URL(url).username === '' && new URL(url).password === '')), 'must not carry user:password@ (the signature authenticates each notification)')
       .transform((urls) => Object.freeze(urls)),

@@ -36,8 +36,8 @@ export interface WorkerDeps {
   modules: readonly BusinessModule[];
   logger: Logger;
   metrics: Metrics;
-  /** Awaited before each fulfilment transaction (src/fulfilment/fulfilment-batcher.ts). */
-  yieldTo?: () => Promise<void>;
+  /** Where this process also answers webhooks (ROLE=all): their claims, which its own work gives way to. */
+  intake?: { whenIdle(maxWaitMs: number): Promise<void>; busyShare(): number };
 }
 
 /** The service's graphile-worker runners, started and stopped together. */
@@ -63,12 +63,13 @@ interface MaintenanceTask {
 }
 
 /**
- * Longest a batch of deliveries waits for fulfilment to pause. Under a backlog of events the pump
- * then sends at most APP_WEBHOOK_CONCURRENCY batches a second, and catches up once it drained.
+ * Where one process both answers webhooks and fulfils them (ROLE=all), the answers go first: a
+ * fulfilment transaction starts when no claim is in flight, or after this wait at the latest. In
+ * a burst that keeps the 2xx fast — Stripe's deadline is on the answer, not on the credits — and
+ * jobs gather meanwhile, so fulfilment catches up in larger, cheaper transactions. At a steady
+ * low rate a claim is rarely in flight and the wait is a few milliseconds (docs/benchmarks.md).
  */
-const FULFILMENT_FIRST_MAX_WAIT_MS = 1_000;
-/** Fulfilment has paused this long: no backlog is draining. */
-const FULFILMENT_QUIET_MS = 50;
+const INTAKE_FIRST_MAX_WAIT_MS = 100;
 
 /** Run on the fulfilment runner's crontab. */
 const MAINTENANCE_TASKS: readonly MaintenanceTask[] = [sweepTask, pruneTask, reclaimTask];
@@ -85,7 +86,7 @@ export interface WorkerOptions {
 // APP_WEBHOOK_CONCURRENCY batches of their own pump (not a graphile-worker runner:
 // src/notifications/delivery-pump.ts says why), on a pool of their own.
 export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {}): Promise<Worker> {
-  const { config, stripeCalls, pool, db, notificationDb, modules, logger, metrics, yieldTo } = deps;
+  const { config, stripeCalls, pool, db, notificationDb, modules, logger, metrics, intake } = deps;
   const notifications = createOutbox(config);
   let pump: DeliveryPump | undefined;
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
@@ -114,7 +115,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     // once are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog
     // pays its round trips once for several jobs.
     const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config, notifications)) });
-    const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, maxJobs: concurrency, ...(yieldTo && { yieldTo }) });
+    const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, maxJobs: concurrency, ...(intake && { yieldTo: () => intake.whenIdle(INTAKE_FIRST_MAX_WAIT_MS) }) });
     await start('fulfilment', {
       concurrency,
       preset: {
@@ -145,11 +146,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
         config,
         logger: logger.child({ task: 'deliver_notifications' }),
         observe: metrics.notificationAttempts,
-        // After the webhook's claims and a backlog of events: credits first, then the app told.
-        yieldTo: async () => {
-          await yieldTo?.();
-          await fulfilment.whenQuiet(FULFILMENT_QUIET_MS, FULFILMENT_FIRST_MAX_WAIT_MS);
-        },
+        givesWayTo: intake ? [fulfilment, intake] : [fulfilment],
         stallAfterMs: options.stallAfterMs,
       });
     }

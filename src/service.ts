@@ -38,15 +38,6 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/**
- * Where one process both answers webhooks and fulfils them (ROLE=all), the answers go first: a
- * fulfilment transaction starts when no claim is in flight, or after this wait at the latest. In
- * a burst that keeps the 2xx fast — Stripe's deadline is on the answer, not on the credits — and
- * jobs gather meanwhile, so fulfilment catches up in larger, cheaper transactions. At a steady
- * low rate a claim is rarely in flight and the wait is a few milliseconds (docs/benchmarks.md).
- */
-const INTAKE_FIRST_MAX_WAIT_MS = 100;
-
 const runsWeb = (config: Config) => config.role !== 'worker';
 const runsWorker = (config: Config) => config.role !== 'web';
 
@@ -69,7 +60,7 @@ export async function startService({ config, pools, stripe, modules, logger, wor
           modules,
           logger,
           metrics,
-          ...(runsWeb(config) && { yieldTo: () => claims.whenIdle(INTAKE_FIRST_MAX_WAIT_MS) }),
+          ...(runsWeb(config) && { intake: claims }),
         },
         workerOptions,
       )

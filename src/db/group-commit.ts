@@ -8,7 +8,7 @@
 // (src/fulfilment/fulfilment-batcher.ts): on these machines a round trip to Postgres costs more
 // than the work in it, so sharing the commit and one set-based statement between items is what
 // raises throughput (docs/benchmarks.md). whenIdle lets fulfilment wait for the claims where both
-// share a process.
+// share a process; busyShare lets the notification pump give way to both.
 export interface GroupCommitOptions {
   /** Most items in one transaction (bounds statement size and the locks held). */
   maxBatch: number;
@@ -33,6 +33,9 @@ export interface GroupCommitOptions {
   beforeBatch?: () => Promise<void>;
 }
 
+/** busyShare() weighs the last moments most: a share from a second ago counts e⁻⁴ of one now. */
+const BUSY_TIME_CONSTANT_MS = 250;
+
 interface Pending<I, O> {
   /** Undefined once the submitter timed out before a transaction took the item. */
   item: I | undefined;
@@ -50,6 +53,8 @@ export class GroupCommit<I, O> {
   #gathering = 0;
   #transactions = 0;
   #items = 0;
+  #busyShare = 0;
+  #busyShareAt = performance.now();
 
   /** `commit` runs one transaction for the items and returns one outcome per item, in order. */
   constructor(
@@ -93,6 +98,16 @@ export class GroupCommit<I, O> {
     });
   }
 
+  /**
+   * The share of the recent past with a transaction open, from 0 to 1 (an exponentially weighted
+   * average, BUSY_TIME_CONSTANT_MS): near 1 while a backlog drains or a burst is taken, low at a
+   * steady moderate rate, whose transactions are short and far apart.
+   */
+  busyShare(): number {
+    this.#foldBusyShare();
+    return this.#busyShare;
+  }
+
   /** Transactions and items committed so far: items / transactions is the mean batch size. */
   get stats(): { transactions: number; items: number } {
     return { transactions: this.#transactions, items: this.#items };
@@ -100,13 +115,23 @@ export class GroupCommit<I, O> {
 
   #next(): void {
     while (this.#inFlight < this.options.maxInFlight && this.#queue.length > this.#gathering * this.options.maxBatch) {
+      this.#foldBusyShare();
       this.#inFlight++;
       void this.#takeBatch().finally(() => {
+        this.#foldBusyShare();
         this.#inFlight--;
         this.#next();
         if (this.#inFlight === 0) for (const idle of [...this.#idleWaiters]) idle();
       });
     }
+  }
+
+  /** Folds the time since the last fold, busy or not, into busyShare: call before #inFlight changes. */
+  #foldBusyShare(): void {
+    const now = performance.now();
+    const busy = this.#inFlight > 0 ? 1 : 0;
+    this.#busyShare = busy + (this.#busyShare - busy) * Math.exp(-(now - this.#busyShareAt) / BUSY_TIME_CONSTANT_MS);
+    this.#busyShareAt = now;
   }
 
   async #takeBatch(): Promise<void> {

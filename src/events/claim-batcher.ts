@@ -67,6 +67,11 @@ export class ClaimBatcher {
     return this.#group.whenIdle(maxWaitMs);
   }
 
+  /** The share of the recent past with a claim transaction open (src/db/group-commit.ts). */
+  busyShare(): number {
+    return this.#group.busyShare();
+  }
+
   /** Transactions and events committed so far: events / transactions is the mean batch size. */
   get stats(): { transactions: number; events: number } {
     const { transactions, items } = this.#group.stats;

@@ -13,7 +13,6 @@
 // keeps failing costs its own fallback, not its neighbours'. A job waiting here holds no row lock
 // yet: the sweep leaves it alone because graphile-worker fetched it moments ago (DESIGN invariant
 // 7, src/worker/job-queue.ts waitingJobs), and the wait is short next to STALE_AFTER_SECONDS.
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import { GroupCommit } from '../db/group-commit.js';
 import type { Database } from '../db/schema.js';
@@ -34,19 +33,12 @@ const TRANSACTIONS_IN_FLIGHT = 2;
 
 export class FulfilmentBatcher {
   readonly #group: GroupCommit<readonly string[], FulfilResult[]>;
-  #lastBatchEnded = -Infinity;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly options: FulfilmentBatcherOptions,
   ) {
-    this.#group = new GroupCommit(async (jobs) => {
-      try {
-        return split(jobs, await fulfilEvents(db, jobs.flat(), options));
-      } finally {
-        this.#lastBatchEnded = performance.now();
-      }
-    }, {
+    this.#group = new GroupCommit(async (jobs) => split(jobs, await fulfilEvents(db, jobs.flat(), options)), {
       maxBatch: options.maxJobs,
       maxInFlight: TRANSACTIONS_IN_FLIGHT,
       // Jobs that start while it waits join the batch.
@@ -63,20 +55,9 @@ export class FulfilmentBatcher {
     return retry ? fulfilEvents(this.db, eventIds, this.options) : this.#group.submit(eventIds);
   }
 
-  /**
-   * Resolves once fulfilment has paused for `quietMs` (no transaction open or waiting, none ended
-   * since), or after `maxWaitMs`: what yields to fulfilment (the notification pump) waits here, so
-   * a backlog of events drains first. A backlog has no pause that long: between two of its
-   * transactions there is only graphile-worker's fetch of the next jobs.
-   */
-  async whenQuiet(quietMs: number, maxWaitMs: number): Promise<void> {
-    const deadline = performance.now() + maxWaitMs;
-    for (;;) {
-      await this.#group.whenIdle(Math.max(0, deadline - performance.now()));
-      const left = quietMs - (performance.now() - this.#lastBatchEnded);
-      if (left <= 0 || performance.now() >= deadline) return;
-      await sleep(Math.min(left, deadline - performance.now()));
-    }
+  /** The share of the recent past with a fulfilment transaction open (src/db/group-commit.ts). */
+  busyShare(): number {
+    return this.#group.busyShare();
   }
 
   /** Transactions and jobs committed together so far. */

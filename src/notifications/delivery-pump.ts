@@ -24,12 +24,22 @@ import type { Logger } from '../logger.js';
 import { judgeProgress, type JobLoopStatus } from '../worker/job-loop-watchdog.js';
 import { retryDelayMs } from './backoff.js';
 import { endpointLabel } from './endpoint-label.js';
-import { createSigner, sendNotification, type AttemptResult } from './send.js';
+import { createSender, type AttemptResult } from './send.js';
 
 /** Most deliveries leased, sent and recorded together. */
 export const DELIVERIES_PER_BATCH = 10;
 /** How often an idle pump looks for due deliveries. */
 const POLL_MS = 500;
+/**
+ * Credits first, then the app told: a batch waits while what it gives way to (fulfilment, and the
+ * webhooks' claims under ROLE=all) had a transaction open more than this share of the recent
+ * past, looking again every GIVE_WAY_CHECK_MS, and goes after GIVE_WAY_MAX_MS regardless. A
+ * backlog draining or a burst of webhooks keeps them busier than that, so deliveries trickle
+ * (a batch a second) and catch up after; a steady moderate rate does not, and they go at once.
+ */
+const GIVE_WAY_BUSY_SHARE = 0.5;
+const GIVE_WAY_CHECK_MS = 20;
+const GIVE_WAY_MAX_MS = 1_000;
 /**
  * A lease outlives its attempt's timeout by this much, for the record to be written. Were a stalled
  * process to record later still, the delivery would at worst be sent twice: at least once holds.
@@ -52,8 +62,8 @@ export interface PumpDeps {
   config: DeliveryConfig;
   logger: Logger;
   observe: AttemptObserver;
-  /** Awaited before each lease: where the process also answers webhooks, their claims go first (src/service.ts). */
-  yieldTo?: () => Promise<void>;
+  /** What each batch gives way to while it is busy: fulfilment, and the webhooks' claims under ROLE=all. */
+  givesWayTo?: readonly { busyShare(): number }[];
   /** Tests of a stall: its threshold (src/worker/job-loop-watchdog.ts). */
   stallAfterMs?: number;
 }
@@ -83,8 +93,8 @@ interface Recorded {
   retryInMs: number;
 }
 
-export function startDeliveryPump({ db, config, logger, observe, yieldTo, stallAfterMs }: PumpDeps): DeliveryPump {
-  const sign = createSigner(config.appWebhookSecrets);
+export function startDeliveryPump({ db, config, logger, observe, givesWayTo = [], stallAfterMs }: PumpDeps): DeliveryPump {
+  const sender = createSender({ secrets: config.appWebhookSecrets, timeoutMs: config.appWebhookTimeoutMs });
   const leaseMs = config.appWebhookTimeoutMs + LEASE_MARGIN_MS;
   const inFlight = new Set<Promise<void>>();
   const stopping = new AbortController();
@@ -93,9 +103,7 @@ export function startDeliveryPump({ db, config, logger, observe, yieldTo, stallA
 
   const deliver = async (leased: LeasedDelivery[]) => {
     const attempts = await Promise.all(
-      leased.map(async (delivery) =>
-        outcomeOf(delivery, await sendNotification(delivery.endpoint, { id: delivery.notification_id, body: delivery.body }, { sign, timeoutMs: config.appWebhookTimeoutMs }), config.appWebhookMaxAttempts),
-      ),
+      leased.map(async (delivery) => outcomeOf(delivery, await sender.send(delivery.endpoint, { id: delivery.notification_id, body: delivery.body }), config.appWebhookMaxAttempts)),
     );
     await recordAttempts(db, attempts);
     lastProgress = performance.now();
@@ -109,13 +117,20 @@ export function startDeliveryPump({ db, config, logger, observe, yieldTo, stallA
     }
   };
 
+  const giveWay = async () => {
+    const deadline = performance.now() + GIVE_WAY_MAX_MS;
+    while (givesWayTo.some((work) => work.busyShare() > GIVE_WAY_BUSY_SHARE) && performance.now() < deadline && !stopping.signal.aborted) {
+      await sleep(GIVE_WAY_CHECK_MS);
+    }
+  };
+
   const pump = async () => {
     while (!stopping.signal.aborted) {
       if (inFlight.size >= config.appWebhookConcurrency) {
         await Promise.race(inFlight);
         continue;
       }
-      await yieldTo?.();
+      await giveWay();
       let leased: LeasedDelivery[];
       try {
         leased = await leaseDue(db, leaseMs);
@@ -136,6 +151,7 @@ export function startDeliveryPump({ db, config, logger, observe, yieldTo, stallA
       inFlight.add(batch);
     }
     await Promise.allSettled(inFlight);
+    sender.close();
   };
 
   const promise = pump();

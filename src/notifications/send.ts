@@ -3,6 +3,12 @@
 // (v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">, one per secret, space separated). The
 // signing is the specification's reference implementation, the `standardwebhooks` package.
 // Delivered means a 2xx within the timeout; anything else is a failed attempt with its reason.
+//
+// Sent with node:http(s) on keep-alive agents, not fetch: an attempt costs a third of fetch's
+// CPU (docs/benchmarks.md, "Outcome notifications"), and the pump shares its process with
+// fulfilment and, under ROLE=all, with the webhooks; and fetch loads Node's bundled undici, several
+// MB of memory (src/stripe/sdk.ts). Neither follows a redirect.
+import type { Agent, OutgoingHttpHeaders } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { describeError } from '../error-chain.js';
 import { quoted } from '../quoted.js';
@@ -10,6 +16,15 @@ import { SERVICE_VERSION } from '../version.js';
 
 /** Of a response body, only this much is read, and its start quoted in the error: it is the app's, not ours to store. */
 const RESPONSE_READ_LIMIT_BYTES = 1024;
+// Not `import 'node:http'`: src/stripe/sdk.ts says why.
+const http = process.getBuiltinModule('node:http');
+const https = process.getBuiltinModule('node:https');
+/**
+ * An idle kept-alive connection is closed after this long, or a second before the app's own
+ * `Keep-Alive: timeout=` if that is sooner (node's agent reads it), so that a burst reuses its
+ * connections and a later attempt rarely meets one the app is closing.
+ */
+const IDLE_CONNECTION_MS = 4_000;
 
 export interface AttemptResult {
   readonly delivered: boolean;
@@ -20,67 +35,90 @@ export interface AttemptResult {
   readonly durationMs: number;
 }
 
-export type Signer = (id: string, at: Date, body: string) => string;
+export interface Sender {
+  send(endpoint: string, notification: { id: string; body: string }): Promise<AttemptResult>;
+  /** Closes the kept-alive connections. */
+  close(): void;
+}
 
-/** Signs with each secret (APP_WEBHOOK_SECRET lists several during a rotation). */
-export function createSigner(secrets: readonly string[]): Signer {
+export function createSender({ secrets, timeoutMs }: { secrets: readonly string[]; timeoutMs: number }): Sender {
+  // APP_WEBHOOK_SECRET lists several during a rotation: each signs.
   const keys = secrets.map((secret) => new Webhook(secret));
-  return (id, at, body) => keys.map((key) => key.sign(id, at, body)).join(' ');
-}
+  const sign = (id: string, at: Date, body: string) => keys.map((key) => key.sign(id, at, body)).join(' ');
+  const agents = {
+    'http:': new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+    'https:': new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+  };
 
-export async function sendNotification(
-  endpoint: string,
-  notification: { id: string; body: string },
-  options: { sign: Signer; timeoutMs: number },
-): Promise<AttemptResult> {
-  const started = performance.now();
-  const at = new Date();
-  const signal = AbortSignal.timeout(options.timeoutMs);
-  const result = (delivered: boolean, statusCode: number | null, error: string | null): AttemptResult => ({
-    delivered,
-    statusCode,
-    error,
-    durationMs: Math.round(performance.now() - started),
-  });
-  try {
-    const response = await fetch(endpoint, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': `stripe-inbox/${SERVICE_VERSION}`,
-        'webhook-id': notification.id,
-        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-        'webhook-signature': options.sign(notification.id, at, notification.body),
-      },
-      body: notification.body,
-      // A redirect is not a delivery: the app must name the URL that takes it.
-      redirect: 'manual',
-      signal,
+  const send = async (endpoint: string, notification: { id: string; body: string }): Promise<AttemptResult> => {
+    const started = performance.now();
+    const at = new Date();
+    const signal = AbortSignal.timeout(timeoutMs);
+    const result = (delivered: boolean, statusCode: number | null, error: string | null): AttemptResult => ({
+      delivered,
+      statusCode,
+      error,
+      durationMs: Math.round(performance.now() - started),
     });
-    // The timeout covers the answer's body too: an app that sends its headers and then hangs
-    // holds this attempt no longer than one that never answers.
-    const head = await readHead(response, RESPONSE_READ_LIMIT_BYTES);
-    if (response.status >= 200 && response.status < 300) return result(true, response.status, null);
-    const said = head.trim() === '' ? '' : `: ${quoted(head)}`;
-    return result(false, response.status, `HTTP ${response.status}${said}`);
-  } catch (error) {
-    if (signal.aborted) return result(false, null, `no answer within ${options.timeoutMs / 1000} s`);
-    return result(false, null, describeError(error));
-  }
+    const url = new URL(endpoint);
+    try {
+      const { status, head } = await post(url, {
+        agent: agents[url.protocol === 'https:' ? 'https:' : 'http:'],
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(notification.body)),
+          'user-agent': `stripe-inbox/${SERVICE_VERSION}`,
+          'webhook-id': notification.id,
+          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+          'webhook-signature': sign(notification.id, at, notification.body),
+        },
+        body: notification.body,
+        signal,
+      });
+      if (status >= 200 && status < 300) return result(true, status, null);
+      const said = head.trim() === '' ? '' : `: ${quoted(head)}`;
+      return result(false, status, `HTTP ${status}${said}`);
+    } catch (error) {
+      if (signal.aborted) return result(false, null, `no answer within ${timeoutMs / 1000} s`);
+      return result(false, null, describeError(error));
+    }
+  };
+
+  return {
+    send,
+    close() {
+      for (const agent of Object.values(agents)) agent.destroy();
+    },
+  };
 }
 
-/** Up to `limit` bytes of the body as text; the rest is never read. */
-async function readHead(response: Response, limit: number): Promise<string> {
-  if (!response.body) return '';
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  while (size < limit) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    size += value.byteLength;
-  }
-  await reader.cancel().catch(() => {});
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+/**
+ * POSTs and reads the status and up to RESPONSE_READ_LIMIT_BYTES of the answer; the rest is never
+ * read. The signal covers the answer's body too: an app that sends its headers and then hangs
+ * holds the attempt no longer than one that never answers.
+ */
+function post(url: URL, options: { agent: Agent; headers: OutgoingHttpHeaders; body: string; signal: AbortSignal }): Promise<{ status: number; head: string }> {
+  const { body, ...requestOptions } = options;
+  return new Promise((resolve, reject) => {
+    const request = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', ...requestOptions }, (response) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const answered = () => resolve({ status: response.statusCode ?? 0, head: Buffer.concat(chunks).subarray(0, RESPONSE_READ_LIMIT_BYTES).toString('utf8') });
+      response.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        size += chunk.byteLength;
+        if (size >= RESPONSE_READ_LIMIT_BYTES) {
+          answered();
+          response.destroy();
+        }
+      });
+      response.on('end', answered);
+      response.on('error', reject);
+      response.on('close', () => {
+        if (!response.complete) reject(new Error('the connection closed before the answer ended'));
+      });
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
 }

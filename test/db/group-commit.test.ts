@@ -1,9 +1,11 @@
 // Group commit's idle signal, which fulfilment awaits where the webhook's claims share the process
 // (src/fulfilment/fulfilment-batcher.ts): at once when nothing is queued or in flight, when the
 // last transaction in flight ends, and never later than the wait allowed; and the wait before a
-// batch, during which later items join it; and what a timeout does to an item still queued.
+// batch, during which later items join it; what a timeout does to an item still queued; and the
+// busy share the notification pump gives way to (src/notifications/delivery-pump.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { GroupCommit } from '../../src/db/group-commit.js';
 
 /** A group commit whose transactions end when the test says so. */
@@ -49,6 +51,21 @@ test('busy for longer than the wait allowed: whenIdle resolves anyway', async ()
   assert.equal(await settled(item), false, 'resolved by the limit, with the transaction still in flight');
   await endNext();
   await item;
+});
+
+test('busyShare: near 1 while a transaction stays open, falling towards 0 once none is', async () => {
+  const { group, endNext } = heldGroup();
+  assert.equal(group.busyShare(), 0, 'nothing ran yet');
+  const item = group.submit(1);
+  // Busy for two time constants (250 ms each): 1 − e⁻² ≈ 0.86 of the recent past.
+  await sleep(500);
+  const busy = group.busyShare();
+  assert.ok(busy > 0.8, `busy share ${busy} after 500 ms with a transaction open`);
+  await endNext();
+  await item;
+  await sleep(500);
+  const idle = group.busyShare();
+  assert.ok(idle < 0.2, `busy share ${idle} 500 ms after the last transaction ended`);
 });
 
 test('beforeBatch: items submitted while a slot waits for it join that slot\'s batch', async () => {
