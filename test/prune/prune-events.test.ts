@@ -143,6 +143,8 @@ test('delivered notifications past the window go; pending and failed ones stay h
   await moved('half_delivered_old', 'delivered', sql`d.endpoint like '%/a'`);
   await moved('failed_old', 'failed');
   await moved('delivered_young', 'delivered');
+  // An attempt logged for every delivery, as the pump logs them.
+  await sql`insert into notification_attempts (delivery_id, started_at, duration_ms, status_code) select delivery_id, now(), 1, 204 from notification_deliveries`.execute(database.db);
   await sql`update notifications set created_at = now() - interval '40 days' where business_key like 'prune:%_old'`.execute(database.db);
 
   const result = await pruneEvents(database.db, { retentionDays: 31 });
@@ -151,4 +153,8 @@ test('delivered notifications past the window go; pending and failed ones stay h
   assert.deepEqual(rows.map((r) => r.business_key), ['prune:delivered_young', 'prune:failed_old', 'prune:half_delivered_old', 'prune:pending_old']);
   const orphans = await sql<{ n: number }>`select count(*)::int as n from notification_deliveries d where not exists (select 1 from notifications n where n.notification_id = d.notification_id)`.execute(database.db);
   assert.equal(orphans.rows[0]!.n, 0, 'the deliveries went with their notification');
+  const attempts = await sql<{ orphaned: number; kept: number }>`
+    select count(*) filter (where d.delivery_id is null)::int as orphaned, count(d.delivery_id)::int as kept
+    from notification_attempts a left join notification_deliveries d using (delivery_id)`.execute(database.db);
+  assert.deepEqual(attempts.rows[0], { orphaned: 0, kept: 8 }, 'the attempts went with their delivery, and only those');
 });
