@@ -1,4 +1,4 @@
-// `npm run bench -- [ingest|drain|latency|sweep|abuse|all] [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--rounds N] [--warmup S]`
+// `npm run bench -- [ingest|drain|latency|sweep|abuse|all]… [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--rounds N] [--warmup S]`
 // Runs the benchmark parts, each on its own throwaway database, baselines and the service in the
 // same run, and prints figures, ratios to the baselines and the targets beside them.
 // Method and the figures measured so far: docs/benchmarks.md.
@@ -18,16 +18,18 @@ import { formatTable, type Figure } from './support/report.js';
 const PARTS = { ingest: benchIngest, drain: benchDrain, latency: benchLatency, sweep: benchSweep, abuse: benchAbuse } as const;
 type PartName = keyof typeof PARTS;
 
-const USAGE = `usage: npm run bench -- [ingest|drain|latency|sweep|abuse|all] [options]
+const USAGE = `usage: npm run bench -- [ingest|drain|latency|sweep|abuse|all]… [options]
 
   ingest    webhook POSTs at 50 connections: Express ceiling, naive INSERT, bare group-commit INSERT,
-            the service with ROLE=web and with the defaults (ROLE=all, fulfilling all it accepts);
+            the service with ROLE=web and with the defaults (ROLE=all, fulfilling all it accepts),
+            and ROLE=all notifying a local receiver (all-notify);
             req/s, p99 and CPU per event (the process and its Postgres backends) against naive
-  drain     20k checkout.session.completed events fulfilled by ROLE=worker vs bare graphile-worker
+  drain     20k checkout.session.completed events fulfilled by ROLE=worker vs bare graphile-worker,
+            and by ROLE=worker notifying a local receiver, until fulfilled and until delivered
   latency   webhook 2xx → order paid at 50 events/s (ROLE=all)
   sweep     sweep with nothing to do, and 10k stale rows reclaimed, at 100k and 1M finished events
   abuse     a Stripe that never answers, 200 big unsigned bodies, slow clients: with the default limits
-  all       every part, then one summary table (the default)
+  all       every part, then one summary table (the default); several parts, e.g. ingest drain, run in turn
 
 options:
   --short              CI smoke mode: seconds per part, tiny sizes (checks the scripts, not the numbers)
@@ -39,9 +41,9 @@ options:
                        a Postgres setting for every database the bench creates (ALTER DATABASE … SET), e.g.
                        --db-setting session_preload_libraries=auto_explain --db-setting auto_explain.log_min_duration=0
                        logs the plan of every statement to the server's log (repeatable)
-  --servers LIST       ingest only: run these servers, comma-separated (ceiling, naive, group-commit, web, all, split);
-                       a ratio is printed when both of its servers ran, e.g. --servers naive,all
-  --rounds N           ingest only: rounds of every server, in alternating order (default 2; --short 1)
+  --servers LIST       ingest only: run these servers, comma-separated (${SERVERS.join(', ')}; all-notify
+                       only when named); a ratio is printed when both of its servers ran, e.g. --servers naive,all
+  --rounds N           ingest and drain: rounds of every server, in alternating order (default: ingest 2, drain 1; --short 1)
   --warmup S           ingest only: seconds of load before each measured run (default 2; --short 0.5)
 
 Postgres: DATABASE_URL (the server; each part creates and drops stripe_inbox_bench_<random>,
@@ -68,9 +70,12 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
     },
   });
   if (values.help) return 'help';
-  if (positionals.length > 1) throw new UsageError(`one part at a time, got: ${positionals.join(' ')}`);
-  const part = positionals[0] ?? 'all';
-  if (part !== 'all' && !(part in PARTS)) throw new UsageError(`unknown part '${part}'`);
+  const named = positionals.length > 0 ? positionals : ['all'];
+  const wrongPart = named.find((part) => part !== 'all' && !(part in PARTS));
+  if (wrongPart !== undefined) throw new UsageError(`unknown part '${wrongPart}'`);
+  if (named.length > 1 && named.includes('all')) throw new UsageError(`'all' runs every part: name it alone, got: ${named.join(' ')}`);
+  const parts = named[0] === 'all' ? (Object.keys(PARTS) as PartName[]) : [...new Set(named as PartName[])];
+  const runs = (part: PartName) => named.includes(part);
   const concurrency = Number(values.concurrency ?? '10');
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 100) throw new UsageError('--concurrency must be a whole number from 1 to 100');
   const nodeFlags = values['node-flag'] ?? [];
@@ -89,21 +94,21 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
     dbSettings[match[1]!] = match[2]!;
   }
   const servers = values.servers?.split(',').map((name) => name.trim());
-  if (servers && part !== 'ingest') throw new UsageError('--servers is for the ingest part: npm run bench -- ingest --servers naive,all');
+  if (servers && !runs('ingest')) throw new UsageError('--servers is for the ingest part: npm run bench -- ingest --servers naive,all');
   const unknown = servers?.find((name) => !(SERVERS as readonly string[]).includes(name));
   if (unknown !== undefined) throw new UsageError(`--servers: unknown server '${unknown}' (choose from ${SERVERS.join(', ')})`);
   const rounds = values.rounds === undefined ? undefined : Number(values.rounds);
-  if (rounds !== undefined && part !== 'ingest') throw new UsageError('--rounds is for the ingest part: npm run bench -- ingest --rounds 4');
+  if (rounds !== undefined && !runs('ingest') && !runs('drain')) throw new UsageError('--rounds is for the ingest and drain parts: npm run bench -- ingest drain --rounds 4');
   if (rounds !== undefined && (!Number.isInteger(rounds) || rounds < 1 || rounds > 10)) throw new UsageError('--rounds must be a whole number from 1 to 10');
   const warmupSeconds = values.warmup === undefined ? undefined : Number(values.warmup);
-  if (warmupSeconds !== undefined && part !== 'ingest') throw new UsageError('--warmup is for the ingest part: npm run bench -- ingest --warmup 10');
+  if (warmupSeconds !== undefined && !runs('ingest')) throw new UsageError('--warmup is for the ingest part: npm run bench -- ingest --warmup 10');
   if (warmupSeconds !== undefined && !(warmupSeconds >= 0.5 && warmupSeconds <= 120)) throw new UsageError('--warmup must be a number of seconds from 0.5 to 120');
   const size = ingestSize({ short: values.short === true, ...(rounds && { rounds }), ...(warmupSeconds && { warmupSeconds }) });
   if (size.events > MAX_INGEST_EVENTS) {
     throw new UsageError(`${size.rounds} rounds with a ${size.warmupSeconds} s warm-up need ${size.events.toLocaleString('en')} unique events, more than the ${MAX_INGEST_EVENTS.toLocaleString('en')} the bench holds in memory: fewer --rounds or a shorter --warmup`);
   }
   return {
-    parts: part === 'all' ? (Object.keys(PARTS) as PartName[]) : [part as PartName],
+    parts,
     json: values.json === true,
     options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env, dbSettings, ...(servers && { servers }), ...(rounds && { rounds }), ...(warmupSeconds && { warmupSeconds }) },
   };

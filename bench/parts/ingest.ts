@@ -1,18 +1,23 @@
-// Ingest: six servers get the same requests the same way (autocannon, 50 connections, each
-// request a unique ~3.3 KB signed checkout.session.completed event; a warm-up, then the measured
-// run): (a) ceiling: Express, no database; (b) naive: one INSERT per request through a pg pool of
-// 10; (c) group-commit: the bare batched INSERT, no verification, claim or job; (d) web: the
-// compiled service with ROLE=web; (e) all: the compiled service with the defaults (ROLE=all, the
-// single container a small VPS runs), which also fulfils every event it accepts, on its own
-// database with the events' orders in it, so each fulfilment grants as in production; (f) split:
-// the same work as two processes, ROLE=web and ROLE=worker (two containers of the image), which
-// is how the second core is used today: measured beside `all`, without a target of its own.
+// Ingest: seven servers (six unless named) get the same requests the same way (autocannon, 50
+// connections, each request a unique ~3.3 KB signed checkout.session.completed event; a warm-up,
+// then the measured run): (a) ceiling: Express, no database; (b) naive: one INSERT per request
+// through a pg pool of 10; (c) group-commit: the bare batched INSERT, no verification, claim or
+// job; (d) web: the compiled service with ROLE=web; (e) all: the compiled service with the
+// defaults (ROLE=all, the single container a small VPS runs), which also fulfils every event it
+// accepts, on its own database with the events' orders in it, so each fulfilment grants as in
+// production; (f) all-notify, run only when named: `all` with outcome notifications on,
+// APP_WEBHOOK_URL at the bench's receiver (support/notified-app.ts), measured until every
+// notification is delivered too: against `all`, what the outbox costs an event (the issue: ingest
+// unchanged); (g) split: the same work as two processes, ROLE=web and ROLE=worker (two containers
+// of the image), which is how the second core is used today: measured beside `all`, without a
+// target of its own.
 //
 // What is compared is work per event: CPU time of the server processes and of the Postgres
-// backends serving them (/proc), over the measured run, per accepted event; for `all` and
-// `split`, until every event accepted is fulfilled. Beside it, counts no host changes: the WAL
-// records and transactions per event, the system calls per event and, for a one-process service,
-// its garbage collections. Throughput and p99 are compared to the naive handler's in the same run.
+// backends serving them (/proc), over the measured run, per accepted event; for `all`,
+// `all-notify` and `split`, until every event accepted is fulfilled (and notified). Beside it,
+// counts no host changes: the WAL records and transactions per event, the system calls per event
+// and, for a one-process service, its garbage collections. Throughput and p99 are compared to the
+// naive handler's in the same run.
 //
 // The machine's speed drifts by up to 2× within a minute (a shared host), so the full run measures
 // in rounds (two, or --rounds), the servers in one order and then in the reverse: each server's
@@ -23,11 +28,12 @@ import { createBenchDatabase, type BenchDatabase } from '../support/database.js'
 import type { BenchOptions } from '../support/options.js';
 import { postgresCpu } from '../support/postgres-cpu.js';
 import { gcWindow, type GcCounts } from '../support/service-gc.js';
+import { notifiedOutcome, pendingDeliveries, startNotifiedApp, undeliveredFigure, type NotifiedApp } from '../support/notified-app.js';
 import { walWindow, type WalWritten } from '../support/postgres-wal.js';
 import { spawnBaseline, spawnBenchService, spawnSplitService, type BenchChild } from '../support/processes.js';
 import { ratio, type Figure } from '../support/report.js';
 import { BENCH_TOKEN, BENCH_WEBHOOK_SECRET, serviceEnv } from '../support/service-env.js';
-import { cpuSeconds, percentile, pollUntil, sampleRss, summedKb, systemCalls } from '../support/stats.js';
+import { percentile, pollUntil, sampleRss, summedCpuSeconds, summedKb, systemCalls } from '../support/stats.js';
 import { BENCH_PACKAGE, eventBodies, signatureHeader, type EventBodies } from '../support/webhook-events.js';
 
 const CONNECTIONS = 50;
@@ -36,12 +42,16 @@ const CONNECTIONS = 50;
 // round of 12 s); the baselines start over each run.
 // quietSeconds: how long a service that fulfils stays without load before its resident set is
 // read again: two of src/trim-heap.ts's 10 s looks, plus margin.
-const FULL = { warmupSeconds: 2, measureSeconds: 10, events: 200_000, rounds: 2, drainTimeoutMs: 300_000, quietSeconds: 25 };
+const FULL = { warmupSeconds: 2, measureSeconds: 10, events: 200_000, rounds: 2, drainTimeoutMs: 600_000, quietSeconds: 25 };
 const SHORT = { warmupSeconds: 0.5, measureSeconds: 2, events: 20_000, rounds: 1, drainTimeoutMs: 60_000, quietSeconds: 0 };
 type Size = typeof FULL;
 
-export const SERVERS = ['ceiling', 'naive', 'group-commit', 'web', 'all', 'split'] as const;
+export const SERVERS = ['ceiling', 'naive', 'group-commit', 'web', 'all', 'all-notify', 'split'] as const;
 type ServerName = (typeof SERVERS)[number];
+// all-notify runs only when named (--servers): delivering the ~25k notifications of a round took
+// minutes in the first runs (docs/benchmarks.md, Outcome notifications), more than the rest of
+// the part together.
+const DEFAULT_SERVERS = SERVERS.filter((name) => name !== 'all-notify');
 
 interface Requests {
   bodies: Buffer[];
@@ -62,7 +72,7 @@ interface Measured {
   rssMb?: { startMb: number; peakMb: number; hwmMb: number };
   /** Resident set after everything was fulfilled and `quietSeconds` passed without load. */
   quietRssMb?: number;
-  /** `all`: seconds from the end of the load until nothing it accepted was still processing. */
+  /** `all`: seconds from the end of the load until nothing it accepted was still processing (or, notifying, undelivered). */
   drainSeconds?: number;
   /** WAL the server made Postgres write, from its start to its stop (warm-up and drain included). */
   wal?: WalWritten;
@@ -94,8 +104,13 @@ async function load(url: string, requests: Requests, seconds: number): Promise<a
 const processing = async (db: BenchDatabase) =>
   (await db.pool.query<{ n: number }>("select count(*)::int as n from stripe_events where status = 'processing'")).rows[0]!.n;
 
-const fulfilled = (db: BenchDatabase, size: Size) =>
-  pollUntil('the service to fulfil every event it accepted', async () => (await processing(db)) === 0, { timeoutMs: size.drainTimeoutMs, intervalMs: 20 });
+/** Until every event accepted is fulfilled and, for a server that notifies, every notification delivered. */
+const fulfilled = (server: Server, size: Size) =>
+  pollUntil(
+    `the service to fulfil every event it accepted${server.notifies ? ' and deliver their notifications' : ''}`,
+    async () => (await processing(server.db!)) === 0 && (!server.notifies || (await pendingDeliveries(server.db!)) === 0),
+    { timeoutMs: size.drainTimeoutMs, intervalMs: 20 },
+  );
 
 interface Server {
   start(): Promise<BenchChild>;
@@ -105,6 +120,8 @@ interface Server {
   service?: true;
   /** Fulfils what it accepts: measured until it has. */
   drains?: true;
+  /** Notifies the app of what it fulfils: measured until it has. */
+  notifies?: true;
   /** Its resident set is read again once it has stood quiet after the load. */
   quiet?: true;
 }
@@ -114,19 +131,19 @@ async function measure(server: Server, child: BenchChild, requests: Requests, si
   const timestamp = Math.floor(Date.now() / 1000);
   requests.signatures = requests.bodies.map((body) => signatureHeader(body, BENCH_WEBHOOK_SECRET, timestamp));
   const rss = server.service ? sampleRss(child.pids) : undefined;
-  const processCpu = () => child.pids.reduce((total, pid) => total + cpuSeconds(pid), 0);
+  const processCpu = () => summedCpuSeconds(child.pids);
   const calls = () => child.pids.map(systemCalls).reduce((t, c) => ({ reads: t.reads + c.reads, writes: t.writes + c.writes }), { reads: 0, writes: 0 });
   const warmup = await load(child.url, requests, size.warmupSeconds);
   // The window counts the events accepted in it, so it starts once the warm-up's are fulfilled:
   // otherwise it would also pay for fulfilling those, which it does not count.
-  if (server.drains) await fulfilled(server.db!, size);
+  if (server.drains) await fulfilled(server, size);
   // Scraped outside the CPU window at both ends: a scrape costs the service a status read.
   const gc = server.service && child.pids.length === 1 ? await gcWindow(child.url, BENCH_TOKEN) : undefined;
   const postgres = server.db ? await postgresCpu(server.db.pool, server.db.name) : undefined;
   const [serverCpu, callsBefore, generatorCpu, started] = [processCpu(), calls(), process.cpuUsage(), performance.now()];
   const result = await load(child.url, requests, size.measureSeconds);
   const loaded = performance.now();
-  if (server.drains) await fulfilled(server.db!, size);
+  if (server.drains) await fulfilled(server, size);
   const seconds = (performance.now() - started) / 1000;
   const generator = process.cpuUsage(generatorCpu);
   const [serverCpuUsed, callsAfter] = [processCpu() - serverCpu, calls()];
@@ -184,13 +201,13 @@ function roundCpu(m: Measured): string {
   return `${cpuPerEvent([m]).toFixed(2)} (${share(m.serverCpu)} + ${share(m.postgresCpu)})`;
 }
 
-function serverFigures(name: ServerName, runs: readonly Measured[]): Figure[] {
+function serverFigures(name: ServerName, runs: readonly Measured[], server: Server): Figure[] {
   const ok = accepted(runs);
   const cores = (of: (m: Measured) => number) => (sum(runs, of) / sum(runs, (m) => m.cpuSeconds)).toFixed(2);
   const perRound = runs.length > 1 ? ` (rounds: ${runs.map((m) => (m.result['2xx'] / m.result.duration).toFixed(0)).join(', ')})` : '';
   const note = `${ok} × 2xx in ${loadSeconds(runs).toFixed(1)} s${perRound}, ${failures(runs)} non-2xx/errors; load generator ${cores((m) => m.generatorCpu)} cores`;
   const ms = (cpu: number) => ((cpu * 1000) / ok).toFixed(2);
-  const drained = runs[0]?.drainSeconds === undefined ? '' : `, over the load and the ${sum(runs, (m) => m.drainSeconds!).toFixed(1)} s until fulfilled`;
+  const drained = runs[0]?.drainSeconds === undefined ? '' : `, over the load and the ${sum(runs, (m) => m.drainSeconds!).toFixed(1)} s until fulfilled${server.notifies ? ' and notified' : ''}`;
   const perEvent = (of: (m: Measured) => number) => sum(runs, of) / ok;
   return [
     { part: 'ingest', name: `${name} req/s`, value: rate(runs), unit: 'req/s', note },
@@ -238,6 +255,32 @@ function walFigures(name: ServerName, runs: readonly Measured[]): Figure[] {
       value: per((wal) => wal.records),
       unit: '',
       note: `${per((wal) => wal.bytes).toFixed(0)} bytes, ${per((wal) => wal.fullPageImages).toFixed(2)} full-page images and ${per((wal) => wal.transactions).toFixed(2)} transactions per event (the bench's own polls among them); from start to stop${runs[0]!.drainSeconds === undefined ? '' : ', fulfilment included'}`,
+    },
+  ];
+}
+
+/**
+ * What notifying costs `all`, both measured until their work was done: the issue wants ingest
+ * unchanged, and the outbox's cost per fulfilled event stated.
+ */
+function outboxFigures(all: readonly Measured[], notifying: readonly Measured[]): Figure[] {
+  const ms = (runs: readonly Measured[], of: (m: Measured) => number) => (sum(runs, of) * 1000) / accepted(runs);
+  const peak = (runs: readonly Measured[]) => Math.max(...runs.map((m) => m.rssMb!.peakMb)).toFixed(0);
+  return [
+    {
+      part: 'ingest',
+      name: 'all-notify req/s ÷ all',
+      value: ratio(rate(notifying), rate(all)),
+      unit: '×',
+      target: { op: '≥', value: 0.95 },
+      note: `p99 ${ratio(latency(notifying, 'p99'), latency(all, 'p99')).toFixed(2)} ×; peak RSS ${peak(notifying)} MB against ${peak(all)} MB`,
+    },
+    {
+      part: 'ingest',
+      name: 'outbox CPU per fulfilled event',
+      value: cpuPerEvent(notifying) - cpuPerEvent(all),
+      unit: 'ms',
+      note: `all-notify ÷ all ${ratio(cpuPerEvent(notifying), cpuPerEvent(all)).toFixed(2)} ×; process ${(ms(notifying, (m) => m.serverCpu) - ms(all, (m) => m.serverCpu)).toFixed(2)} ms + Postgres ${(ms(notifying, (m) => m.postgresCpu) - ms(all, (m) => m.postgresCpu)).toFixed(2)} ms, delivery included`,
     },
   ];
 }
@@ -314,23 +357,35 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
   const requests: Requests = { bodies: Array.from({ length: events.count }, (_, i) => Buffer.from(events.body(i))), signatures: [], next: 0 };
   const db = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
   const allDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
+  const notifyDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
   const splitDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
+  const chosen = options.servers ? SERVERS.filter((name) => options.servers!.includes(name)) : DEFAULT_SERVERS;
+  // Started with all-notify's first run: no other server sends it anything.
+  let app: NotifiedApp | undefined;
+  const notifiedApp = async () => (app ??= await startNotifiedApp());
   try {
     const commitMs = await commitLatencyMs(db, options.short ? 50 : 300);
-    await seedOrders(allDb, events);
-    await seedOrders(splitDb, events);
+    for (const [name, fulfilling] of [['all', allDb], ['all-notify', notifyDb], ['split', splitDb]] as const) {
+      if (chosen.includes(name)) await seedOrders(fulfilling, events);
+    }
     const servers: Record<ServerName, Server> = {
       ceiling: { start: () => spawnBaseline('ceiling', {}) },
       naive: { start: () => spawnBaseline('naive', { DATABASE_URL: db.url, POOL_SIZE: '10' }), db },
       'group-commit': { start: () => spawnBaseline('group-commit', { DATABASE_URL: db.url, POOL_SIZE: '10' }), db },
       web: { start: () => spawnBenchService(serviceEnv(db.url, 'web', options.env), options.nodeFlags), db, service: true },
       all: { start: () => spawnBenchService(serviceEnv(allDb.url, 'all', options.env), options.nodeFlags), db: allDb, service: true, drains: true, quiet: true },
+      'all-notify': {
+        start: async () => spawnBenchService(serviceEnv(notifyDb.url, 'all', { ...(await notifiedApp()).env, ...options.env }), options.nodeFlags),
+        db: notifyDb,
+        service: true,
+        drains: true,
+        notifies: true,
+      },
       split: { start: () => spawnSplitService((role) => serviceEnv(splitDb.url, role, options.env), options.nodeFlags), db: splitDb, service: true, drains: true },
     };
     // Every service run gets events it has not seen; the baselines start over each time.
-    const sent: Partial<Record<ServerName, number>> = { web: 0, all: 0, split: 0 };
+    const sent: Partial<Record<ServerName, number>> = { web: 0, all: 0, 'all-notify': 0, split: 0 };
     const runs = Object.fromEntries(SERVERS.map((name) => [name, [] as Measured[]])) as Record<ServerName, Measured[]>;
-    const chosen = SERVERS.filter((name) => !options.servers || options.servers.includes(name));
     for (let round = 0; round < size.rounds; round++) {
       for (const name of round % 2 === 0 ? chosen : [...chosen].reverse()) {
         requests.next = sent[name] ?? 0;
@@ -338,18 +393,19 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
         if (name in sent) sent[name] = requests.next;
       }
     }
-    const { ceiling, naive, 'group-commit': groupCommit, web, all, split } = runs;
+    const { ceiling, naive, 'group-commit': groupCommit, web, all, 'all-notify': allNotify, split } = runs;
     const cycled = Object.values(sent).some((n) => n > events.count) ? `; REQUESTS CYCLED: raise ${options.short ? 'SHORT' : 'FULL'}.events in bench/parts/ingest.ts` : '';
     // With --servers, a figure is printed only when every server it needs has run.
     const ran = (...names: ServerName[]) => names.every((name) => runs[name].length > 0);
     const when = (names: ServerName[], figures: () => Figure[]): Figure[] => (ran(...names) ? figures() : []);
     const peak = (of: readonly Measured[]) => Math.max(...of.map((m) => m.rssMb!.peakMb));
     const idle = (of: readonly Measured[]) => Math.max(...of.map((m) => m.rssMb!.startMb));
-    const left = (await storedCounts(allDb)).processing + (await storedCounts(splitDb)).processing;
-    const stored = await Promise.all((['web', 'all', 'split'] as const).filter((name) => ran(name)).map((name) => unstored(name, runs[name], servers[name].db!, cycled)));
+    const left = (await storedCounts(allDb)).processing + (await storedCounts(notifyDb)).processing + (await storedCounts(splitDb)).processing;
+    const stored = await Promise.all((['web', 'all', 'all-notify', 'split'] as const).filter((name) => ran(name)).map((name) => unstored(name, runs[name], servers[name].db!, cycled)));
+    const notified = app ? [undeliveredFigure('ingest', 'all-notify notifications not delivered', [await notifiedOutcome(notifyDb)], await app.received())] : [];
     return [
       { part: 'ingest', name: 'postgres commit p50, 1 client', value: commitMs, unit: 'ms', note: 'one-row INSERT, autocommit: WAL flush latency' },
-      ...chosen.flatMap((name) => serverFigures(name, runs[name])),
+      ...chosen.flatMap((name) => serverFigures(name, runs[name], servers[name])),
       ...when(['web', 'naive'], () => [
         { part: 'ingest', name: 'web CPU per event ÷ naive', value: ratio(cpuPerEvent(web), cpuPerEvent(naive)), unit: '×', target: { op: '≤', value: 1.0 } },
       ]),
@@ -382,7 +438,14 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
           note: `what verifying, claiming and enqueueing cost over the batching itself; the ceiling: ${ratio(rate(web), rate(ceiling)).toFixed(2)} ×`,
         },
       ]),
-      { part: 'ingest', name: 'web, all, split non-2xx/errors', value: failures(web) + failures(all) + failures(split), unit: '', target: { op: '≤', value: 0 } },
+      ...when(['all', 'all-notify'], () => outboxFigures(all, allNotify)),
+      {
+        part: 'ingest',
+        name: 'web, all, all-notify, split non-2xx/errors',
+        value: failures(web) + failures(all) + failures(allNotify) + failures(split),
+        unit: '',
+        target: { op: '≤', value: 0 },
+      },
       ...when(['all'], () => [
         {
           part: 'ingest',
@@ -397,11 +460,14 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
           ? [{ part: 'ingest', name: 'all RSS quiet after the load', value: Math.max(...all.map((m) => m.quietRssMb!)), unit: 'MB', note: `${size.quietSeconds} s after the last event was fulfilled, the larger of ${all.length} run(s)` }]
           : []),
       ]),
-      { part: 'ingest', name: 'all, split events left processing', value: left, unit: '', target: { op: '≤', value: 0 } },
+      { part: 'ingest', name: 'all, all-notify, split events left processing', value: left, unit: '', target: { op: '≤', value: 0 } },
       ...stored,
+      ...notified,
     ];
   } finally {
+    await app?.stop();
     await splitDb.drop();
+    await notifyDb.drop();
     await allDb.drop();
     await db.drop();
   }

@@ -8,11 +8,11 @@ export interface BenchOptions {
   concurrency: number;
   /** Flags for node in every service process (`--node-flag`), e.g. V8's heap sizes. */
   nodeFlags: readonly string[];
-  /** ingest only: rounds of every server (`--rounds N`), for a steadier ratio on a drifting host. */
+  /** ingest and drain: rounds of every server (`--rounds N`), for a steadier ratio on a drifting host. */
   rounds?: number;
   /** ingest only: seconds of load before each measured run (`--warmup S`). */
   warmupSeconds?: number;
-  /** ingest only: the servers to run (`--servers naive,all`); all of them when unset. */
+  /** ingest only: the servers to run (`--servers naive,all`); all but all-notify when unset. */
   servers?: readonly string[];
   /** Extra environment for every service process (`--env KEY=VALUE`). */
   env: Record<string, string>;

@@ -1,7 +1,8 @@
-// Child processes of a bench run: the baselines (bench/baselines/*.ts), which announce themselves
-// with one JSON line `{"ready":true,"url"?:…}` on stdout, and the service itself, started by the
-// shared scripts/dev/spawn-service.ts. Each is registered for cleanup and stopped with SIGTERM, then
-// SIGKILL if it has not exited within STOP_GRACE_MS.
+// Child processes of a bench run: the baselines (bench/baselines/*.ts) and the app the service
+// notifies (bench/app/), which announce themselves with one JSON line `{"ready":true,"url"?:…}` on
+// stdout, and the service itself, started by the shared scripts/dev/spawn-service.ts. Each is
+// registered for cleanup and stopped with SIGTERM, then SIGKILL if it has not exited within
+// STOP_GRACE_MS.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
@@ -36,11 +37,16 @@ function stopper(child: ChildProcess, label: string): () => Promise<void> {
 }
 
 /** Starts bench/baselines/<name>.ts and resolves when it has announced itself. */
-export async function spawnBaseline(name: string, env: Record<string, string>): Promise<BenchChild> {
-  const file = fileURLToPath(new URL(`../baselines/${name}.ts`, import.meta.url));
-  // stdin stays a pipe: the baseline exits when it closes, so it cannot outlive a killed bench.
+export function spawnBaseline(name: string, env: Record<string, string>): Promise<BenchChild> {
+  return spawnAnnounced(new URL(`../baselines/${name}.ts`, import.meta.url), `baseline ${name}`, env);
+}
+
+/** Starts a TypeScript file of the bench under tsx and resolves when it has announced itself (support/announce.ts). */
+export async function spawnAnnounced(script: URL, name: string, env: Record<string, string>): Promise<BenchChild> {
+  const file = fileURLToPath(script);
+  // stdin stays a pipe: the child exits when it closes, so it cannot outlive a killed bench.
   const child = spawn(process.execPath, ['--import', 'tsx', file], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-  const stop = stopper(child, `baseline ${name}`);
+  const stop = stopper(child, name);
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-STDERR_TAIL_CHARS)));
   let timer: NodeJS.Timeout | undefined;
@@ -54,8 +60,8 @@ export async function spawnBaseline(name: string, env: Record<string, string>): 
           // not an announcement
         }
       });
-      child.once('exit', (code) => reject(new Error(`baseline ${name} exited with ${code} before it was ready:\n${stderr}`)));
-      timer = setTimeout(() => reject(new Error(`baseline ${name} not ready within ${START_TIMEOUT_MS} ms:\n${stderr}`)), START_TIMEOUT_MS);
+      child.once('exit', (code) => reject(new Error(`${name} exited with ${code} before it was ready:\n${stderr}`)));
+      timer = setTimeout(() => reject(new Error(`${name} not ready within ${START_TIMEOUT_MS} ms:\n${stderr}`)), START_TIMEOUT_MS);
     });
     return { pid: child.pid!, pids: [child.pid!], url, stop };
   } catch (error) {

@@ -6,6 +6,8 @@ import { imageNodeOptions } from './compiled-service.js';
 
 export const BENCH_WEBHOOK_SECRET = 'whsec_bench_0123456789abcdef0123';
 export const BENCH_TOKEN = 'bench-token-0123456789abcdef';
+/** Signs the outcome notifications (APP_WEBHOOK_SECRET): Standard Webhooks' whsec_ and the base64 of 32 bytes. */
+export const BENCH_APP_WEBHOOK_SECRET = `whsec_${Buffer.alloc(32, 'bench-notification-secret').toString('base64')}`;
 
 export function serviceEnv(databaseUrl: string, role: 'all' | 'web' | 'worker', extra: Record<string, string>): Record<string, string> {
   return {

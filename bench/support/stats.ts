@@ -61,6 +61,9 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+/** CPU seconds a server's processes have used so far, summed. */
+export const summedCpuSeconds = (pids: readonly number[]) => pids.reduce((total, pid) => total + cpuSeconds(pid), 0);
+
 /**
  * Read and write system calls a process (all its threads) has made so far, from /proc/<pid>/io,
  * or NaN once it is gone. Counted by the kernel, so they do not move with the host's speed.
