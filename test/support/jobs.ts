@@ -42,6 +42,12 @@ export async function fulfilmentJobs(db: Kysely<Database>): Promise<JobRow[]> {
   return rows;
 }
 
+/** How many jobs of any task a worker holds: taken and not yet completed or failed. */
+export async function lockedJobs(db: Kysely<Database>): Promise<number> {
+  const { rows } = await sql<{ locked: number }>`select count(*)::int as locked from graphile_worker.jobs where locked_at is not null`.execute(db);
+  return rows[0]?.locked ?? 0;
+}
+
 /** Deletes every job no worker holds, as graphile-worker does when a job completes. */
 export async function deleteJobs(db: Kysely<Database>, eventIds?: readonly string[]): Promise<void> {
   await sql`select count(*) from graphile_worker.complete_jobs(array(

@@ -8,6 +8,7 @@ import { lastMaintenanceRun } from '../../src/db/maintenance-runs.js';
 import { Readiness } from '../../src/http/readiness.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { finishedEvent, givenOrder, grantsOf, paidEvent } from '../support/factories.js';
+import { lockedJobs } from '../support/jobs.js';
 import { partitionableLink, type PartitionableLink } from '../support/partitionable-link.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
@@ -49,6 +50,9 @@ test('connections frozen mid-flight: a new event is fulfilled within a few deadl
     const warmEvent = paidEvent(warm);
     assert.equal((await service.deliver(warmEvent)).status, 200);
     assert.equal((await finishedEvent(database, warmEvent.id)).status, 'processed');
+    // Its job's completion is not caught by the freeze: one the server committed but whose answer
+    // froze would be retried by graphile-worker 3 s later, after this test has closed the pools.
+    await waitFor('the warm job to be completed', async () => (await lockedJobs(database.db)) === 0);
 
     link.freeze({ alsoNew: false });
     const order = await givenOrder(database);
@@ -61,6 +65,9 @@ test('connections frozen mid-flight: a new event is fulfilled within a few deadl
     assert.equal(row.status, 'processed');
     assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: event.id, credits: order.credits }]);
     assert.equal(await lastMaintenanceRun(database.db, 'sweep'), null);
+    // And no job is left locked for graphile-worker to run again hours later: a completion sent
+    // on a frozen connection is retried on a fresh one (after graphile-worker's 3 s or more).
+    await waitFor('no job to be left locked', async () => (await lockedJobs(database.db)) === 0, { timeoutMs: 15_000 });
 
     // Both runners (fulfilment, modules) have found their way back to the database.
     await waitFor('/healthz to answer 200', async () => (await fetch(`${service.url}/healthz`)).status === 200);
