@@ -7,7 +7,8 @@
 // subscription's first): each handler sees every event of the type, answers 'ignored' for what
 // is not its own, and the event's outcome is the first that is not 'ignored', in module order.
 // A RetryLaterError ("not known here yet") counts only when no other module acted on the event:
-// a refund of a subscription's payment is retried by the packages module, done by the other.
+// a refund of a subscription's payment is retried by the packages module, done by the other. When
+// every module ignores it, the event keeps each module's reason.
 import type { Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../db/schema.js';
 import { describeError } from '../error-chain.js';
@@ -105,7 +106,9 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
         const message = waiting.map((error) => error.message).join('; ');
         throw new HandlerError(event, new RetryLaterError(message, { ignoreWhenExhausted: waiting.every((error) => error.ignoreWhenExhausted) }));
       }
-      return answers.find((answer): answer is FinishOutcome => !(answer instanceof Error) && answer.status === 'ignored' && answer.reason !== undefined) ?? { status: 'ignored' };
+      // Each module that says why it is not its own is heard: ops sees every reason at once.
+      const reasons = answers.flatMap((answer) => (!(answer instanceof Error) && answer.status === 'ignored' && answer.reason !== undefined ? [answer.reason] : []));
+      return reasons.length === 0 ? { status: 'ignored' } : { status: 'ignored', reason: reasons.join('; ') };
     });
   };
 }

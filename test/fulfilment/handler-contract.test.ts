@@ -117,6 +117,17 @@ describe('modules sharing a type', () => {
     assert.deepEqual([done!.row.status, done!.row.last_error], ['processing', 'no order for this payment yet']);
   });
 
+  test("when every module says it is not its own, the event ends 'ignored' at once with every reason given", async () => {
+    const event = anEvent();
+    const handlers = [
+      { [TYPE]: () => Promise.resolve({ status: 'ignored' as const, reason: 'no order paid by pi_x' }) },
+      { [TYPE]: () => Promise.resolve({ status: 'ignored' as const }) },
+      { [TYPE]: () => Promise.resolve({ status: 'ignored' as const, reason: 'no invoice paid by pi_x' }) },
+    ];
+    const [done] = await fulfilWith(database, handlers, [event]);
+    assert.deepEqual([done!.row.status, done!.row.attempts, done!.row.last_error], ['ignored', 0, 'no order paid by pi_x; no invoice paid by pi_x']);
+  });
+
   test("when several wait, the event says for what each waits, and ends 'ignored' only if every one may", async () => {
     for (const [mayIgnore, ends] of [[true, 'ignored'], [false, 'failed']] as const) {
       const event = anEvent();
