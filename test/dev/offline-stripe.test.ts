@@ -185,4 +185,18 @@ void describe('offline Stripe driven by the real stripe SDK', () => {
     assert.equal(cancelled.cancel_at_period_end, true);
     await assert.rejects(stripe.subscriptions.retrieve('sub_unknown'), (error: unknown) => error instanceof Stripe.errors.StripeInvalidRequestError && error.code === 'resource_missing');
   });
+
+  void it("takes each mode's own object data, as Stripe does: payment_intent_data in payment mode, subscription_data in subscription mode", async () => {
+    const recurring = [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 900, recurring: { interval: 'month' as const }, product_data: { name: 'Pro' } } }];
+    await stripe.checkout.sessions.create({ ...checkoutParams('order_2'), payment_intent_data: { metadata: { order_id: 'order_2', account_id: 'acct_2' } } });
+    assert.deepEqual(offline.requests.at(-1)?.params.payment_intent_data, { metadata: { order_id: 'order_2', account_id: 'acct_2' } });
+    await assert.rejects(
+      stripe.checkout.sessions.create({ ...checkoutParams('subscr_2'), mode: 'subscription', line_items: recurring, payment_intent_data: { metadata: { order_id: 'x' } } }),
+      (error: unknown) => error instanceof Stripe.errors.StripeInvalidRequestError && error.param === 'payment_intent_data',
+    );
+    await assert.rejects(
+      stripe.checkout.sessions.create({ ...checkoutParams('order_3'), subscription_data: { metadata: { subscription_id: 'x' } } }),
+      (error: unknown) => error instanceof Stripe.errors.StripeInvalidRequestError && error.param === 'subscription_data',
+    );
+  });
 });

@@ -29,6 +29,15 @@ export class Resources {
   private createSession(params: Params): Params {
     if (params.mode === undefined) throw missing('mode');
     if (!['payment', 'setup', 'subscription'].includes(params.mode as string)) throw invalid('Invalid mode: must be one of payment, setup, or subscription', 'mode');
+    // Stripe's rule: each mode takes the data of the object it creates, and refuses the other's.
+    const own = { payment_intent_data: 'payment', subscription_data: 'subscription' } as const;
+    for (const [param, mode] of Object.entries(own)) {
+      if (params[param] === undefined) continue;
+      if (params.mode !== mode) throw invalid(`You can not pass \`${param}\` in \`${params.mode as string}\` mode.`, param);
+      if (!isRecord(params[param])) throw invalid(`Invalid object`, param);
+      metadataOf(params[param], `${param}[metadata]`);
+    }
+    metadataOf(params, 'metadata');
     const lineItems = params.line_items;
     if (!Array.isArray(lineItems) || lineItems.length === 0) throw missing('line_items');
     let amount = 0;
@@ -129,6 +138,14 @@ export class Resources {
     }
     return { object: 'list', url: '/v1/events', has_more: matching.length > limit, data: matching.slice(0, limit) };
   }
+}
+
+/** Metadata is a map of strings (Stripe refuses a nested value), or absent. */
+function metadataOf(holder: Params, param: string): void {
+  const metadata = holder.metadata;
+  if (metadata === undefined) return;
+  if (!isRecord(metadata)) throw invalid('Invalid object', param);
+  for (const [key, value] of Object.entries(metadata)) if (typeof value !== 'string') throw invalid(`Invalid string: ${param}[${key}]`, `${param}[${key}]`);
 }
 
 function found(objects: Map<string, Params>, id: string, type: string, param: string): Params {

@@ -28,7 +28,10 @@ export async function openCheckoutSession(deps: CheckoutDeps, order: OrderRow): 
           // Inline price_data: no catalogue set-up in Stripe, and the price is the order's snapshot.
           line_items: [{ quantity: 1, price_data: { currency: order.currency, unit_amount: order.amount, product_data: { name: pkg.name } } }],
           metadata: { order_id: order.order_id },
-          payment_intent_data: { metadata: { order_id: order.order_id } },
+          // Stripe copies the PaymentIntent's metadata to its charge: a refund or dispute of this
+          // payment then says it is ours even before the session's event links the PaymentIntent
+          // (the ledger's chargeOwnership); the account is for whoever reads it in the Dashboard.
+          payment_intent_data: { metadata: { order_id: order.order_id, account_id: order.account_id } },
           client_reference_id: order.order_id,
           ...(order.email && { customer_email: order.email }),
           success_url: deps.successUrl,
