@@ -64,10 +64,15 @@ export function checkoutSession(input: PaidSessionInput): Record<string, unknown
   };
 }
 
-/** A charge of one of our Checkout payments, refunded by `amountRefunded` so far (cumulative). */
-export function refundedCharge(input: { paymentIntentId: string; amount: number; currency: string; amountRefunded: number }): Record<string, unknown> {
+/**
+ * A charge of one of our Checkout payments, refunded by `amountRefunded` so far (cumulative). It
+ * carries its order's id (`orderId`) as ours do: Stripe copies the PaymentIntent's metadata, which
+ * POST /api/checkout sets, to the charge.
+ */
+export function refundedCharge(input: { paymentIntentId: string; amount: number; currency: string; amountRefunded: number; orderId?: string }): Record<string, unknown> {
   return {
     ...fixture('charge'),
+    ...(input.orderId !== undefined && { metadata: { order_id: input.orderId } }),
     id: randomStripeId('ch'),
     amount: input.amount,
     amount_captured: input.amount,

@@ -36,15 +36,35 @@ export function objectOrError<T extends z.ZodType>(schema: T, event: Pick<Stripe
   return (parsed.data as { data: { object: z.infer<T> } }).data.object;
 }
 
+const metadata = z.record(z.string(), z.string()).nullish();
+// A field Stripe sends as an id, or as the object when the event's request expanded it.
+const idOrObject = <T extends z.ZodRawShape>(shape: T) => z.union([z.string(), z.object({ id: z.string(), ...shape })]);
+
 /**
  * charge.refunded's charge. Stripe sends it once per refund with the cumulative amount_refunded,
- * and names the payment by its PaymentIntent.
+ * and names the payment by its PaymentIntent. What tells whose charge it is comes along:
+ * `metadata` (a PaymentIntent's, copied to its charge when it is confirmed), the PaymentIntent's
+ * own metadata when it is expanded, `invoice` (removed in API version 2025-03-31, so undefined
+ * there: unknown, not absent) and `customer` (every invoice bills one).
  */
-export const refundedCharge = z.object({
-  id: z.string(),
-  object: z.literal('charge'),
-  amount_refunded: z.number().int().nonnegative(),
-  payment_intent: z.string().nullable(),
-  // Newest first, when the event's API version still expands them (absent since 2022-11-15).
-  refunds: z.object({ data: z.array(z.object({ id: z.string() })) }).nullish(),
-});
+export const refundedCharge = z
+  .object({
+    id: z.string(),
+    object: z.literal('charge'),
+    amount_refunded: z.number().int().nonnegative(),
+    payment_intent: idOrObject({ metadata }).nullable(),
+    // Newest first, when the event's API version still expands them (absent since 2022-11-15).
+    refunds: z.object({ data: z.array(z.object({ id: z.string() })) }).nullish(),
+    metadata,
+    invoice: idOrObject({}).nullish(),
+    customer: idOrObject({}).nullish(),
+  })
+  .transform(({ payment_intent, invoice, customer, ...charge }) => ({
+    ...charge,
+    payment_intent: typeof payment_intent === 'string' || payment_intent === null ? payment_intent : payment_intent.id,
+    /** The PaymentIntent's metadata, when the payload carries the PaymentIntent itself. */
+    payment_intent_metadata: typeof payment_intent === 'object' && payment_intent !== null ? payment_intent.metadata : undefined,
+    invoice: typeof invoice === 'object' && invoice !== null ? invoice.id : invoice,
+    customer: typeof customer === 'object' && customer !== null ? customer.id : customer,
+  }));
+export type RefundedCharge = z.infer<typeof refundedCharge>;

@@ -1,6 +1,6 @@
 // Billing's handlers driven attempt by attempt, without a worker (fulfilWith): an invoice that
 // arrives before its checkout tied its Stripe subscription to ours waits and then grants once; one
-// that is never tied ends 'ignored'; an older subscription state (a paused collection among it)
+// that is never tied ends 'ignored' (at once when its metadata names none of ours); an older subscription state (a paused collection among it)
 // never overwrites a newer one;
 // a refund takes back that period's credits once, and one that maps to no grant ends 'ignored'.
 import assert from 'node:assert/strict';
@@ -28,13 +28,20 @@ const subscriptionRow = (subscriptionId: string) =>
   database.db.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
 
 describe('an invoice before its subscription is tied to ours', () => {
+  /** The invoice as an API version renders it that does not carry the subscription's metadata at all. */
+  const withoutMetadataField = (invoice: Record<string, unknown>) => {
+    const parent = invoice.parent as { subscription_details: Record<string, unknown> };
+    const details = { ...parent.subscription_details };
+    delete details.metadata;
+    return { ...invoice, parent: { ...parent, subscription_details: details } };
+  };
+
   test('waits (retried, counted), and grants once when its checkout links the subscription', async () => {
     const subscription = await givenSubscription(database);
-    // An invoice whose metadata did not carry our id (created before the subscription's metadata was set).
-    const paid = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid', metadata: false }));
+    const paid = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid' }));
     const [waiting] = await fulfilWith(database, billing, [paid]);
     assert.deepEqual([waiting!.row.status, waiting!.row.attempts], ['processing', 1]);
-    assert.match(waiting!.row.last_error ?? '', /not tied to a subscription of ours \(yet\)/);
+    assert.match(waiting!.row.last_error ?? '', /was never linked to it: waiting for the checkout.session.completed/);
 
     const [linked] = await fulfilWith(database, billing, [checkoutCompleted(subscription)]);
     assert.equal(linked!.row.status, 'processed');
@@ -43,13 +50,22 @@ describe('an invoice before its subscription is tied to ours', () => {
     assert.equal((await quotaOf(database, subscription.accountId)).granted, 100);
   });
 
-  test("one that no event ever ties ends 'ignored' with the reason when its attempts run out", async () => {
+  test("one whose payload carries no subscription metadata at all cannot tell: it waits, and ends 'ignored' with the reason when its attempts run out", async () => {
     const stranger = { subscriptionId: 'unused', stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf' };
-    const paid = sampleEvent('invoice.paid', invoiceObject(stranger, { billingReason: 'subscription_cycle', status: 'paid', metadata: false }));
-    await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
+    const paid = sampleEvent('invoice.paid', withoutMetadataField(invoiceObject(stranger, { billingReason: 'subscription_cycle', status: 'paid' })));
+    const [first] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
+    assert.equal(first!.row.status, 'processing');
     const [last] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
     assert.equal(last!.row.status, 'ignored');
-    assert.match(last!.row.last_error ?? '', new RegExp(`Stripe subscription ${stranger.stripeSubscriptionId} is not tied to a subscription of ours`));
+    assert.match(last!.row.last_error ?? '', new RegExp(`Stripe subscription ${stranger.stripeSubscriptionId} carries no subscription metadata and is not tied to a subscription of ours`));
+  });
+
+  test("one whose subscription metadata names none of ours, of a Stripe subscription linked to none, is not ours: 'ignored' at once", async () => {
+    const stranger = { subscriptionId: 'unused', stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf' };
+    const paid = sampleEvent('invoice.paid', invoiceObject(stranger, { billingReason: 'subscription_cycle', status: 'paid', metadata: false }));
+    const [done] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
+    assert.deepEqual([done!.row.status, done!.row.attempts], ['ignored', 0]);
+    assert.match(done!.row.last_error ?? '', new RegExp(`Stripe subscription ${stranger.stripeSubscriptionId}: no subscription of ours is linked to it and its subscription metadata names none`));
   });
 });
 
@@ -180,12 +196,20 @@ describe('refunds of a subscription payment', () => {
     assert.deepEqual([grant.refunded_amount, grant.revocation_target, grant.revoked_credits], [1900, 100, 100]);
   });
 
-  test("a refund that maps to no order and no grant waits, then ends 'ignored' with both modules' reasons", async () => {
+  test("a refund that maps to no order and no grant, of a charge that pays no invoice and names nothing of ours, ends 'ignored' at once with both modules' reasons", async () => {
     const event = refunded(randomStripeId('pi'), 1900);
+    const [done] = await fulfilWith(database, everyModule, [event], { maxAttempts: 2 });
+    // attempts counts failed attempts: none failed, none waited.
+    assert.deepEqual([done!.row.status, done!.row.attempts], ['ignored', 0]);
+    assert.match(done!.row.last_error ?? '', /^no paid order for payment intent .*: not started by this service; no granted invoice paid by payment intent .*: not started by this service$/);
+  });
+
+  test("a refund of a customer's charge linked to nothing may pay an invoice of ours: it waits, then ends 'ignored'", async () => {
+    const event = sampleEvent('charge.refunded', { ...refunded(randomStripeId('pi'), 1900).data.object, customer: randomStripeId('cus') });
     const [first] = await fulfilWith(database, everyModule, [event], { maxAttempts: 2 });
     assert.equal(first!.row.status, 'processing');
     const [last] = await fulfilWith(database, everyModule, [event], { maxAttempts: 2 });
     assert.equal(last!.row.status, 'ignored');
-    assert.match(last!.row.last_error ?? '', /no paid order for payment intent .*; no granted invoice paid by payment intent/);
+    assert.match(last!.row.last_error ?? '', /^no granted invoice paid by payment intent .* \(yet\): .* may pay an invoice of a subscription of ours/);
   });
 });

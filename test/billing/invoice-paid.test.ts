@@ -141,7 +141,7 @@ describe('invoices that do not grant', () => {
     const event = sampleEvent('invoice.paid', { ...invoiceObject({ subscriptionId: 'x', stripeSubscriptionId: 'sub_x', amount: 100, currency: 'chf' }, { billingReason: 'manual', status: 'paid' }), parent: null });
     await file.service.deliver(event);
     const row = await finishedEvent(file.database, event.id);
-    assert.deepEqual([row.status, row.last_error], ['ignored', `invoice ${(event.data.object as { id: string }).id} is not a subscription invoice`]);
+    assert.deepEqual([row.status, row.last_error], ['ignored', `invoice ${(event.data.object as { id: string }).id} is not a subscription invoice (a one-off invoice): not started by POST /api/subscriptions`]);
   });
 });
 

@@ -39,8 +39,8 @@ async function runJobs(maxAttempts = options.maxAttempts): Promise<void> {
 }
 
 test("an event whose wait runs out ends 'ignored', and its job is done, not kept for a retry", async () => {
-  // A refund of a payment no module knows: each waits for it, and may wait forever.
-  const refund = sampleEvent('charge.refunded', refundedCharge({ paymentIntentId: 'pi_never_ours', amount: 4900, currency: 'chf', amountRefunded: 4900 }));
+  // A refund of a payment no module knows, with a customer (it may pay an invoice of ours): billing waits, and may wait forever.
+  const refund = sampleEvent('charge.refunded', { ...refundedCharge({ paymentIntentId: 'pi_never_ours', amount: 4900, currency: 'chf', amountRefunded: 4900 }), customer: 'cus_test_never_ours' });
   await claimEvents(database.db, [incomingEvent(refund)], { maxAttempts: 1 });
 
   await runJobs(1);

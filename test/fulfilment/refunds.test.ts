@@ -14,7 +14,7 @@ import { waitFor } from '../support/wait-for.js';
 const file = serviceForFile();
 
 function refundEvent(order: OrderRow & { payment_intent_id: string }, amountRefunded: number, created?: number) {
-  const charge = refundedCharge({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, amountRefunded });
+  const charge = refundedCharge({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, amountRefunded, orderId: order.order_id });
   return sampleEvent('charge.refunded', charge, created === undefined ? {} : { created });
 }
 
@@ -68,7 +68,7 @@ describe('charge.refunded', () => {
       return row.attempts >= 1 && row;
     });
     assert.equal(waiting.status, 'processing', 'not dropped, not failed');
-    assert.match(waiting.last_error ?? '', /no paid order/);
+    assert.match(waiting.last_error ?? '', /names order .* in its metadata, but .* is not paid by payment intent .* \(yet\)/);
 
     assert.equal((await file.service.deliver(payment)).status, 200);
     // graphile-worker's backoff after the first failure is about e^1 s.

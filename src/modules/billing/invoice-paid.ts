@@ -22,12 +22,18 @@ const GRANTING_BILLING_REASONS: ReadonlySet<string> = new Set(['subscription_cre
 export const invoicePaid = (notifications: Notifications): EventHandler => async (transaction, event) => {
   const invoice = objectOf(stripeInvoice, event);
   const details = invoice.subscription_details;
-  if (!details) return { status: 'ignored', reason: `invoice ${invoice.id} is not a subscription invoice` };
+  if (!details) return { status: 'ignored', reason: `invoice ${invoice.id} is not a subscription invoice (a one-off invoice): not started by POST /api/subscriptions` };
   const tx = withBillingTables(transaction);
   const subscription = await lockLinkedSubscription(tx, details.subscription, details.metadata?.[SUBSCRIPTION_ID_KEY]);
-  // An invoice without our id in its metadata (a subscription made before its metadata was set)
-  // can arrive before the checkout that links its subscription; if nothing ever does, it was not ours.
-  if (!subscription) throw new RetryLaterError(`invoice ${invoice.id} of Stripe subscription ${details.subscription} is not tied to a subscription of ours (yet)`, { ignoreWhenExhausted: true });
+  if (!subscription) {
+    // Every subscription of ours carries our id (subscription_data.metadata), which Stripe copies
+    // to each of its invoices: an invoice whose copy names none, linked to nothing, is another
+    // sale's. Only a payload without the copy at all (an API version that did not send it) cannot tell.
+    if (details.metadata !== undefined) {
+      return { status: 'ignored', reason: `invoice ${invoice.id} of Stripe subscription ${details.subscription}: no subscription of ours is linked to it and its subscription metadata names none: not started by POST /api/subscriptions` };
+    }
+    throw new RetryLaterError(`invoice ${invoice.id} of Stripe subscription ${details.subscription} carries no subscription metadata and is not tied to a subscription of ours (yet)`, { ignoreWhenExhausted: true });
+  }
   await linkPayments(tx, invoice.id, invoice.payment_intents);
 
   if (!invoice.billing_reason || !GRANTING_BILLING_REASONS.has(invoice.billing_reason)) {

@@ -3,24 +3,30 @@
 // that period are taken back under the same REFUND_POLICY as packages, converging on one target
 // per invoice, so a repeated or reordered refund event never takes back twice. Each growth of the
 // amount refunded is told to the app once, as subscription.period_refunded (docs/notifications.md).
-import { objectOf, refundedCharge, RetryLaterError, type EventHandler, type Notifications } from '../../business-module.js';
-import { notifyAccounts, revocationTarget, takeBackCredits, type RefundPolicy } from '../ledger/index.js';
-import { withBillingTables } from './tables.js';
+// A charge linked to no grant is judged by what it carries (the ledger's chargeOwnership): another
+// sale's ends 'ignored' at once, one that may be an invoice's of ours waits for its link.
+import type { Transaction } from 'kysely';
+import { objectOf, PermanentError, quoted, refundedCharge, RetryLaterError, type EventHandler, type FinishOutcome, type Notifications, type RefundedCharge } from '../../business-module.js';
+import { chargeOwnership, notifyAccounts, revocationTarget, takeBackCredits, type RefundPolicy } from '../ledger/index.js';
+import { findSubscription } from './subscriptions.js';
+import { withBillingTables, type BillingDatabase } from './tables.js';
 
 export function invoiceChargeRefunded(policy: RefundPolicy, notifications: Notifications): EventHandler {
   return async (transaction, event) => {
     const charge = objectOf(refundedCharge, event);
-    if (!charge.payment_intent) return { status: 'ignored', reason: `charge ${charge.id} has no PaymentIntent: not a payment of ours` };
     const tx = withBillingTables(transaction);
-    const grant = await tx
+    const { payment_intent: paymentIntent, invoice } = charge;
+    // By the PaymentIntent's link (invoice_payment.paid), or by the invoice an older API version names on the charge.
+    const grant = paymentIntent === null && typeof invoice !== 'string' ? undefined : await tx
       .selectFrom('invoice_grants')
       .selectAll()
-      .where('invoice_id', '=', (eb) => eb.selectFrom('invoice_payments').select('invoice_id').where('payment_intent_id', '=', charge.payment_intent!))
+      .where((eb) => eb.or([
+        ...(paymentIntent === null ? [] : [eb('invoice_id', '=', eb.selectFrom('invoice_payments').select('invoice_id').where('payment_intent_id', '=', paymentIntent))]),
+        ...(typeof invoice === 'string' ? [eb('invoice_id', '=', invoice)] : []),
+      ]))
       .forUpdate()
       .executeTakeFirst();
-    // The refund can arrive before the payment's link or grant; a refund of a payment that is
-    // not ours never finds one and ends 'ignored' when its attempts run out.
-    if (!grant) throw new RetryLaterError(`no granted invoice paid by payment intent ${charge.payment_intent} (yet)`, { ignoreWhenExhausted: true });
+    if (!grant) return unlinkedCharge(tx, charge);
     const refunded = Math.min(grant.amount_paid, Math.max(grant.refunded_amount, charge.amount_refunded));
     const target = Math.max(grant.revocation_target, revocationTarget(policy, { amount: grant.amount_paid, credits: grant.credits }, refunded));
     const owed = target - grant.revocation_target;
@@ -52,4 +58,23 @@ export function invoiceChargeRefunded(policy: RefundPolicy, notifications: Notif
     }
     return { status: 'processed' };
   };
+}
+
+/** A charge that no granted invoice is linked to: not ours (ignored), maybe ours and early (wait), or a wrong claim (refused). */
+async function unlinkedCharge(tx: Transaction<BillingDatabase>, charge: RefundedCharge): Promise<FinishOutcome> {
+  const whose = chargeOwnership(charge);
+  const ungranted = charge.payment_intent === null ? `charge ${charge.id}` : `no granted invoice paid by payment intent ${charge.payment_intent}`;
+  switch (whose.verdict) {
+    case 'not_ours':
+      return { status: 'ignored', reason: `${ungranted}: ${whose.reason}` };
+    case 'cannot_tell':
+      // The refund can arrive before the payment's link or grant; if it never does, it was not ours.
+      throw new RetryLaterError(`${ungranted} (yet): ${whose.reason}`, { ignoreWhenExhausted: true });
+    case 'ours': {
+      if (whose.subscriptionId === undefined) return { status: 'ignored', reason: `${whose.reason}: a package's payment, not a subscription's` };
+      const named = await findSubscription(tx, whose.subscriptionId);
+      if (!named) throw new PermanentError(`unknown subscription ${quoted(whose.subscriptionId)} in the metadata of charge ${charge.id}`);
+      throw new RetryLaterError(`${whose.reason}, but ${ungranted} (yet): waiting for the invoice of ${named.subscription_id} it paid`);
+    }
+  }
 }
