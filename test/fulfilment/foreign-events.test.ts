@@ -113,6 +113,8 @@ describe('chargeOwnership, the one answer to "whose charge is it"', () => {
     assert.equal(chargeOwnership({ ...base, metadata: {}, invoice: null, customer: 'cus_1' }).verdict, 'not_ours');
     assert.equal(chargeOwnership({ ...base, metadata: {}, invoice: 'in_1' }).verdict, 'cannot_tell');
     assert.equal(chargeOwnership({ ...base, metadata: {}, customer: 'cus_1' }).verdict, 'cannot_tell');
+    // A dispute carries its charge's ids only: what it was not told of, it cannot rule out.
+    assert.equal(chargeOwnership(base).verdict, 'cannot_tell');
   });
 });
 

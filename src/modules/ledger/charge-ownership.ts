@@ -12,12 +12,13 @@
 // - No PaymentIntent: every payment of ours goes through Checkout and has one. Not ours.
 // - An invoice (API versions before 2025-03-31 name it on the charge): a subscription's invoice
 //   of ours may not have arrived yet. Cannot tell.
-// - No `invoice` field at all (2025-03-31 and later removed it) but a customer: Stripe's invoices
-//   always bill a customer, and a subscription's invoice carries none of our metadata onto its
-//   PaymentIntent, so this may be a subscription payment of ours whose invoice_payment.paid has
-//   not arrived. Cannot tell.
-// - Otherwise (no customer, or `invoice: null`): no invoice's payment, and no metadata of ours.
-//   Not ours.
+// - No `invoice` field at all (2025-03-31 and later removed it) and a customer, or a customer we
+//   were not told of (a dispute carries only its charge's ids): Stripe's invoices always bill a
+//   customer, and a subscription's invoice copies none of our metadata onto its PaymentIntent, so
+//   this may be a subscription payment of ours whose invoice_payment.paid has not arrived. Cannot
+//   tell.
+// - Otherwise (`customer: null`, or `invoice: null`): no invoice's payment, and no metadata of
+//   ours. Not ours.
 // The ledger holds it because every module that sells credits (and the dispute handlers) asks
 // the same question, and neither credits nor billing may depend on the other.
 import { quoted } from '../../business-module.js';
@@ -32,8 +33,9 @@ type Metadata = Readonly<Record<string, string>> | null | undefined;
 export interface ChargeClues {
   id: string;
   payment_intent: string | null;
-  /** undefined when the event's API version has no such field (2025-03-31 and later). */
+  /** null: it paid no invoice; undefined: not known (API versions since 2025-03-31 have no such field). */
   invoice?: string | null | undefined;
+  /** null: it has none; undefined: not known. */
   customer?: string | null | undefined;
   metadata?: Metadata;
   /** The PaymentIntent's own metadata, when the payload carries the PaymentIntent expanded. */
@@ -60,8 +62,9 @@ export function chargeOwnership(charge: ChargeClues): ChargeOwnership {
   if (charge.payment_intent === null) return { verdict: 'not_ours', reason: `charge ${charge.id} has no PaymentIntent: not a payment of ours` };
   const paid = `charge ${charge.id} of payment intent ${charge.payment_intent}`;
   if (typeof charge.invoice === 'string') return { verdict: 'cannot_tell', reason: `${paid} paid invoice ${charge.invoice}, which may be a subscription's of ours` };
-  if (charge.invoice === undefined && typeof charge.customer === 'string') {
-    return { verdict: 'cannot_tell', reason: `${paid} of customer ${charge.customer} may pay an invoice of a subscription of ours (the charge does not name its invoice since API version 2025-03-31)` };
+  if (charge.invoice === undefined && charge.customer !== null) {
+    const of = charge.customer === undefined ? '' : ` of customer ${charge.customer}`;
+    return { verdict: 'cannot_tell', reason: `${paid}${of} may pay an invoice of a subscription of ours (the charge does not name its invoice since API version 2025-03-31)` };
   }
   const why = charge.invoice === null ? 'paid no invoice' : 'has no customer, so paid no invoice';
   return { verdict: 'not_ours', reason: `${paid} names no order or subscription of ours in its metadata and ${why}: not started by this service` };
