@@ -103,6 +103,21 @@ describe('an event of ours that overtakes its link waits for it', () => {
   });
 });
 
+describe('a payload that does not parse', () => {
+  test('fails at once, its reason naming the field path, in either module', async () => {
+    for (const [type, object, path] of [
+      ['charge.refunded', foreignCharge({ amount_refunded: null }), 'data.object.amount_refunded'],
+      ['invoice.paid', { ...exampleObject('invoice'), id: randomStripeId('in'), currency: null }, 'data.object.currency'],
+    ] as const) {
+      const event = sampleEvent(type, object);
+      assert.equal((await file.service.deliver(event)).status, 200);
+      const row = await finishedEvent(file.database, event.id);
+      assert.deepEqual([row.status, row.attempts], ['failed', 1]);
+      assert.match(row.last_error ?? '', new RegExp(`^not the ${type} object expected: "${path}" .*expected (number|string), received null`));
+    }
+  });
+});
+
 describe('chargeOwnership, the one answer to "whose charge is it"', () => {
   const base = { id: 'ch_1', payment_intent: 'pi_1' };
   test('answers from what the charge carries', () => {
