@@ -204,6 +204,24 @@ describe('refunds of a subscription payment', () => {
     assert.match(done!.row.last_error ?? '', /^no paid order for payment intent .*: not started by this service; no granted invoice paid by payment intent .*: not started by this service$/);
   });
 
+  test('a charge that names its invoice (API versions before 2025-03-31) finds the grant by it, with no PaymentIntent linked', async () => {
+    const subscription = await givenSubscription(database, { linked: true });
+    const invoiceId = randomStripeId('in');
+    const [paid] = await fulfilWith(database, billing, [sampleEvent('invoice.paid', invoiceObject(subscription, { id: invoiceId, billingReason: 'subscription_create', status: 'paid' }))]);
+    assert.equal(paid!.row.status, 'processed');
+    const charge = { ...refunded(randomStripeId('pi'), 1900).data.object, invoice: invoiceId, customer: randomStripeId('cus') };
+    const [done] = await fulfilWith(database, everyModule, [sampleEvent('charge.refunded', charge, { api_version: '2024-06-20' })]);
+    assert.equal(done!.row.status, 'processed');
+    assert.equal((await quotaOf(database, subscription.accountId)).granted, 0);
+  });
+
+  test("one that names an invoice granted nowhere cannot tell: it waits", async () => {
+    const charge = { ...refunded(randomStripeId('pi'), 1900).data.object, invoice: randomStripeId('in'), customer: randomStripeId('cus') };
+    const [done] = await fulfilWith(database, everyModule, [sampleEvent('charge.refunded', charge, { api_version: '2024-06-20' })]);
+    assert.equal(done!.row.status, 'processing');
+    assert.match(done!.row.last_error ?? '', /paid invoice in_\S+, which may be a subscription's of ours/);
+  });
+
   test("a refund of a customer's charge linked to nothing may pay an invoice of ours: it waits, then ends 'ignored'", async () => {
     const event = sampleEvent('charge.refunded', { ...refunded(randomStripeId('pi'), 1900).data.object, customer: randomStripeId('cus') });
     const [first] = await fulfilWith(database, everyModule, [event], { maxAttempts: 2 });
