@@ -84,7 +84,7 @@ export function refundedCharge(input: { paymentIntentId: string; amount: number;
 }
 
 /** The example object for a type we do not act on (telemetry, ignored types). */
-export function exampleObject(name: 'charge' | 'payment_intent' | 'refund' | 'checkout.session' | 'invoice' | 'subscription'): Record<string, unknown> {
+export function exampleObject(name: 'charge' | 'payment_intent' | 'refund' | 'checkout.session' | 'invoice' | 'subscription' | 'price' | 'product'): Record<string, unknown> {
   return fixture(name);
 }
 

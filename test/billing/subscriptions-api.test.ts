@@ -25,7 +25,7 @@ const sessionCreatesFor = (subscriptionId: unknown) =>
 test('GET /api/plans lists the seeded plan, credits per period', async () => {
   const reply = await file.service.call('GET', '/api/plans');
   assert.equal(reply.status, 200);
-  assert.deepEqual(reply.body, [{ id: 'pro_monthly', name: 'Pro: 100 runs a month', amount: 1900, currency: 'chf', interval: 'month', credits: 100 }]);
+  assert.deepEqual(reply.body, [{ id: 'pro_monthly', name: 'Pro: 100 runs a month', amount: 1900, currency: 'chf', interval: 'month', interval_count: 1, credits: 100 }]);
 });
 
 test('the billing routes need the API token', async () => {
@@ -47,7 +47,7 @@ describe('POST /api/subscriptions', () => {
     const [create, ...more] = sessionCreatesFor(subscriptionId);
     assert.equal(more.length, 0);
     assert.equal(create!.idempotencyKey, `checkout-session:${subscriptionId}`);
-    assert.deepEqual(create!.params.line_items, [{ quantity: '1', price_data: { currency: 'chf', unit_amount: '1900', recurring: { interval: 'month' }, product_data: { name: 'Pro: 100 runs a month' } } }]);
+    assert.deepEqual(create!.params.line_items, [{ quantity: '1', price_data: { currency: 'chf', unit_amount: '1900', recurring: { interval: 'month', interval_count: '1' }, product_data: { name: 'Pro: 100 runs a month' } } }]);
     assert.equal(create!.params.mode, 'subscription');
     assert.deepEqual(create!.params.metadata, { subscription_id: subscriptionId });
     assert.deepEqual(create!.params.subscription_data, { metadata: { subscription_id: subscriptionId } });

@@ -42,6 +42,9 @@ export interface OfflineStripe {
   addEvent(event: Record<string, unknown>, options?: { delivered?: boolean }): void;
   /** Makes a subscription retrievable and updatable, as if a customer had completed its checkout. */
   addSubscription(subscription: Record<string, unknown>): void;
+  /** Makes a Price (or Product) retrievable and listable, and a Price sellable by Checkout; adding one again replaces it. */
+  addPrice(price: Record<string, unknown>): void;
+  addProduct(product: Record<string, unknown>): void;
   failNext(count: number, status?: number): void;
   setDelay(ms: number): void;
   close(): Promise<void>;
@@ -139,6 +142,8 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     subscriptions: resources.subscriptions,
     addEvent(event, { delivered = false } = {}) { resources.events.push({ event, delivered }); },
     addSubscription(subscription) { resources.subscriptions.set(subscription.id as string, subscription); },
+    addPrice(price) { resources.catalogue.prices.set(price.id as string, price); },
+    addProduct(product) { resources.catalogue.products.set(product.id as string, product); },
     failNext(count, status = 500) { failures = { remaining: count, status }; },
     setDelay(ms) { delayMs = ms; },
     close: () =>

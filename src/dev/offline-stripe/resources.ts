@@ -1,15 +1,17 @@
 // The objects the offline Stripe stand-in keeps in memory, and its endpoints over them: Checkout
 // Sessions (payment and subscription mode), refunds, subscriptions (retrieve, and update for
-// cancel_at_period_end), the event list.
+// cancel_at_period_end), the event list; Prices and Products in prices.ts.
+import { Catalogue } from './prices.js';
 import { invalid, isRecord, integer, missing, ok, randomId, StripeApiError, type Params, type Reply } from './wire.js';
 
-export const IMPLEMENTED = 'Checkout Session create and retrieve, refund create, subscription retrieve and update, and event list';
+export const IMPLEMENTED = 'Checkout Session create and retrieve, refund create, subscription retrieve and update, event list, and price and product retrieve and list';
 
 export class Resources {
   readonly sessions = new Map<string, Params>();
   readonly refunds = new Map<string, Params>();
   readonly subscriptions = new Map<string, Params>();
   readonly events: Array<{ event: Params; delivered: boolean }> = [];
+  readonly catalogue = new Catalogue();
 
   constructor(private readonly baseUrl: () => string) {}
 
@@ -23,7 +25,8 @@ export class Resources {
     const subscription = /^\/v1\/subscriptions\/([^/]+)$/.exec(path)?.[1];
     if (method === 'GET' && subscription !== undefined) return ok(found(this.subscriptions, subscription, 'subscription', 'id'));
     if (method === 'POST' && subscription !== undefined) return ok(this.updateSubscription(subscription, params));
-    return undefined;
+    const catalogued = this.catalogue.route(method, path, params);
+    return catalogued && ok(catalogued);
   }
 
   private createSession(params: Params): Params {
@@ -44,18 +47,17 @@ export class Resources {
     let currency: string | undefined;
     lineItems.forEach((item: unknown, i) => {
       const at = `line_items[${i}]`;
-      const priceData = isRecord(item) ? item.price_data : undefined;
-      // Price ids would need a price catalogue; inline price_data is all this service sends.
-      if (!isRecord(item) || !isRecord(priceData)) throw invalid(`The offline Stripe only supports ${at}[price_data].`, `${at}[price_data]`);
-      if (typeof priceData.currency !== 'string') throw missing(`${at}[price_data][currency]`);
+      const byId = isRecord(item) && typeof item.price === 'string';
+      const charged = byId ? this.catalogue.lineItem(item.price as string, at) : inlinePrice(item, at);
       // Stripe's rule: a subscription's prices recur, a payment's do not.
-      if ((params.mode === 'subscription') !== isRecord(priceData.recurring)) {
-        throw invalid(`${at}[price_data][recurring] is ${params.mode === 'subscription' ? 'required in subscription mode' : 'only allowed in subscription mode'}`, `${at}[price_data][recurring]`);
+      if ((params.mode === 'subscription') !== charged.recurring) {
+        const subscription = params.mode === 'subscription';
+        if (byId) throw invalid(`${at}[price] must be a ${subscription ? 'recurring Price in subscription mode' : 'one-time Price in payment mode'}`, `${at}[price]`);
+        throw invalid(`${at}[price_data][recurring] is ${subscription ? 'required in subscription mode' : 'only allowed in subscription mode'}`, `${at}[price_data][recurring]`);
       }
-      const itemCurrency = priceData.currency.toLowerCase();
-      if (currency !== undefined && itemCurrency !== currency) throw invalid('All line_items must use the same currency.', `${at}[price_data][currency]`);
-      currency = itemCurrency;
-      amount += integer(priceData.unit_amount, `${at}[price_data][unit_amount]`) * integer(item.quantity, `${at}[quantity]`);
+      if (currency !== undefined && charged.currency !== currency) throw invalid('All line_items must use the same currency.', at);
+      currency = charged.currency;
+      amount += charged.unitAmount * integer((item as Params).quantity, `${at}[quantity]`);
     });
     const id = `cs_test_${randomId(58)}`;
     const created = Math.floor(Date.now() / 1000);
@@ -138,6 +140,14 @@ export class Resources {
     }
     return { object: 'list', url: '/v1/events', has_more: matching.length > limit, data: matching.slice(0, limit) };
   }
+}
+
+/** What a line item's inline price_data charges (a Price id is the catalogue's). */
+function inlinePrice(item: unknown, at: string): { currency: string; unitAmount: number; recurring: boolean } {
+  const priceData = isRecord(item) ? item.price_data : undefined;
+  if (!isRecord(priceData)) throw invalid(`${at} needs [price] or [price_data].`, `${at}[price_data]`);
+  if (typeof priceData.currency !== 'string') throw missing(`${at}[price_data][currency]`);
+  return { currency: priceData.currency.toLowerCase(), unitAmount: integer(priceData.unit_amount, `${at}[price_data][unit_amount]`), recurring: isRecord(priceData.recurring) };
 }
 
 /** Metadata is a map of strings (Stripe refuses a nested value), or absent. */

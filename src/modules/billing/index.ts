@@ -10,7 +10,7 @@ import { defineModule, recordOnly } from '../../business-module.js';
 import { invoiceChargeRefunded } from './invoice-refunds.js';
 import { invoicePaid, invoicePaymentPaid } from './invoice-paid.js';
 import { eventsOfSubscription, subscriptionOfEvent } from './records.js';
-import { billingApiRoutes } from './routes.js';
+import { billingAdminRoutes, billingApiRoutes } from './routes.js';
 import { billingSettings } from './settings.js';
 import { invoicePaymentFailed, subscriptionChanged, subscriptionCheckoutCompleted } from './subscription-events.js';
 import { REFRESH_TASK, refreshSubscriptionTask } from './subscription-state.js';
@@ -35,6 +35,7 @@ export const billingModule = defineModule({
   }),
   tasks: (context) => ({ [REFRESH_TASK]: refreshSubscriptionTask(context) }),
   apiRoutes: billingApiRoutes,
+  adminRoutes: billingAdminRoutes,
   eventRecords: subscriptionOfEvent,
   searchEvents: eventsOfSubscription,
 });

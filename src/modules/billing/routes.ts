@@ -5,7 +5,9 @@
 import { Router, type Response } from 'express';
 import { z } from 'zod';
 import { badRequest, checkIdParam, createThenCall, optionalEmail, optionalIdempotencyKey, sendResult, stripeCallFailed, type HttpResult, type ModuleRouteContext } from '../../business-module.js';
+import { catalogAdminRoutes } from '../catalog/index.js';
 import { accountId } from '../ledger/index.js';
+import { newPlan, planCatalog } from './plan-catalog.js';
 import type { BillingSettings } from './settings.js';
 import { cancelAtPeriodEnd, openSubscriptionCheckout, type BillingCallDeps, type SubscriptionCheckoutOutcome } from './stripe-calls.js';
 import { createSubscription, findSubscription, listPlans } from './subscriptions.js';
@@ -26,7 +28,7 @@ export function billingApiRoutes(context: ModuleRouteContext<BillingSettings>): 
 
   router.get('/plans', async (_req, res) => {
     const plans = await listPlans(db);
-    res.json(plans.map((p) => ({ id: p.plan_id, name: p.name, amount: p.amount, currency: p.currency, interval: p.interval, credits: p.credits })));
+    res.json(plans.map((p) => ({ id: p.plan_id, name: p.name, amount: p.amount, currency: p.currency, interval: p.interval, interval_count: p.interval_count, credits: p.credits })));
   });
 
   router.post('/subscriptions', async (req, res) => {
@@ -41,7 +43,7 @@ export function billingApiRoutes(context: ModuleRouteContext<BillingSettings>): 
       leaseMs: context.idempotencyLeaseMs,
       async create(tx) {
         const subscription = await createSubscription(withBillingTables(tx), input);
-        if (!subscription) return { status: 400, body: { error: `unknown plan_id "${input.planId}"; GET /api/plans lists them` } };
+        if (!subscription) return unavailablePlan(await planCatalog.find(tx, input.planId), input.planId);
         return { subject: { subscriptionId: subscription.subscription_id } };
       },
       async complete({ subscriptionId }: { subscriptionId: string }) {
@@ -72,6 +74,17 @@ export function billingApiRoutes(context: ModuleRouteContext<BillingSettings>): 
   });
 
   return router;
+}
+
+/** The plan operators manage under /admin/api/plans (src/modules/catalog/). */
+export function billingAdminRoutes(context: ModuleRouteContext<BillingSettings>): Router {
+  return catalogAdminRoutes(planCatalog, newPlan, context);
+}
+
+/** Why no subscription was made: the plan is archived (409), or was never in the catalog (400). */
+function unavailablePlan(plan: { active: boolean } | undefined, planId: string): HttpResult {
+  if (plan) return { status: 409, body: { error: `plan_id "${planId}" is archived: it sells no more; GET /api/plans lists those on sale` } };
+  return { status: 400, body: { error: `unknown plan_id "${planId}"; GET /api/plans lists them` } };
 }
 
 function checkoutAnswer(subscriptionId: string, outcome: SubscriptionCheckoutOutcome): HttpResult {

@@ -25,23 +25,30 @@ export interface BillingCallDeps {
 export type SubscriptionCheckoutOutcome = { outcome: 'created'; checkoutSessionId: string; url: string | null } | StripeCallFailure;
 
 /**
- * The Checkout Session that starts the subscription, the plan inline as a recurring price. Our id
+ * The Checkout Session that starts the subscription, the plan as a recurring price. Our id
  * goes in the session's metadata and, through subscription_data, in the subscription's, which
  * Stripe copies to each of its invoices: every event of this subscription names our row. The
  * session's id is stored as soon as Stripe answers: its completion is what links the Stripe
  * subscription to ours (subscription-links.ts); the metadata is only checked against that link.
  */
 export async function openSubscriptionCheckout(deps: BillingCallDeps, subscription: SubscriptionRow): Promise<SubscriptionCheckoutOutcome> {
-  const plan = await deps.db.selectFrom('plans').select(['name', 'interval']).where('plan_id', '=', subscription.plan_id).executeTakeFirstOrThrow();
+  const plan = await deps.db.selectFrom('plans').select(['name', 'interval', 'interval_count', 'stripe_price_id']).where('plan_id', '=', subscription.plan_id).executeTakeFirstOrThrow();
   const metadata = { [SUBSCRIPTION_ID_KEY]: subscription.subscription_id };
   const call = await deps.stripeCalls.attempt('subscription_checkout_session_create', (stripe) =>
     stripe.checkout.sessions.create(
       {
         mode: 'subscription',
-        line_items: [{
-          quantity: 1,
-          price_data: { currency: subscription.currency, unit_amount: subscription.amount, recurring: { interval: plan.interval }, product_data: { name: plan.name } },
-        }],
+        // The plan's Stripe Price when it names one (checked against the plan when it was created,
+        // and never changed since); else the plan inline, at the subscription's snapshot.
+        line_items: [plan.stripe_price_id === null
+          ? {
+            quantity: 1,
+            price_data: {
+              currency: subscription.currency, unit_amount: subscription.amount,
+              recurring: { interval: plan.interval, interval_count: plan.interval_count }, product_data: { name: plan.name },
+            },
+          }
+          : { quantity: 1, price: plan.stripe_price_id }],
         metadata,
         subscription_data: { metadata },
         client_reference_id: subscription.subscription_id,

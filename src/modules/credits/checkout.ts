@@ -20,13 +20,16 @@ export interface CheckoutDeps {
 export type CheckoutOutcome = { outcome: 'created'; checkoutSessionId: string; url: string | null } | StripeCallFailure;
 
 export async function openCheckoutSession(deps: CheckoutDeps, order: OrderRow): Promise<CheckoutOutcome> {
-  const pkg = await deps.db.selectFrom('packages').select('name').where('package_id', '=', order.package_id).executeTakeFirstOrThrow();
+  const pkg = await deps.db.selectFrom('packages').select(['name', 'stripe_price_id']).where('package_id', '=', order.package_id).executeTakeFirstOrThrow();
   const call = await deps.stripeCalls.attempt('checkout_session_create', (stripe) =>
       stripe.checkout.sessions.create(
         {
           mode: 'payment',
-          // Inline price_data: no catalogue set-up in Stripe, and the price is the order's snapshot.
-          line_items: [{ quantity: 1, price_data: { currency: order.currency, unit_amount: order.amount, product_data: { name: pkg.name } } }],
+          // The package's Stripe Price when it names one (checked against the package when it was
+          // created, and never changed since); else inline price_data, the order's snapshot.
+          line_items: [pkg.stripe_price_id === null
+            ? { quantity: 1, price_data: { currency: order.currency, unit_amount: order.amount, product_data: { name: pkg.name } } }
+            : { quantity: 1, price: pkg.stripe_price_id }],
           metadata: { order_id: order.order_id },
           // Stripe copies the PaymentIntent's metadata to its charge: a refund or dispute of this
           // payment then says it is ours even before the session's event links the PaymentIntent

@@ -5,9 +5,11 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { badRequest, checkIdParam, countKeys, createThenCall, idempotencyKeyHeader, optionalEmail, optionalIdempotencyKey, runIdempotent, sendResult, stripeCallFailed, type HttpResult, type ModuleRouteContext } from '../../business-module.js';
+import { catalogAdminRoutes } from '../catalog/index.js';
 import { accountId } from '../ledger/index.js';
 import { openCheckoutSession, type CheckoutDeps, type CheckoutOutcome } from './checkout.js';
 import { createOrder, findOrder, listPackages } from './orders.js';
+import { newPackage, packageCatalog } from './package-catalog.js';
 import { createRefund, planRefund, type PlannedRefund, type RefundOutcome, type RefundPlan } from './refunds.js';
 import type { CreditsSettings } from './settings.js';
 import { withCreditTables } from './tables.js';
@@ -46,7 +48,7 @@ export function creditsApiRoutes(context: ModuleRouteContext<CreditsSettings>): 
       leaseMs: context.idempotencyLeaseMs,
       async create(tx) {
         const order = await createOrder(withCreditTables(tx), input);
-        if (!order) return { status: 400, body: { error: `unknown package_id "${input.packageId}"; GET /api/packages lists them` } };
+        if (!order) return unavailablePackage(await packageCatalog.find(tx, input.packageId), input.packageId);
         return { subject: { orderId: order.order_id } };
       },
       async complete({ orderId }: { orderId: string }) {
@@ -79,6 +81,7 @@ export function creditsAdminRoutes(context: ModuleRouteContext<CreditsSettings>)
   const db = withCreditTables(context.db);
   const router = Router();
   router.param('id', checkIdParam);
+  router.use(catalogAdminRoutes(packageCatalog, newPackage, context));
 
   // The caller's Idempotency-Key is required: it fixes the refund's number and amount when first
   // seen, so a retried request never refunds twice (refunds.ts).
@@ -108,6 +111,12 @@ export function creditsAdminRoutes(context: ModuleRouteContext<CreditsSettings>)
   });
 
   return router;
+}
+
+/** Why no order was made: the package is archived (409), or was never in the catalog (400). */
+function unavailablePackage(pkg: { active: boolean } | undefined, packageId: string): HttpResult {
+  if (pkg) return { status: 409, body: { error: `package_id "${packageId}" is archived: it sells no more; GET /api/packages lists those on sale` } };
+  return { status: 400, body: { error: `unknown package_id "${packageId}"; GET /api/packages lists them` } };
 }
 
 function checkoutAnswer(orderId: string, outcome: CheckoutOutcome): HttpResult {

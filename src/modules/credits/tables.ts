@@ -13,6 +13,10 @@ export interface PackagesTable {
   currency: string;
   credits: number;
   active: Defaulted<boolean>;
+  /** Checkout sells this Price instead of inline price_data (sql/credits/0020). */
+  stripe_price_id: Defaulted<string | null>;
+  /** The Price's Product, which product.updated names. */
+  stripe_product_id: Defaulted<string | null>;
 }
 
 export interface OrdersTable {
