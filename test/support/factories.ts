@@ -14,17 +14,18 @@ let accounts = 0;
 export const newAccountId = () => `acct_test_${process.pid}_${++accounts}`;
 
 /**
- * A pending order for the seeded 'starter' package (CHF 49.00, 40 credits), with the id of its
- * Checkout Session stored (`cs_test_<order_id>`) as POST /api/checkout stores it once Stripe answers.
+ * A pending order for the seeded 'starter' package (CHF 49.00, 40 credits) unless another is given,
+ * with the id of its Checkout Session stored (`cs_test_<order_id>`) as POST /api/checkout stores it
+ * once Stripe answers.
  */
-export async function givenOrder(database: TestDatabase, overrides: { accountId?: string; orderId?: string } = {}): Promise<OrderRow> {
+export async function givenOrder(database: TestDatabase, overrides: { accountId?: string; orderId?: string; packageId?: string } = {}): Promise<OrderRow> {
   const order = await createOrder(database.db, {
-    packageId: 'starter',
+    packageId: overrides.packageId ?? 'starter',
     accountId: overrides.accountId ?? newAccountId(),
     email: null,
     ...(overrides.orderId !== undefined && { orderId: overrides.orderId }),
   });
-  if (!order) throw new Error('the starter package is missing from the test database');
+  if (!order) throw new Error(`the package ${overrides.packageId ?? 'starter'} is missing from the test database, or archived`);
   const checkoutSessionId = `cs_test_${order.order_id}`;
   await attachCheckoutSession(database.db, order.order_id, checkoutSessionId);
   return { ...order, checkout_session_id: checkoutSessionId };

@@ -41,19 +41,22 @@ export async function givenSubscription(database: TestDatabase, { linked = false
 }
 
 /**
- * A subscription started through the running service (POST /api/subscriptions), for a new Stripe
- * subscription; `linked`: its checkout.session.completed delivered and fulfilled by the worker.
+ * A subscription started through the running service (POST /api/subscriptions) to `plan` (the
+ * seeded 'pro_monthly' unless given), for a new Stripe subscription; `linked`: its checkout.session.completed delivered and fulfilled by the worker.
  */
-export async function subscribedThroughApi(file: { service: TestService; database: TestDatabase }, { linked = false } = {}): Promise<GivenSubscription> {
+export async function subscribedThroughApi(
+  file: { service: TestService; database: TestDatabase },
+  { linked = false, plan = { id: 'pro_monthly', amount: 1900, currency: 'chf' } } = {},
+): Promise<GivenSubscription> {
   const accountId = newAccountId();
-  const reply = await file.service.call('POST', '/api/subscriptions', { body: { plan_id: 'pro_monthly', account_id: accountId } });
+  const reply = await file.service.call('POST', '/api/subscriptions', { body: { plan_id: plan.id, account_id: accountId } });
   assert.equal(reply.status, 201);
   const subscription = {
     subscriptionId: reply.body.subscription_id as string,
     checkoutSessionId: reply.body.checkout_session_id as string,
     stripeSubscriptionId: randomStripeId('sub'),
-    amount: 1900,
-    currency: 'chf',
+    amount: plan.amount,
+    currency: plan.currency,
     accountId,
   };
   if (linked) {

@@ -26,7 +26,8 @@ export class Catalogue {
   lineItem(id: string, at: string): { currency: string; unitAmount: number; recurring: boolean } {
     const price = this.price(id, `${at}[price]`);
     if (price.active !== true) throw invalid(`The price specified is inactive. This field only accepts active prices.`, `${at}[price]`);
-    return { currency: String(price.currency), unitAmount: integer(price.unit_amount, `${at}[price]`), recurring: isRecord(price.recurring) };
+    if (typeof price.unit_amount !== 'number') throw invalid(`The offline Stripe sells only Prices with a unit_amount.`, `${at}[price]`);
+    return { currency: String(price.currency), unitAmount: price.unit_amount, recurring: isRecord(price.recurring) };
   }
 }
 
