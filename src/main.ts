@@ -11,7 +11,7 @@ import { startService } from './service.js';
 import { installShutdown } from './shutdown.js';
 import { startHeapTrimming } from './trim-heap.js';
 import { createStripeClient } from './stripe/client.js';
-import { businessModules, loadServiceConfig, serviceMigrations } from './modules/index.js';
+import { businessModules, emptyCatalogWarning, loadServiceConfig, serviceMigrations } from './modules/index.js';
 import { SERVICE_VERSION } from './version.js';
 
 async function main(): Promise<void> {
@@ -49,6 +49,9 @@ async function main(): Promise<void> {
   closers.unshift(() => pools.close());
 
   await migrate(pools.worker.pool, logger, await serviceMigrations(), { runWorkerMigrations });
+  // Development keeps the seeded package and plan; production may have archived them all.
+  const catalogWarning = config.nodeEnv === 'production' ? await emptyCatalogWarning(pools.api.db) : undefined;
+  if (catalogWarning) logger.warn(catalogWarning);
   const stripe = createStripeClient(stripeKey, stripeApiBase, { timeoutMs: config.stripeTimeoutMs });
   const service = await startService({ config, pools, stripe, modules: businessModules, logger });
   // Before the start line: a supervisor may signal as soon as it sees the process up.

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { PERIOD_SECONDS, periodEvents } from '../../src/modules/billing/sample-events.js';
+import { emptyCatalogWarning } from '../../src/modules/index.js';
 import { finishedEvent, givenOrder, newAccountId, paidEvent, quotaOf } from '../support/factories.js';
 import { API_TOKEN, serviceForFile } from '../support/service.js';
 import { subscribedThroughApi } from '../support/subscriptions.js';
@@ -124,4 +125,11 @@ describe('archiving', () => {
     }
     await waitFor('the period of the archived plan granted', async () => (await quotaOf(file.database, subscription.accountId)).granted === 20);
   });
+});
+
+test('with nothing active on sale, the start-up check says so (main.ts logs it in production)', async () => {
+  assert.equal(await emptyCatalogWarning(file.database.db), undefined);
+  await sql`update packages set active = false`.execute(file.database.db);
+  await sql`update plans set active = false`.execute(file.database.db);
+  assert.match((await emptyCatalogWarning(file.database.db))!, /no active package or plan: every checkout will be refused; add one with npm run catalog/);
 });

@@ -8,16 +8,17 @@ import { promisify } from 'node:util';
 import { claimEvents } from '../../src/events/event-store.js';
 import { createOutbox } from '../../src/notifications/outbox.js';
 import { databaseForFile } from '../support/database.js';
-import { ADMIN_TOKEN, API_TOKEN, WEBHOOK_SECRET } from '../support/service.js';
+import { ADMIN_TOKEN, API_TOKEN, STRIPE_SECRET_KEY, WEBHOOK_SECRET } from '../support/service.js';
 import { incomingEvent } from '../support/factories.js';
 import { exampleObject, sampleEvent } from '../../src/stripe/sample-events.js';
+import { startOfflineStripe } from '../../src/dev/offline-stripe/index.js';
 
 const run = promisify(execFile);
 const database = databaseForFile();
 
 /** Runs scripts/<name>.ts as `npm run <name>` would (npm sets npm_lifecycle_event), unless `viaNpm` is false. */
-async function script(name: string, args: string[], { viaNpm = true } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'test', DATABASE_URL: database.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, API_TOKEN, ADMIN_TOKEN, LOG_LEVEL: 'silent' };
+async function script(name: string, args: string[], { viaNpm = true, extraEnv = {} }: { viaNpm?: boolean; extraEnv?: Record<string, string> } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'test', DATABASE_URL: database.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, API_TOKEN, ADMIN_TOKEN, LOG_LEVEL: 'silent', ...extraEnv };
   if (viaNpm) env.npm_lifecycle_event = name;
   else delete env.npm_lifecycle_event;
   try {
@@ -30,7 +31,7 @@ async function script(name: string, args: string[], { viaNpm = true } = {}): Pro
 }
 
 describe('every script', () => {
-  for (const name of ['status', 'sweep', 'replay', 'notifications', 'reconcile', 'prune', 'migrate', 'send-event']) {
+  for (const name of ['status', 'sweep', 'replay', 'notifications', 'reconcile', 'prune', 'migrate', 'send-event', 'catalog']) {
     test(`${name}: --help, and exit 2 naming a bad option`, async () => {
       const help = await script(name, ['--help']);
       assert.equal(help.code, 0);
@@ -208,4 +209,52 @@ test('status shows, per endpoint, the notifications pending and failed and the a
   const text = (await script('status', [])).stdout;
   assert.match(text, /^ {2}http:\/\/127\.0\.0\.1:9\/status: pending 1, failed 1, oldest pending \d+s$/m);
   assert.match(text, /failed ones: npm run notifications -- --status failed/);
+});
+
+describe('catalog', () => {
+  const add = ['add-package', '--id', 'cli_pack', '--name', 'CLI pack', '--amount', '1900', '--currency', 'chf', '--credits', '10'];
+
+  test('adds, lists and archives, with errors naming the option', async () => {
+    const bad = await script('catalog', [...add.slice(0, -1), 'ten']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /error: --credits: must be a positive integer/);
+    assert.equal((await script('catalog', ['sell'])).code, 2);
+
+    const added = await script('catalog', add);
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(added.stdout, /added package cli_pack: 1900 chf, 10 credits/);
+    const again = await script('catalog', add);
+    assert.equal(again.code, 1);
+    assert.match(again.stdout, /refused: package cli_pack exists/);
+
+    const plan = await script('catalog', ['add-plan', '--id', 'cli_plan', '--name', 'CLI plan', '--amount', '500', '--currency', 'eur', '--credits', '5', '--interval', 'week', '--interval-count', '2', '--json']);
+    assert.equal(plan.code, 0, plan.stderr);
+    assert.deepEqual((JSON.parse(plan.stdout) as { item: unknown }).item, { id: 'cli_plan', name: 'CLI plan', amount: 500, currency: 'eur', credits: 5, active: true, stripe_price_id: null, interval: 'week', interval_count: 2 });
+
+    const archived = await script('catalog', ['archive', 'cli_pack']);
+    assert.equal(archived.code, 0, archived.stderr);
+    assert.match(archived.stdout, /archived package cli_pack/);
+    assert.equal((await script('catalog', ['archive', 'no_such'])).code, 1);
+
+    const list = JSON.parse((await script('catalog', ['list', '--json'])).stdout) as { packages: Array<{ id: string; active: boolean }>; plans: Array<{ id: string }> };
+    assert.ok(list.packages.some((p) => p.id === 'cli_pack' && !p.active));
+    assert.ok(list.plans.some((p) => p.id === 'cli_plan'));
+    assert.match((await script('catalog', ['list'])).stdout, /archived cli_pack/);
+  });
+
+  test('--price checks the Price at Stripe and refuses one that differs', async () => {
+    const stripe = await startOfflineStripe();
+    try {
+      stripe.addPrice({ ...exampleObject('price'), id: 'price_cli', type: 'one_time', recurring: null, unit_amount: 2900, currency: 'chf' });
+      const extraEnv = { STRIPE_SECRET_KEY, STRIPE_API_BASE: stripe.url };
+      const refused = await script('catalog', ['add-package', '--id', 'cli_priced', '--name', 'Priced', '--amount', '1900', '--currency', 'chf', '--credits', '10', '--price', 'price_cli'], { extraEnv });
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.match(refused.stdout, /refused: --price: its unit_amount is 2900, the amount 1900/);
+      const added = await script('catalog', ['add-package', '--id', 'cli_priced', '--name', 'Priced', '--amount', '2900', '--currency', 'chf', '--credits', '10', '--price', 'price_cli'], { extraEnv });
+      assert.equal(added.code, 0, added.stderr);
+      assert.match(added.stdout, /sold as Price price_cli/);
+    } finally {
+      await stripe.close();
+    }
+  });
 });

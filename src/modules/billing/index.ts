@@ -16,6 +16,9 @@ import { invoicePaymentFailed, subscriptionChanged, subscriptionCheckoutComplete
 import { REFRESH_TASK, refreshSubscriptionTask } from './subscription-state.js';
 import type { BillingTables } from './tables.js';
 
+// Plans as catalog items, for the admin API's routes, npm run catalog and the start-up check.
+export { newPlan, planCatalog } from './plan-catalog.js';
+
 export const billingModule = defineModule({
   name: 'billing',
   settings: billingSettings,

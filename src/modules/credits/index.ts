@@ -15,6 +15,9 @@ import { creditsAdminRoutes, creditsApiRoutes } from './routes.js';
 import { creditsSettings } from './settings.js';
 import type { CreditTables } from './tables.js';
 
+// Packages as catalog items, for the admin API's routes, npm run catalog and the start-up check.
+export { newPackage, packageCatalog } from './package-catalog.js';
+
 export const creditsModule = defineModule({
   name: 'credits',
   settings: creditsSettings,

@@ -1,0 +1,125 @@
+// npm run catalog: the packages and plans on sale, managed without SQL; the same operations as
+// /admin/api/packages and /admin/api/plans (src/modules/catalog/).
+import { Counter, Histogram } from 'prom-client';
+import { runScript, UsageError, type ScriptContext } from '../src/cli/script.js';
+import type { Db } from '../src/db/database.js';
+import { addCatalogItem, archiveCatalogItem, type AddOutcome, type CatalogItem } from '../src/modules/catalog/index.js';
+import { catalogKinds } from '../src/modules/index.js';
+import { createStripeClient } from '../src/stripe/client.js';
+import { StripeCalls } from '../src/stripe/outbound.js';
+
+type Kind = keyof typeof catalogKinds;
+
+const usage = `usage: npm run catalog -- list [--json]
+       npm run catalog -- add-package --id <id> --name <name> --amount <minor units> --currency <iso> --credits <n> [--price <price_…>] [--json]
+       npm run catalog -- add-plan --id <id> --name <name> --amount <minor units> --currency <iso> --credits <n>
+                         --interval day|week|month|year [--interval-count <n>] [--price <price_…>] [--json]
+       npm run catalog -- archive <id> [--kind package|plan] [--json]
+
+list shows every package and plan, archived ones too. add-package and add-plan create one
+(amount in the currency's minor unit: 1900 = CHF 19.00; a plan's credits are per period); with
+--price, Checkout sells that Stripe Price, which must say the same amount, currency, one-time or
+recurring and interval (needs STRIPE_SECRET_KEY). Amount, currency, credits, interval and price
+never change afterwards: add a new one and archive the old. archive takes it off sale: the app
+no longer lists it and new checkouts are refused, while orders and subscriptions already made
+keep granting and renewing. Exits 1 when the catalog refused the change.`;
+
+// Each field's command-line option, so that an error names what to fix.
+const OPTION_OF: Record<string, string> = { stripe_price_id: '--price', interval_count: '--interval-count' };
+const optionOf = (field: string) => OPTION_OF[field] ?? `--${field}`;
+
+runScript({
+  usage,
+  options: {
+    id: { type: 'string' }, name: { type: 'string' }, amount: { type: 'string' }, currency: { type: 'string' }, credits: { type: 'string' },
+    price: { type: 'string' }, interval: { type: 'string' }, 'interval-count': { type: 'string' }, kind: { type: 'string' },
+  },
+  positionals: true,
+  async run({ values, positionals }, ctx) {
+    const [command, ...rest] = positionals;
+    const { db } = await ctx.database();
+    switch (command) {
+      case 'list':
+        noMore(rest);
+        return listed(await Promise.all([catalogKinds.package.kind.list(db), catalogKinds.plan.kind.list(db)]));
+      case 'add-package':
+        noMore(rest);
+        return added('package', await add('package', values, ctx, db));
+      case 'add-plan':
+        noMore(rest);
+        return added('plan', await add('plan', values, ctx, db));
+      case 'archive':
+        if (rest.length !== 1) throw new UsageError('archive takes one id');
+        return archive(db, rest[0]!, values.kind);
+      default:
+        throw new UsageError(command === undefined ? 'name a command: list, add-package, add-plan or archive' : `unknown command "${command}"`);
+    }
+  },
+});
+
+function noMore(rest: string[]): void {
+  if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+}
+
+function listed([packages, plans]: [CatalogItem[], CatalogItem[]]) {
+  const line = (item: CatalogItem) => `  ${item.active ? ' ' : 'archived '}${item.id}  ${item.name}  ${item.amount} ${item.currency}  ${item.credits} credits` +
+    `${item.interval ? ` every ${item.interval_count} ${item.interval}` : ''}${item.stripe_price_id ? `  Price ${item.stripe_price_id}` : ''}`;
+  const lines = [`packages:${packages.length ? '' : ' none'}`, ...packages.map(line), `plans:${plans.length ? '' : ' none'}`, ...plans.map(line)];
+  return { json: { packages, plans }, text: lines.join('\n') };
+}
+
+async function add(kind: Kind, values: Record<string, unknown>, ctx: ScriptContext, db: Db['db']): Promise<AddOutcome> {
+  const number = (option: unknown) => (typeof option === 'string' && /^\d+$/.test(option) ? Number(option) : option);
+  const raw = {
+    id: values.id, name: values.name, amount: number(values.amount), currency: values.currency, credits: number(values.credits),
+    ...(values.price !== undefined && { stripe_price_id: values.price }),
+    ...(kind === 'plan' && { interval: values.interval, ...(values['interval-count'] !== undefined && { interval_count: number(values['interval-count']) }) }),
+  };
+  if (kind === 'package' && (values.interval !== undefined || values['interval-count'] !== undefined)) throw new UsageError('a package has no --interval: add-plan makes a plan');
+  const { kind: catalogKind, input } = catalogKinds[kind];
+  const parsed = input.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new UsageError(`${optionOf(String(issue.path[0]))}: ${issue.message}`);
+  }
+  return addCatalogItem(catalogKind as never, { db, stripeCalls: stripeCalls(ctx, parsed.data.stripe_price_id) }, parsed.data as never);
+}
+
+/** Stripe is asked only for a Price; a catalog without Prices needs no key. */
+function stripeCalls(ctx: ScriptContext, priceId: string | undefined): StripeCalls {
+  const { stripeSecretKey, stripeApiBase, stripeTimeoutMs } = ctx.config;
+  if (priceId !== undefined && !stripeSecretKey) throw new UsageError('--price needs STRIPE_SECRET_KEY: the Price is checked at Stripe');
+  const stripe = createStripeClient(stripeSecretKey ?? 'sk_unused', stripeApiBase, { timeoutMs: stripeTimeoutMs });
+  // One call per run: counted nowhere, since no /metrics serves this process.
+  const metrics = {
+    stripeRequestSeconds: new Histogram({ name: 'stripe_request_seconds', help: 'unused', labelNames: ['operation', 'outcome'] as const, registers: [] }),
+    stripeCallsRefused: new Counter({ name: 'stripe_calls_refused_total', help: 'unused', labelNames: ['operation'] as const, registers: [] }),
+  };
+  return new StripeCalls(stripe, { maxConcurrent: 1, timeoutMs: stripeTimeoutMs, metrics, logger: ctx.logger });
+}
+
+function added(kind: Kind, outcome: AddOutcome) {
+  switch (outcome.outcome) {
+    case 'created':
+      return { json: outcome, text: `added ${kind} ${outcome.item.id}: ${outcome.item.amount} ${outcome.item.currency}, ${outcome.item.credits} credits${outcome.item.stripe_price_id ? `, sold as Price ${outcome.item.stripe_price_id}` : ''}` };
+    case 'taken':
+      return { json: outcome, text: `refused: ${outcome.reason}`, exitCode: 1 };
+    case 'price_refused':
+      return { json: outcome, text: `refused: --price: ${outcome.reason}`, exitCode: 1 };
+    case 'stripe_busy':
+    case 'stripe_failed':
+      return { json: outcome, text: `Stripe could not be asked for the Price (${outcome.outcome === 'stripe_failed' ? outcome.reason : 'busy'}); nothing was added, run it again`, exitCode: 1 };
+  }
+}
+
+async function archive(db: Db['db'], id: string, kindOption: unknown) {
+  if (kindOption !== undefined && kindOption !== 'package' && kindOption !== 'plan') throw new UsageError('--kind must be package or plan');
+  const kinds: readonly Kind[] = kindOption === undefined ? ['package', 'plan'] : [kindOption];
+  const found: Kind[] = [];
+  for (const kind of kinds) if (await catalogKinds[kind].kind.find(db, id)) found.push(kind);
+  if (found.length > 1) throw new UsageError(`both a package and a plan are named ${id}: say which with --kind package or --kind plan`);
+  const [kind] = found;
+  if (!kind) return { json: { archived: null, not_found: id }, text: `no ${kinds.join(' or ')} is named ${id}`, exitCode: 1 };
+  const item = await archiveCatalogItem(catalogKinds[kind].kind, db, id);
+  return { json: { archived: kind, item }, text: `archived ${kind} ${id}: no longer on sale; what was sold keeps granting` };
+}
