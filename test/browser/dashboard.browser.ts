@@ -161,3 +161,34 @@ test('a notification the app refused is listed as failed, replayed from the dash
   await page.click('#replay-failed');
   await page.locator('#notification-replay-result').filter({ hasText: 'replayed 0, skipped 0' }).waitFor();
 });
+
+test('the catalog page: add a package and a plan, see a refusal naming the field, archive and put back', async () => {
+  page = await newPage();
+  await page.goto(`${service.url}/admin`);
+  await submitToken(ADMIN_TOKEN);
+  await page.locator('#catalog tr[data-catalog-id="starter"]').waitFor();
+
+  const fill = async (fields: Record<string, string>) => {
+    for (const [id, value] of Object.entries(fields)) await page.fill(`#catalog-${id}`, value);
+    await page.click('#catalog-add button[type=submit]');
+  };
+  await fill({ id: 'thesis_check', name: 'Thesis check: 10 runs', amount: '1900', currency: 'xyz', credits: '10' });
+  await page.locator('#notice').filter({ hasText: /POST \/packages answered 400: currency: / }).waitFor();
+  await page.fill('#catalog-currency', 'chf');
+  await page.click('#catalog-add button[type=submit]');
+  const added = page.locator('#catalog tr[data-catalog-id="thesis_check"]');
+  await added.locator('td.status').filter({ hasText: 'on sale' }).waitFor();
+
+  await page.selectOption('#catalog-kind', 'plans');
+  await page.selectOption('#catalog-interval', 'week');
+  await fill({ id: 'weekly', name: 'Weekly', amount: '500', currency: 'eur', credits: '5', 'interval-count': '2' });
+  await page.locator('#catalog tr[data-catalog-id="weekly"]').filter({ hasText: '2 week' }).waitFor();
+
+  await added.locator('button.archive').click();
+  await added.locator('td.status').filter({ hasText: 'archived' }).waitFor();
+  const listed = await page.request.get(`${service.url}/api/packages`, { headers: { authorization: `Bearer ${service.config.apiToken}` } });
+  assert.ok(!((await listed.json()) as Array<{ id: string }>).some((p) => p.id === 'thesis_check'), 'archived: not on sale');
+  await page.screenshot({ path: 'artifacts/dashboard-catalog.png', fullPage: true });
+  await added.locator('button.restore').click();
+  await added.locator('td.status').filter({ hasText: 'on sale' }).waitFor();
+});

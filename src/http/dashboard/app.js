@@ -17,6 +17,8 @@
  * @typedef {{ started_at: string, duration_ms: number, status_code: number | null, error: string | null }} AttemptView
  * @typedef {{ endpoint: string, status: string, attempts: number, next_attempt_at: string | null, delivered_at: string | null, attempt_log: AttemptView[] }} DeliveryView
  * @typedef {{ notification_id: string, type: string, event_id: string | null, created_at: string, body: unknown, deliveries: DeliveryView[] }} NotificationView
+ * @typedef {{ id: string, name: string, amount: number, currency: string, credits: number, active: boolean, stripe_price_id: string | null,
+ *   interval?: string, interval_count?: number }} CatalogItem
  */
 
 /**
@@ -363,11 +365,49 @@ function drawChart(points) {
   svg.appendChild(label);
 }
 
+/**
+ * The packages and plans, each with a button that takes it off sale or puts it back.
+ * @param {CatalogItem[]} packages
+ * @param {CatalogItem[]} plans
+ */
+function catalogTable(packages, plans) {
+  const items = [...packages.map((item) => ({ kind: 'packages', item })), ...plans.map((item) => ({ kind: 'plans', item }))];
+  const body = tableBody($('catalog'), ['kind', 'id', 'name', 'price', 'credits', 'every', 'Stripe Price', 'status', ''], items.length, 'Nothing in the catalog.');
+  for (const { kind, item } of items) {
+    const row = body.insertRow();
+    row.dataset.catalogId = item.id;
+    cell(row, kind === 'packages' ? 'package' : 'plan');
+    cell(row, item.id);
+    cell(row, item.name);
+    cell(row, item.amount + ' ' + item.currency);
+    cell(row, item.credits);
+    cell(row, item.interval ? item.interval_count + ' ' + item.interval : '');
+    cell(row, item.stripe_price_id);
+    cell(row, item.active ? 'on sale' : 'archived', 'status');
+    buttonCell(row, item.active ? 'archive' : 'restore', item.active ? 'Archive' : 'Put back on sale', async () => {
+      await api('PATCH', '/' + kind + '/' + encodeURIComponent(item.id), { active: !item.active });
+      await refresh();
+    });
+  }
+}
+
+/** The add form's fields as the admin API takes them; a plan's period only for a plan. */
+function catalogInput() {
+  /** @param {string} id */
+  const value = (id) => /** @type {HTMLInputElement} */ ($(id)).value.trim();
+  const plan = value('catalog-kind') === 'plans';
+  return {
+    id: value('catalog-id'), name: value('catalog-name'), amount: Number(value('catalog-amount')), currency: value('catalog-currency'), credits: Number(value('catalog-credits')),
+    ...(value('catalog-price') && { stripe_price_id: value('catalog-price') }),
+    ...(plan && { interval: value('catalog-interval'), interval_count: Number(value('catalog-interval-count')) }),
+  };
+}
+
 async function refresh() {
-  /** @type {[InboxStatus, EventSummary[], EventSummary[], MinuteCounts[], NotificationView[]]} */
-  const [status, failed, stuck, timeline, notifications] = await Promise.all([
+  /** @type {[InboxStatus, EventSummary[], EventSummary[], MinuteCounts[], NotificationView[], CatalogItem[], CatalogItem[]]} */
+  const [status, failed, stuck, timeline, notifications, packages, plans] = await Promise.all([
     api('GET', '/status'), api('GET', '/events?status=failed'), api('GET', '/events?status=stuck'), api('GET', '/timeline?hours=' + hours.value),
-    api('GET', '/notifications?status=' + notificationStatus.value),
+    api('GET', '/notifications?status=' + notificationStatus.value), api('GET', '/packages'), api('GET', '/plans'),
   ]);
   // The statuses, in their order, are the server's (EVENT_STATUSES): the dashboard keeps no list.
   $('counts').replaceChildren(...Object.entries(status.counts).map(([s, n]) => {
@@ -388,6 +428,7 @@ async function refresh() {
   notificationFacts(status.notifications);
   notificationTable($('notifications'), notifications, { emptyText: 'No ' + notificationStatus.value + ' notifications.', withEvent: true, afterReplay: refresh });
   drawChart(timeline);
+  catalogTable(packages, plans);
   $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
 }
 
@@ -402,6 +443,15 @@ $('replay-failed').addEventListener('click', () => void act(async () => {
 }));
 hours.addEventListener('change', () => void refresh());
 notificationStatus.addEventListener('change', () => void refresh());
+$('catalog-add').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const kind = /** @type {HTMLSelectElement} */ ($('catalog-kind')).value;
+  void act(async () => {
+    await api('POST', '/' + kind, catalogInput());
+    /** @type {HTMLFormElement} */ ($('catalog-add')).reset();
+    await refresh();
+  });
+});
 $('search').addEventListener('submit', (event) => {
   event.preventDefault();
   /** @type {HTMLInputElement} */
