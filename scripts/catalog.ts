@@ -3,7 +3,7 @@
 import { Counter, Histogram } from 'prom-client';
 import { runScript, UsageError, type ScriptContext } from '../src/cli/script.js';
 import type { Db } from '../src/db/database.js';
-import { addCatalogItem, archiveCatalogItem, type AddOutcome, type CatalogItem } from '../src/modules/catalog/index.js';
+import { addCatalogItem, archiveCatalogItem, importStripeCatalog, type AddOutcome, type CatalogItem, type ImportResult } from '../src/modules/catalog/index.js';
 import { catalogKinds } from '../src/modules/index.js';
 import { createStripeClient } from '../src/stripe/client.js';
 import { StripeCalls } from '../src/stripe/outbound.js';
@@ -15,6 +15,7 @@ const usage = `usage: npm run catalog -- list [--json]
        npm run catalog -- add-plan --id <id> --name <name> --amount <minor units> --currency <iso> --credits <n>
                          --interval day|week|month|year [--interval-count <n>] [--price <price_…>] [--json]
        npm run catalog -- archive <id> [--kind package|plan] [--json]
+       npm run catalog -- import-stripe --product <prod_…> | --all [--json]
 
 list shows every package and plan, archived ones too. add-package and add-plan create one
 (amount in the currency's minor unit: 1900 = CHF 19.00; a plan's credits are per period); with
@@ -22,7 +23,11 @@ list shows every package and plan, archived ones too. add-package and add-plan c
 recurring and interval (needs STRIPE_SECRET_KEY). Amount, currency, credits, interval and price
 never change afterwards: add a new one and archive the old. archive takes it off sale: the app
 no longer lists it and new checkouts are refused, while orders and subscriptions already made
-keep granting and renewing. Exits 1 when the catalog refused the change.`;
+keep granting and renewing. import-stripe makes an item of every active Price of the Product (or
+of every active Product) whose metadata.credits says how many credits it grants: a package for a
+one-time Price, a plan for a recurring one, named by the Price's lookup_key (else its id in lower
+case); a Price an item already sells is left alone, so running it again adds nothing (needs
+STRIPE_SECRET_KEY). Exits 1 when the catalog refused the change, or skipped a Price.`;
 
 // Each field's command-line option, so that an error names what to fix.
 const OPTION_OF: Record<string, string> = { stripe_price_id: '--price', interval_count: '--interval-count' };
@@ -33,6 +38,7 @@ runScript({
   options: {
     id: { type: 'string' }, name: { type: 'string' }, amount: { type: 'string' }, currency: { type: 'string' }, credits: { type: 'string' },
     price: { type: 'string' }, interval: { type: 'string' }, 'interval-count': { type: 'string' }, kind: { type: 'string' },
+    product: { type: 'string' }, all: { type: 'boolean' },
   },
   positionals: true,
   async run({ values, positionals }, ctx) {
@@ -48,11 +54,17 @@ runScript({
       case 'add-plan':
         noMore(rest);
         return added('plan', await add('plan', values, ctx, db));
+      case 'import-stripe': {
+        noMore(rest);
+        if ((typeof values.product === 'string') === (values.all === true)) throw new UsageError('import-stripe takes --product <prod_…> or --all');
+        const which = typeof values.product === 'string' ? { productId: values.product } : { all: true as const };
+        return imported(await importStripeCatalog({ db, stripeCalls: stripeCalls(ctx, true) }, catalogKinds, which));
+      }
       case 'archive':
         if (rest.length !== 1) throw new UsageError('archive takes one id');
         return archive(db, rest[0]!, values.kind);
       default:
-        throw new UsageError(command === undefined ? 'name a command: list, add-package, add-plan or archive' : `unknown command "${command}"`);
+        throw new UsageError(command === undefined ? 'name a command: list, add-package, add-plan, archive or import-stripe' : `unknown command "${command}"`);
     }
   },
 });
@@ -82,13 +94,13 @@ async function add(kind: Kind, values: Record<string, unknown>, ctx: ScriptConte
     const issue = parsed.error.issues[0]!;
     throw new UsageError(`${optionOf(String(issue.path[0]))}: ${issue.message}`);
   }
-  return addCatalogItem(catalogKind as never, { db, stripeCalls: stripeCalls(ctx, parsed.data.stripe_price_id) }, parsed.data as never);
+  return addCatalogItem(catalogKind as never, { db, stripeCalls: stripeCalls(ctx, parsed.data.stripe_price_id !== undefined) }, parsed.data as never);
 }
 
-/** Stripe is asked only for a Price; a catalog without Prices needs no key. */
-function stripeCalls(ctx: ScriptContext, priceId: string | undefined): StripeCalls {
+/** Stripe is asked only about Prices; a catalog without them needs no key. */
+function stripeCalls(ctx: ScriptContext, asksStripe: boolean): StripeCalls {
   const { stripeSecretKey, stripeApiBase, stripeTimeoutMs } = ctx.config;
-  if (priceId !== undefined && !stripeSecretKey) throw new UsageError('--price needs STRIPE_SECRET_KEY: the Price is checked at Stripe');
+  if (asksStripe && !stripeSecretKey) throw new UsageError('STRIPE_SECRET_KEY is required: Prices are read from Stripe');
   const stripe = createStripeClient(stripeSecretKey ?? 'sk_unused', stripeApiBase, { timeoutMs: stripeTimeoutMs });
   // One call per run: counted nowhere, since no /metrics serves this process.
   const metrics = {
@@ -110,6 +122,16 @@ function added(kind: Kind, outcome: AddOutcome) {
     case 'stripe_failed':
       return { json: outcome, text: `Stripe could not be asked for the Price (${outcome.outcome === 'stripe_failed' ? outcome.reason : 'busy'}); nothing was added, run it again`, exitCode: 1 };
   }
+}
+
+function imported(result: ImportResult) {
+  const lines = [
+    `created ${result.created.length}, already in the catalog ${result.existing.length}, skipped ${result.skipped.length}`,
+    ...result.created.map((item) => `  created ${item.interval ? 'plan' : 'package'} ${item.id}: ${item.amount} ${item.currency}, ${item.credits} credits, Price ${item.stripe_price_id}`),
+    ...result.existing.map((e) => `  exists  ${e.id}: Price ${e.stripe_price_id}`),
+    ...result.skipped.map((s) => `  skipped ${s.stripe_id}: ${s.reason}`),
+  ];
+  return { json: result, text: lines.join('\n'), exitCode: result.skipped.length > 0 ? 1 : 0 };
 }
 
 async function archive(db: Db['db'], id: string, kindOption: unknown) {

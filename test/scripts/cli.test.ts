@@ -258,3 +258,33 @@ describe('catalog', () => {
     }
   });
 });
+
+test('catalog import-stripe makes a package and a plan of a Product\'s active Prices, once', async () => {
+  const stripe = await startOfflineStripe();
+  try {
+    const price = exampleObject('price');
+    stripe.addProduct({ ...exampleObject('product'), id: 'prod_cli', name: 'Thesis check', metadata: { credits: '10' } });
+    stripe.addProduct({ ...exampleObject('product'), id: 'prod_other', name: 'A T-shirt', metadata: {} });
+    stripe.addPrice({ ...price, id: 'price_cli_once', product: 'prod_cli', type: 'one_time', recurring: null, unit_amount: 1900, currency: 'chf', lookup_key: 'thesis_once' });
+    stripe.addPrice({ ...price, id: 'price_CLI_Monthly', product: 'prod_cli', unit_amount: 900, currency: 'chf', lookup_key: null });
+    stripe.addPrice({ ...price, id: 'price_cli_old', product: 'prod_cli', active: false, type: 'one_time', recurring: null, unit_amount: 2900, currency: 'chf' });
+    stripe.addPrice({ ...price, id: 'price_shirt', product: 'prod_other', type: 'one_time', recurring: null, unit_amount: 2500, currency: 'chf' });
+    const extraEnv = { STRIPE_SECRET_KEY, STRIPE_API_BASE: stripe.url };
+
+    assert.equal((await script('catalog', ['import-stripe'], { extraEnv })).code, 2);
+    const first = await script('catalog', ['import-stripe', '--all', '--json'], { extraEnv });
+    assert.equal(first.code, 0, first.stdout + first.stderr);
+    const result = JSON.parse(first.stdout) as { created: Array<{ id: string; credits: number; interval?: string }>; existing: unknown[]; skipped: unknown[] };
+    assert.deepEqual(result.created.map((item) => [item.id, item.credits, item.interval]), [['thesis_once', 10, undefined], ['price_cli_monthly', 10, 'month']]);
+    assert.deepEqual(result.skipped, []);
+
+    const again = await script('catalog', ['import-stripe', '--product', 'prod_cli'], { extraEnv });
+    assert.equal(again.code, 0, again.stdout + again.stderr);
+    assert.match(again.stdout, /^created 0, already in the catalog 2, skipped 0/);
+    const none = await script('catalog', ['import-stripe', '--product', 'prod_other'], { extraEnv });
+    assert.equal(none.code, 1);
+    assert.match(none.stdout, /skipped prod_other: its metadata.credits is not a positive integer/);
+  } finally {
+    await stripe.close();
+  }
+});
