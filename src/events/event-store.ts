@@ -105,8 +105,11 @@ export async function lockForFulfilment(tx: Transaction<Database>, eventIds: rea
   return tx.selectFrom('stripe_events').select(EVENT_COLUMNS).where('event_id', '=', sql<string>`any(${[...eventIds]}::text[])`).orderBy('event_id').forUpdate().execute();
 }
 
-/** How a handled event ends. An 'ignored' event may say why (kept in last_error, shown to ops). */
-export type FinishOutcome = { status: 'processed' } | { status: 'ignored'; reason?: string } | { status: 'duplicate'; duplicateOf: string };
+/**
+ * How a handled event ends. An 'ignored' event may say why, and a 'processed' one what it did when
+ * an operator may wonder (kept in last_error, shown to ops).
+ */
+export type FinishOutcome = { status: 'processed'; reason?: string } | { status: 'ignored'; reason?: string } | { status: 'duplicate'; duplicateOf: string };
 
 /**
  * Commits with the side-effects, in the same transaction (DESIGN invariant 6). One statement for all.
@@ -126,7 +129,7 @@ export async function markFinished(tx: Transaction<Database>, finished: Readonly
     from unnest(
       ${eventIds}::text[], ${finished.map((f) => f.outcome.status)}::text[],
       ${finished.map((f) => (f.outcome.status === 'duplicate' ? f.outcome.duplicateOf : null))}::text[],
-      ${finished.map((f) => (f.outcome.status === 'ignored' ? (f.outcome.reason ?? null) : null))}::text[]
+      ${finished.map((f) => (f.outcome.status === 'duplicate' ? null : (f.outcome.reason ?? null)))}::text[]
     ) as f(event_id, status, duplicate_of, reason)
     where e.event_id = any(${eventIds}::text[]) and e.event_id = f.event_id`.execute(tx);
 }

@@ -7,8 +7,10 @@
 // invoice ends 'duplicate'). Never collapsed: customer.subscription.updated (each is a state,
 // ordered by when it was true), invoice.payment_failed, charge.refunded (once per refund).
 import { defineModule, recordOnly } from '../../business-module.js';
+import { catalogPriceHandlers } from '../catalog/index.js';
 import { invoiceChargeRefunded } from './invoice-refunds.js';
 import { invoicePaid, invoicePaymentPaid } from './invoice-paid.js';
+import { planCatalog } from './plan-catalog.js';
 import { eventsOfSubscription, subscriptionOfEvent } from './records.js';
 import { billingAdminRoutes, billingApiRoutes } from './routes.js';
 import { billingSettings } from './settings.js';
@@ -35,6 +37,8 @@ export const billingModule = defineModule({
     // The same payment as invoice.paid, told again: granting on it too would grant twice.
     'invoice.payment_succeeded': recordOnly,
     'charge.refunded': invoiceChargeRefunded(settings.refundPolicy, notifications),
+    // A plan's Price or Product archived at Stripe archives the plan (src/modules/catalog/).
+    ...catalogPriceHandlers(planCatalog),
   }),
   tasks: (context) => ({ [REFRESH_TASK]: refreshSubscriptionTask(context) }),
   apiRoutes: billingApiRoutes,

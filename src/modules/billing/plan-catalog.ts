@@ -29,6 +29,7 @@ export const planCatalog: CatalogKind<NewPlan> = {
     const row = await plans(db).where('stripe_price_id', '=', priceId).executeTakeFirst();
     return row && view(row);
   },
+  findByProduct: async (db, productId) => (await plans(db).where('stripe_product_id', '=', productId).orderBy('plan_id').execute()).map(view),
   insert: async (db, input, stripeProductId) => {
     const row = await withBillingTables(db)
       .insertInto('plans')

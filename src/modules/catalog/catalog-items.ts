@@ -40,6 +40,8 @@ export interface CatalogKind<I extends NewCatalogItem = NewCatalogItem> {
   list(db: Kysely<Database>): Promise<CatalogItem[]>;
   find(db: Kysely<Database>, id: string): Promise<CatalogItem | undefined>;
   findByPrice(db: Kysely<Database>, stripePriceId: string): Promise<CatalogItem | undefined>;
+  /** The items sold through a Price of this Product. */
+  findByProduct(db: Kysely<Database>, stripeProductId: string): Promise<CatalogItem[]>;
   /** undefined when the id or the Price is taken (by a concurrent insert: callers look first). */
   insert(db: Kysely<Database>, input: I, stripeProductId: string | null): Promise<CatalogItem | undefined>;
   /** Name and active only: the rest never changes (the table's trigger refuses it). undefined when unknown. */

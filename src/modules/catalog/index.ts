@@ -6,5 +6,6 @@
 export { addCatalogItem, archiveCatalogItem, type AddOutcome, type CatalogChange, type CatalogItem, type CatalogKind, type NewCatalogItem } from './catalog-items.js';
 export { catalogFields, checkPlanPeriod, planPeriodFields, PLAN_INTERVALS, type PlanInterval } from './fields.js';
 export { importStripeCatalog, type ImportResult } from './import-stripe.js';
+export { catalogPriceHandlers } from './price-events.js';
 export { catalogAdminRoutes } from './routes.js';
 export { priceMismatches, productIdOf, stripePrice, type PriceTerms, type StripePrice } from './stripe-price.js';

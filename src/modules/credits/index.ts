@@ -8,8 +8,10 @@
 // (docs/events.md). charge.refunded legitimately repeats for one charge (once per refund) and is
 // never collapsed: each Event object runs its handler.
 import { defineModule, recordOnly } from '../../business-module.js';
+import { catalogPriceHandlers } from '../catalog/index.js';
 import { chargeRefunded } from './charge-refunded.js';
 import { checkoutSessionPaid } from './checkout-session-paid.js';
+import { packageCatalog } from './package-catalog.js';
 import { eventsOfOrder, orderOfEvent } from './records.js';
 import { creditsAdminRoutes, creditsApiRoutes } from './routes.js';
 import { creditsSettings } from './settings.js';
@@ -33,6 +35,8 @@ export const creditsModule = defineModule({
     'checkout.session.async_payment_failed': recordOnly,
     'checkout.session.expired': recordOnly,
     'charge.refunded': chargeRefunded(settings.refundPolicy, notifications),
+    // A package's Price or Product archived at Stripe archives the package (src/modules/catalog/).
+    ...catalogPriceHandlers(packageCatalog),
   }),
   apiRoutes: creditsApiRoutes,
   adminRoutes: creditsAdminRoutes,

@@ -28,6 +28,7 @@ export const packageCatalog: CatalogKind<NewPackage> = {
     const row = await packages(db).where('stripe_price_id', '=', priceId).executeTakeFirst();
     return row && view(row);
   },
+  findByProduct: async (db, productId) => (await packages(db).where('stripe_product_id', '=', productId).orderBy('package_id').execute()).map(view),
   insert: async (db, input, stripeProductId) => {
     const row = await withCreditTables(db)
       .insertInto('packages')
