@@ -4,7 +4,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../../business-module.js';
-import { catalogFields, checkPlanPeriod, planPeriodFields, type CatalogItem, type CatalogKind } from '../catalog/index.js';
+import { catalogFields, changedColumns, checkPlanPeriod, planPeriodFields, type CatalogItem, type CatalogKind } from '../catalog/index.js';
 import { withBillingTables, type PlansTable } from './tables.js';
 
 export const newPlan = z.strictObject({ ...catalogFields, ...planPeriodFields }).superRefine(checkPlanPeriod);
@@ -43,10 +43,11 @@ export const planCatalog: CatalogKind<NewPlan> = {
     return row && view(row);
   },
   change: async (db, id, change) => {
-    if (change.name === undefined && change.active === undefined) return planCatalog.find(db, id);
+    const columns = changedColumns(change);
+    if (!columns) return planCatalog.find(db, id);
     const row = await withBillingTables(db)
       .updateTable('plans')
-      .set({ ...(change.name !== undefined && { name: change.name }), ...(change.active !== undefined && { active: change.active }) })
+      .set(columns)
       .where('plan_id', '=', id)
       .returningAll()
       .executeTakeFirst();

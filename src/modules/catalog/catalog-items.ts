@@ -53,6 +53,12 @@ export interface CatalogChange {
   active?: boolean | undefined;
 }
 
+/** The columns a change sets (name and active are the same columns in both tables); undefined when it changes nothing. */
+export function changedColumns(change: CatalogChange): { name?: string; active?: boolean } | undefined {
+  if (change.name === undefined && change.active === undefined) return undefined;
+  return { ...(change.name !== undefined && { name: change.name }), ...(change.active !== undefined && { active: change.active }) };
+}
+
 export interface CatalogDeps {
   db: Kysely<Database>;
   stripeCalls: StripeCalls;

@@ -3,7 +3,7 @@
 // writes of its own table as a CatalogKind; what both share is here: the fields and their checks,
 // the Stripe Price a row may be sold through, and the steps of adding one. Nothing to run: no
 // event, table or route of its own, so it is no entry of src/modules/index.ts.
-export { addCatalogItem, archiveCatalogItem, type AddOutcome, type CatalogChange, type CatalogItem, type CatalogKind, type NewCatalogItem } from './catalog-items.js';
+export { addCatalogItem, archiveCatalogItem, changedColumns, type AddOutcome, type CatalogChange, type CatalogItem, type CatalogKind, type NewCatalogItem } from './catalog-items.js';
 export { catalogFields, checkPlanPeriod, planPeriodFields, PLAN_INTERVALS, type PlanInterval } from './fields.js';
 export { importStripeCatalog, type ImportResult } from './import-stripe.js';
 export { catalogPriceHandlers } from './price-events.js';

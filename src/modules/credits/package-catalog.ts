@@ -4,7 +4,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../../business-module.js';
-import { catalogFields, type CatalogItem, type CatalogKind } from '../catalog/index.js';
+import { catalogFields, changedColumns, type CatalogItem, type CatalogKind } from '../catalog/index.js';
 import { withCreditTables, type PackagesTable } from './tables.js';
 
 export const newPackage = z.strictObject(catalogFields);
@@ -39,10 +39,11 @@ export const packageCatalog: CatalogKind<NewPackage> = {
     return row && view(row);
   },
   change: async (db, id, change) => {
-    if (change.name === undefined && change.active === undefined) return packageCatalog.find(db, id);
+    const columns = changedColumns(change);
+    if (!columns) return packageCatalog.find(db, id);
     const row = await withCreditTables(db)
       .updateTable('packages')
-      .set({ ...(change.name !== undefined && { name: change.name }), ...(change.active !== undefined && { active: change.active }) })
+      .set(columns)
       .where('package_id', '=', id)
       .returningAll()
       .executeTakeFirst();
