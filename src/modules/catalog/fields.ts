@@ -18,8 +18,8 @@ const STRIPE_CURRENCIES = new Set(`
 export const catalogId = z.string().regex(/^[a-z0-9_-]{1,64}$/, 'must be 1-64 characters of a-z, 0-9, _ and -');
 // Postgres' integer: a larger amount or count would be refused by the column, as a 500.
 const positiveInteger = (what: string) => z.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`).max(2_147_483_647);
-export const catalogName = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
-export const stripePriceId = z.string().regex(/^price_[A-Za-z0-9_]{1,250}$/, 'must be a Stripe Price id (price_…)');
+const catalogName = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+const stripePriceId = z.string().regex(/^price_[A-Za-z0-9_]{1,250}$/, 'must be a Stripe Price id (price_…)');
 
 /** What every package and plan has: POST /admin/api/packages takes exactly these. */
 export const catalogFields = {
@@ -34,7 +34,7 @@ export const catalogFields = {
 export const PLAN_INTERVALS = ['day', 'week', 'month', 'year'] as const;
 export type PlanInterval = (typeof PLAN_INTERVALS)[number];
 /** Stripe's bound, as plans_interval_count_range checks it: at most three years between two invoices. */
-export const MAX_INTERVAL_COUNT: Readonly<Record<PlanInterval, number>> = { day: 1095, week: 156, month: 36, year: 3 };
+const MAX_INTERVAL_COUNT: Readonly<Record<PlanInterval, number>> = { day: 1095, week: 156, month: 36, year: 3 };
 
 /** A plan's billing period, checked together: interval_count is bounded by the interval. */
 export const planPeriodFields = {
