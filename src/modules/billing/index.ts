@@ -7,6 +7,8 @@
 // invoice ends 'duplicate'). Never collapsed: customer.subscription.updated (each is a state,
 // ordered by when it was true), invoice.payment_failed, charge.refunded (once per refund).
 import { defineModule, recordOnly } from '../../business-module.js';
+import { DISPUTE_EVENT_TYPES } from '../ledger/index.js';
+import { invoiceChargeDisputed } from './invoice-disputes.js';
 import { invoiceChargeRefunded } from './invoice-refunds.js';
 import { invoicePaid, invoicePaymentPaid } from './invoice-paid.js';
 import { eventsOfSubscription, subscriptionOfEvent } from './records.js';
@@ -32,6 +34,7 @@ export const billingModule = defineModule({
     // The same payment as invoice.paid, told again: granting on it too would grant twice.
     'invoice.payment_succeeded': recordOnly,
     'charge.refunded': invoiceChargeRefunded(settings.refundPolicy, notifications),
+    ...Object.fromEntries(DISPUTE_EVENT_TYPES.map((type) => [type, invoiceChargeDisputed(settings, notifications)])),
   }),
   tasks: (context) => ({ [REFRESH_TASK]: refreshSubscriptionTask(context) }),
   apiRoutes: billingApiRoutes,
