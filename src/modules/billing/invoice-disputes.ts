@@ -5,8 +5,8 @@
 // subscription.period_disputed and subscription.period_dispute_reinstated, once each. A
 // PaymentIntent no granted invoice names is another sale's (a dispute follows its payment by
 // days): the dispute ends 'ignored' at once.
-import { objectOf, stripeDispute, type EventHandler, type Notifications } from '../../business-module.js';
-import { settleDispute, type DisputePolicy, type RefundPolicy } from '../ledger/index.js';
+import { objectOf, RetryLaterError, stripeDispute, type EventHandler, type Notifications } from '../../business-module.js';
+import { settleDispute, unfinishedPaymentEvent, type DisputePolicy, type RefundPolicy } from '../ledger/index.js';
 import { lockGrantOfPayment } from './invoice-refunds.js';
 import { withBillingTables } from './tables.js';
 
@@ -17,7 +17,12 @@ export function invoiceChargeDisputed(policies: { refundPolicy: RefundPolicy; di
     const paymentIntent = dispute.payment_intent;
     if (paymentIntent === null) return { status: 'ignored', reason: `dispute ${dispute.id}: charge ${dispute.charge} has no PaymentIntent, so pays no invoice of ours` };
     const grant = await lockGrantOfPayment(tx, paymentIntent);
-    if (!grant) return { status: 'ignored', reason: `dispute ${dispute.id}: no granted invoice paid by payment intent ${paymentIntent}` };
+    if (!grant) {
+      const unlinked = `dispute ${dispute.id}: no granted invoice paid by payment intent ${paymentIntent}`;
+      const awaited = await unfinishedPaymentEvent(transaction, paymentIntent);
+      if (awaited !== undefined) throw new RetryLaterError(`${unlinked} (yet): waiting for ${awaited}, its payment's event`, { ignoreWhenExhausted: true });
+      return { status: 'ignored', reason: unlinked };
+    }
     await settleDispute(transaction, notifications, policies, {
       dispute: { ...dispute, payment_intent: paymentIntent },
       event,

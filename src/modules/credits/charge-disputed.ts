@@ -9,8 +9,8 @@
 // files it), by when the payment's checkout.session.completed has linked the PaymentIntent to its
 // order; so a PaymentIntent no order names is another sale's, and the dispute ends 'ignored' at
 // once (docs/events.md, "Ours or not").
-import { objectOf, stripeDispute, type EventHandler, type Notifications } from '../../business-module.js';
-import { settleDispute, type DisputePolicy, type RefundPolicy } from '../ledger/index.js';
+import { objectOf, RetryLaterError, stripeDispute, type EventHandler, type Notifications } from '../../business-module.js';
+import { settleDispute, unfinishedPaymentEvent, type DisputePolicy, type RefundPolicy } from '../ledger/index.js';
 import { orderRevocation, storeRevocation } from './credit-revocations.js';
 import { withCreditTables } from './tables.js';
 
@@ -21,7 +21,12 @@ export function chargeDisputed(policies: { refundPolicy: RefundPolicy; disputePo
     const paymentIntent = dispute.payment_intent;
     if (paymentIntent === null) return { status: 'ignored', reason: `dispute ${dispute.id}: charge ${dispute.charge} has no PaymentIntent, so is no payment of ours` };
     const order = await tx.selectFrom('orders').selectAll().where('payment_intent_id', '=', paymentIntent).forUpdate().executeTakeFirst();
-    if (!order) return { status: 'ignored', reason: `dispute ${dispute.id}: no paid order for payment intent ${paymentIntent}` };
+    if (!order) {
+      const unlinked = `dispute ${dispute.id}: no paid order for payment intent ${paymentIntent}`;
+      const awaited = await unfinishedPaymentEvent(transaction, paymentIntent);
+      if (awaited !== undefined) throw new RetryLaterError(`${unlinked} (yet): waiting for ${awaited}, its payment's event`, { ignoreWhenExhausted: true });
+      return { status: 'ignored', reason: unlinked };
+    }
     await settleDispute(transaction, notifications, policies, {
       dispute: { ...dispute, payment_intent: paymentIntent },
       event,

@@ -16,7 +16,7 @@
 // one dispute per purchase is what we expect, but the claim is asked of all of them.
 import { sql, type Transaction } from 'kysely';
 import { z } from 'zod';
-import { defineSettings, type Database, type Notifications, type StripeDispute, type StripeEventRow } from '../../business-module.js';
+import { defineSettings, payloadHolds, type Database, type Notifications, type StripeDispute, type StripeEventRow } from '../../business-module.js';
 import { addGrants, takeBackCredits } from './account-credits.js';
 import { notifyAccounts } from './account-notifications.js';
 import { revocationTarget, type RefundPolicy } from './refund-policy.js';
@@ -38,6 +38,34 @@ export const DISPUTE_EVENT_TYPES = [
   'charge.dispute.funds_reinstated',
   'charge.dispute.closed',
 ] as const;
+
+// Where a payment's own events name its PaymentIntent: a Checkout Session, an invoice payment
+// (invoice_payment.paid), an invoice (its payments, or at its top level before 2025-03-31).
+const PAYMENT_INTENT_PATHS = [
+  ['data', 'object', 'payment_intent'],
+  ['data', 'object', 'payment', 'payment_intent'],
+  ['data', 'object', 'payments', 'data', '0', 'payment', 'payment_intent'],
+];
+const PAYMENT_EVENT_TYPES = ['checkout.session.completed', 'checkout.session.async_payment_succeeded', 'invoice_payment.paid', 'invoice.paid'];
+
+/**
+ * An unfinished event (still 'processing') of the payment `paymentIntent` paid, if the inbox holds
+ * one. A dispute follows its payment by days, except with Stripe's test cards, which open one
+ * seconds after the payment: such a dispute may overtake the event that links the payment to our
+ * row, and waits for it; a dispute of a payment the inbox holds nothing unfinished of is decided
+ * at once. Reads only unfinished rows (the partial index stripe_events_processing_idx).
+ */
+export async function unfinishedPaymentEvent(tx: Transaction<Database>, paymentIntent: string): Promise<string | undefined> {
+  const row = await tx
+    .selectFrom('stripe_events')
+    .select('event_id')
+    .where('status', '=', 'processing')
+    .where('type', 'in', PAYMENT_EVENT_TYPES)
+    .where(payloadHolds(PAYMENT_INTENT_PATHS, paymentIntent))
+    .limit(1)
+    .executeTakeFirst();
+  return row?.event_id;
+}
 
 interface DisputeChange {
   /** Whether the dispute claimed its purchase's credits before this event, and after it. */
