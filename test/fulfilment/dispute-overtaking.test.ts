@@ -23,7 +23,7 @@ test('a dispute delivered while its payment is still processing waits for it, th
 
   const [early] = await fulfilWith(database, everyModule, [withdrawn]);
   assert.deepEqual([early!.row.status, early!.row.attempts], ['processing', 1]);
-  assert.match(early!.row.last_error ?? '', new RegExp(`no paid order for payment intent ${paymentIntentId} \\(yet\\): waiting for ${payment.id}, its payment's event`));
+  assert.match(early!.row.last_error ?? '', new RegExp(`no order paid by payment intent ${paymentIntentId} \\(yet\\): waiting for ${payment.id}, its payment's event`));
 
   const [paid] = await fulfilWith(database, everyModule, [payment]);
   assert.equal(paid!.row.status, 'processed');

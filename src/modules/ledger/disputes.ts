@@ -16,7 +16,7 @@
 // one dispute per purchase is what we expect, but the claim is asked of all of them.
 import { sql, type Transaction } from 'kysely';
 import { z } from 'zod';
-import { defineSettings, payloadHolds, type Database, type Notifications, type StripeDispute, type StripeEventRow } from '../../business-module.js';
+import { defineSettings, objectOf, payloadHolds, RetryLaterError, stripeDispute, type Database, type EventHandler, type Notifications, type StripeDispute, type StripeEventRow } from '../../business-module.js';
 import { addGrants, takeBackCredits } from './account-credits.js';
 import { notifyAccounts } from './account-notifications.js';
 import { revocationTarget, type RefundPolicy } from './refund-policy.js';
@@ -55,7 +55,7 @@ const PAYMENT_EVENT_TYPES = ['checkout.session.completed', 'checkout.session.asy
  * row, and waits for it; a dispute of a payment the inbox holds nothing unfinished of is decided
  * at once. Reads only unfinished rows (the partial index stripe_events_processing_idx).
  */
-export async function unfinishedPaymentEvent(tx: Transaction<Database>, paymentIntent: string): Promise<string | undefined> {
+async function unfinishedPaymentEvent(tx: Transaction<Database>, paymentIntent: string): Promise<string | undefined> {
   const row = await tx
     .selectFrom('stripe_events')
     .select('event_id')
@@ -169,6 +169,35 @@ export async function moveRevocation(tx: Transaction<Database>, accountId: strin
   return { ...from, taken: 0, returned: 0 };
 }
 
+type Policies = { refundPolicy: RefundPolicy; disputePolicy: DisputePolicy };
+
+/**
+ * The handler of the dispute types for a module that sells credits. `lockPurchase` finds, and
+ * locks, the module's purchase that `paymentIntent` paid (none: not the module's); `what` names
+ * such a purchase in the reason of a dispute that is not the module's (`order`).
+ */
+export function disputeHandler(
+  policies: Policies,
+  notifications: Notifications,
+  what: string,
+  lockPurchase: (tx: Transaction<Database>, paymentIntent: string) => Promise<DisputedPurchase | undefined>,
+): EventHandler {
+  return async (tx, event) => {
+    const dispute = objectOf(stripeDispute, event);
+    const paymentIntent = dispute.payment_intent;
+    if (paymentIntent === null) return { status: 'ignored', reason: `dispute ${dispute.id}: charge ${dispute.charge} has no PaymentIntent, so is no payment of ours` };
+    const purchase = await lockPurchase(tx, paymentIntent);
+    if (!purchase) {
+      const unlinked = `dispute ${dispute.id}: no ${what} paid by payment intent ${paymentIntent}`;
+      const awaited = await unfinishedPaymentEvent(tx, paymentIntent);
+      if (awaited !== undefined) throw new RetryLaterError(`${unlinked} (yet): waiting for ${awaited}, its payment's event`, { ignoreWhenExhausted: true });
+      return { status: 'ignored', reason: unlinked };
+    }
+    await settleDispute(tx, notifications, policies, { dispute: { ...dispute, payment_intent: paymentIntent }, event, purchase });
+    return { status: 'processed' };
+  };
+}
+
 /** What a selling module knows of the purchase a dispute is about, and how it keeps its revocation. */
 export interface DisputedPurchase {
   /** The module's key of the purchase, e.g. `order:<order_id>`. */
@@ -191,10 +220,10 @@ export interface DisputedPurchase {
  * revocation to what its refunds and disputes call for (DISPUTE_POLICY=revoke) and tells the app,
  * once per dispute and direction (the notification's key is the dispute's).
  */
-export async function settleDispute(
+async function settleDispute(
   tx: Transaction<Database>,
   notifications: Notifications,
-  policies: { refundPolicy: RefundPolicy; disputePolicy: DisputePolicy },
+  policies: Policies,
   input: { dispute: StripeDispute & { payment_intent: string }; event: Pick<StripeEventRow, 'event_id' | 'type' | 'stripe_created_at'>; purchase: DisputedPurchase },
 ): Promise<void> {
   const { dispute, event, purchase } = input;
