@@ -63,6 +63,9 @@ describe('a dispute of a package order', () => {
     assert.deepEqual((await file.service.deliver(withdrawn)).body, { received: true, duplicate: true });
     assert.equal((await deliverAndFinish(sampleEvent(withdrawn.type, withdrawn.data.object, { created: withdrawn.created }))).status, 'processed');
     assert.equal((await quotaOf(file.database, order.account_id)).granted, 10);
+    // The dashboard shows the order beside the dispute's event, found by the PaymentIntent it names.
+    const records = (await file.service.call('GET', `/admin/api/events/${withdrawn.id}`)).body.records as Array<{ kind: string; id: string }>;
+    assert.deepEqual(records.map((r) => [r.kind, r.id]), [['order', order.order_id]]);
 
     assert.equal((await deliverAndFinish(dispute.event('charge.dispute.updated', 'under_review', 2))).status, 'processed');
     const reinstated = dispute.event('charge.dispute.funds_reinstated', 'won', 3);
