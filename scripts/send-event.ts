@@ -12,6 +12,11 @@ const EXAMPLES: Record<string, Parameters<typeof exampleObject>[0]> = {
   'charge.succeeded': 'charge',
   'charge.refunded': 'charge',
   'checkout.session.expired': 'checkout.session',
+  // Stripe's example dispute names no PaymentIntent: another sale's, which ends 'ignored' at once.
+  'charge.dispute.created': 'dispute',
+  'charge.dispute.funds_withdrawn': 'dispute',
+  'charge.dispute.funds_reinstated': 'dispute',
+  'charge.dispute.closed': 'dispute',
 };
 
 runScript({

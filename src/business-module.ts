@@ -27,7 +27,7 @@ export type { FinishOutcome } from './events/event-store.js';
 export type { Database, Defaulted, StripeEventRow } from './db/schema.js';
 export { isUniqueViolation } from './db/pg-errors.js';
 // Reading a Stripe object out of an event: objectOf throws, objectOrError returns the error (batch handlers).
-export { objectOf, objectOrError, refundedCharge, type RefundedCharge } from './stripe/stripe-objects.js';
+export { objectOf, objectOrError, refundedCharge, stripeDispute, type RefundedCharge, type StripeDispute } from './stripe/stripe-objects.js';
 export { quoted } from './quoted.js';
 // A module's own job, queued in the caller's transaction.
 export { addModuleJob } from './worker/job-queue.js';

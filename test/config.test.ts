@@ -318,6 +318,7 @@ describe("the modules' settings", () => {
     assert.deepEqual(envVariables(modules).filter((name) => name === 'PROBE_LIMIT'), ['PROBE_LIMIT']);
     assert.deepEqual(loadConfig({ NODE_ENV: 'test', ...SECRETS, PROBE_LIMIT: '5' }, modules).moduleSettings, { probe: { probeLimit: 5 }, other: { limit: 5 } });
     assert.deepEqual(problemsOf({ NODE_ENV: 'test', ...SECRETS, REFUND_POLICY: 'half' }).length, 1, 'credits and billing both list REFUND_POLICY');
+    assert.deepEqual(problemsOf({ NODE_ENV: 'test', ...SECRETS, DISPUTE_POLICY: 'keep' }), ["DISPUTE_POLICY Invalid option: expected one of \"revoke\"|\"ignore\" (example: DISPUTE_POLICY=revoke)"], 'credits and billing both list DISPUTE_POLICY');
   });
 
   test('two different settings of one variable are refused before anything is read', () => {

@@ -83,8 +83,21 @@ export function refundedCharge(input: { paymentIntentId: string; amount: number;
   };
 }
 
+/** A dispute of a charge paid by `paymentIntentId` (null: a charge with none), in Stripe's `status`. */
+export function disputeObject(input: { paymentIntentId: string | null; amount: number; currency: string; status: string; disputeId?: string; chargeId?: string }): Record<string, unknown> {
+  return {
+    ...fixture('dispute'),
+    id: input.disputeId ?? randomStripeId('dp'),
+    charge: input.chargeId ?? randomStripeId('ch'),
+    payment_intent: input.paymentIntentId,
+    amount: input.amount,
+    currency: input.currency,
+    status: input.status,
+  };
+}
+
 /** The example object for a type we do not act on (telemetry, ignored types). */
-export function exampleObject(name: 'charge' | 'payment_intent' | 'refund' | 'checkout.session' | 'invoice' | 'subscription' | 'price' | 'product'): Record<string, unknown> {
+export function exampleObject(name: 'charge' | 'payment_intent' | 'refund' | 'checkout.session' | 'invoice' | 'subscription' | 'price' | 'product' | 'dispute'): Record<string, unknown> {
   return fixture(name);
 }
 

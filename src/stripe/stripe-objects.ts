@@ -68,3 +68,23 @@ export const refundedCharge = z
     customer: typeof customer === 'object' && customer !== null ? customer.id : customer,
   }));
 export type RefundedCharge = z.infer<typeof refundedCharge>;
+
+/**
+ * A dispute (charge.dispute.*): Stripe names the disputed charge and its PaymentIntent by id (the
+ * charge itself when the event's request expanded it), and the dispute's own `status`. Its
+ * `metadata` is the dispute's, never the charge's: the charge's ids are what link it to a purchase.
+ */
+export const stripeDispute = z
+  .object({
+    id: z.string(),
+    object: z.literal('dispute'),
+    charge: idOrObject({}),
+    payment_intent: idOrObject({}).nullable(),
+    status: z.string(),
+  })
+  .transform(({ charge, payment_intent, ...dispute }) => ({
+    ...dispute,
+    charge: typeof charge === 'string' ? charge : charge.id,
+    payment_intent: typeof payment_intent === 'string' || payment_intent === null ? payment_intent : payment_intent.id,
+  }));
+export type StripeDispute = z.infer<typeof stripeDispute>;

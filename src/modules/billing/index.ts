@@ -8,6 +8,8 @@
 // ordered by when it was true), invoice.payment_failed, charge.refunded (once per refund).
 import { defineModule, recordOnly } from '../../business-module.js';
 import { catalogPriceHandlers } from '../catalog/index.js';
+import { DISPUTE_EVENT_TYPES } from '../ledger/index.js';
+import { invoiceChargeDisputed } from './invoice-disputes.js';
 import { invoiceChargeRefunded } from './invoice-refunds.js';
 import { invoicePaid, invoicePaymentPaid } from './invoice-paid.js';
 import { planCatalog } from './plan-catalog.js';
@@ -39,6 +41,7 @@ export const billingModule = defineModule({
     'charge.refunded': invoiceChargeRefunded(settings.refundPolicy, notifications),
     // A plan's Price or Product archived at Stripe archives the plan (src/modules/catalog/).
     ...catalogPriceHandlers(planCatalog),
+    ...Object.fromEntries(DISPUTE_EVENT_TYPES.map((type) => [type, invoiceChargeDisputed(settings, notifications)])),
   }),
   tasks: (context) => ({ [REFRESH_TASK]: refreshSubscriptionTask(context) }),
   apiRoutes: billingApiRoutes,

@@ -9,23 +9,13 @@ import type { Transaction } from 'kysely';
 import { objectOf, PermanentError, quoted, refundedCharge, RetryLaterError, type EventHandler, type FinishOutcome, type Notifications, type RefundedCharge } from '../../business-module.js';
 import { chargeOwnership, notifyAccounts, revocationTarget, takeBackCredits, type RefundPolicy } from '../ledger/index.js';
 import { findSubscription } from './subscriptions.js';
-import { withBillingTables, type BillingDatabase } from './tables.js';
+import { withBillingTables, type BillingDatabase, type InvoiceGrantRow } from './tables.js';
 
 export function invoiceChargeRefunded(policy: RefundPolicy, notifications: Notifications): EventHandler {
   return async (transaction, event) => {
     const charge = objectOf(refundedCharge, event);
     const tx = withBillingTables(transaction);
-    const { payment_intent: paymentIntent, invoice } = charge;
-    // By the PaymentIntent's link (invoice_payment.paid), or by the invoice an older API version names on the charge.
-    const grant = paymentIntent === null && typeof invoice !== 'string' ? undefined : await tx
-      .selectFrom('invoice_grants')
-      .selectAll()
-      .where((eb) => eb.or([
-        ...(paymentIntent === null ? [] : [eb('invoice_id', '=', eb.selectFrom('invoice_payments').select('invoice_id').where('payment_intent_id', '=', paymentIntent))]),
-        ...(typeof invoice === 'string' ? [eb('invoice_id', '=', invoice)] : []),
-      ]))
-      .forUpdate()
-      .executeTakeFirst();
+    const grant = await lockGrantOfPayment(tx, charge.payment_intent, charge.invoice);
     if (!grant) return unlinkedCharge(tx, charge);
     const refunded = Math.min(grant.amount_paid, Math.max(grant.refunded_amount, charge.amount_refunded));
     const target = Math.max(grant.revocation_target, revocationTarget(policy, { amount: grant.amount_paid, credits: grant.credits }, refunded));
@@ -58,6 +48,23 @@ export function invoiceChargeRefunded(policy: RefundPolicy, notifications: Notif
     }
     return { status: 'processed' };
   };
+}
+
+/**
+ * The grant of the invoice a payment paid, locked: found by the PaymentIntent's link
+ * (invoice_payment.paid), or by the invoice an older API version names on the charge.
+ */
+export async function lockGrantOfPayment(tx: Transaction<BillingDatabase>, paymentIntent: string | null, invoice?: string | null): Promise<InvoiceGrantRow | undefined> {
+  if (paymentIntent === null && typeof invoice !== 'string') return undefined;
+  return tx
+    .selectFrom('invoice_grants')
+    .selectAll()
+    .where((eb) => eb.or([
+      ...(paymentIntent === null ? [] : [eb('invoice_id', '=', eb.selectFrom('invoice_payments').select('invoice_id').where('payment_intent_id', '=', paymentIntent))]),
+      ...(typeof invoice === 'string' ? [eb('invoice_id', '=', invoice)] : []),
+    ]))
+    .forUpdate()
+    .executeTakeFirst();
 }
 
 /** A charge that no granted invoice is linked to: not ours (ignored), maybe ours and early (wait), or a wrong claim (refused). */

@@ -70,7 +70,7 @@ export type BillingTables = {
   plans: PlansTable;
   /** Written by subscriptions.ts (created, its Checkout Session stored), subscription-links.ts (linked) and subscription-state.ts (Stripe's state) only. */
   subscriptions: SubscriptionsTable;
-  /** Written by invoice-paid.ts (grants) and invoice-refunds.ts (refunds) only. */
+  /** Written by invoice-paid.ts (grants), invoice-refunds.ts (refunds) and invoice-disputes.ts (disputes) only. */
   invoice_grants: InvoiceGrantsTable;
   invoice_payments: InvoicePaymentsTable;
 };
@@ -78,6 +78,7 @@ export type BillingTables = {
 export type BillingDatabase = Database & BillingTables;
 export type PlanRow = Selectable<PlansTable>;
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
+export type InvoiceGrantRow = Selectable<InvoiceGrantsTable>;
 
 /** The same connection or transaction, typed with this module's tables too. */
 export function withBillingTables(db: Transaction<Database>): Transaction<BillingDatabase>;

@@ -2,8 +2,9 @@
 // (so it legitimately repeats for one charge and is never collapsed). The order keeps the
 // largest amount Stripe has reported: repeated, reordered or stale events (a retry carrying an
 // old charge) can only confirm it, never lower it. Credits are taken back per REFUND_POLICY,
-// converging on one target per order, so a refund never revokes twice. Each growth of the amount
-// refunded is told to the app once, as order.refunded with what it took back (docs/notifications.md).
+// converging on one target per order, so a refund never revokes twice, nor takes what a lost
+// dispute already took (charge-disputed.ts). Each growth of the amount refunded is told to the
+// app once, as order.refunded with what it took back (docs/notifications.md).
 // A charge no order is linked to is judged by what it carries (the ledger's chargeOwnership):
 // another sale's ends 'ignored' at once; one whose metadata names an order of ours waits for that
 // order's payment, or is refused when the order is unknown or was paid by another PaymentIntent.

@@ -1,14 +1,17 @@
 // The credits business: one-time packages sold with Stripe Checkout. A paid session grants the
 // order's credits once, into the account ledger (src/modules/ledger/); a refund takes them back
-// per REFUND_POLICY.
+// per REFUND_POLICY, a dispute per DISPUTE_POLICY (charge-disputed.ts).
 //
 // Once per object (DESIGN invariant 4): checkout.session.completed and
 // checkout.session.async_payment_succeeded. A second Event object for the same session must not
 // grant twice; the order's grant decides, not the event, and the second ends 'duplicate'
 // (docs/events.md). charge.refunded legitimately repeats for one charge (once per refund) and is
-// never collapsed: each Event object runs its handler.
+// never collapsed: each Event object runs its handler. Neither are the dispute events: each
+// records Stripe's state of the dispute, and what they establish converges (charge-disputed.ts).
 import { defineModule, recordOnly } from '../../business-module.js';
 import { catalogPriceHandlers } from '../catalog/index.js';
+import { DISPUTE_EVENT_TYPES } from '../ledger/index.js';
+import { chargeDisputed } from './charge-disputed.js';
 import { chargeRefunded } from './charge-refunded.js';
 import { checkoutSessionPaid } from './checkout-session-paid.js';
 import { packageCatalog } from './package-catalog.js';
@@ -37,6 +40,7 @@ export const creditsModule = defineModule({
     'charge.refunded': chargeRefunded(settings.refundPolicy, notifications),
     // A package's Price or Product archived at Stripe archives the package (src/modules/catalog/).
     ...catalogPriceHandlers(packageCatalog),
+    ...Object.fromEntries(DISPUTE_EVENT_TYPES.map((type) => [type, chargeDisputed(settings, notifications)])),
   }),
   apiRoutes: creditsApiRoutes,
   adminRoutes: creditsAdminRoutes,

@@ -1,6 +1,8 @@
 // Refunding a paid order through Stripe, as ops asks (POST /admin/api/orders/:id/refund). Our own
 // state does not change here: credits are taken back when Stripe's charge.refunded event arrives,
-// the one source of truth for refunds whoever started them (this API, the Dashboard, a dispute).
+// the one source of truth for refunds whoever started them (this API, the Dashboard). A dispute
+// is not a refund (Stripe sends no charge.refunded for it): it has its own path,
+// charge-disputed.ts.
 //
 // A refund request is planned once, when the caller's Idempotency-Key is first seen: its number
 // among the order's refunds and its amount. The outbound key `refund:<order_id>:<n>` follows from

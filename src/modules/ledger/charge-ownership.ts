@@ -13,14 +13,15 @@
 // - An invoice (API versions before 2025-03-31 name it on the charge): a subscription's invoice
 //   of ours may not have arrived yet. Cannot tell.
 // - No `invoice` field at all (2025-03-31 and later removed it) and a customer, or a customer we
-//   were not told of (a dispute carries only its charge's ids): Stripe's invoices always bill a
+//   were not told of: Stripe's invoices always bill a
 //   customer, and a subscription's invoice copies none of our metadata onto its PaymentIntent, so
 //   this may be a subscription payment of ours whose invoice_payment.paid has not arrived. Cannot
 //   tell.
 // - Otherwise (`customer: null`, or `invoice: null`): no invoice's payment, and no metadata of
 //   ours. Not ours.
-// The ledger holds it because every module that sells credits (and the dispute handlers) asks
-// the same question, and neither credits nor billing may depend on the other.
+// The ledger holds it because every module that sells credits asks the same question, and neither
+// credits nor billing may depend on the other. A dispute is judged by its links alone
+// (disputes.ts): it follows its payment by days, and carries only its charge's ids.
 import { quoted } from '../../business-module.js';
 
 /** The metadata keys our checkouts write: an order's id (credits) and a subscription's (billing). */
@@ -29,7 +30,7 @@ export const SUBSCRIPTION_ID_KEY = 'subscription_id';
 
 type Metadata = Readonly<Record<string, string>> | null | undefined;
 
-/** What a charge (or a dispute's charge) carries that says whose it is. */
+/** What a charge carries that says whose it is. */
 export interface ChargeClues {
   id: string;
   payment_intent: string | null;

@@ -1,6 +1,7 @@
-// Kysely's view of the ledger's one table, account_credits (created by sql/0001, before modules
-// had their own migrations; its changes go in sql/ledger/). Only account-credits.ts (the balance)
-// and account-notifications.ts (the count of notifications) write it.
+// Kysely's view of the ledger's tables: account_credits (created by sql/0001, before modules had
+// their own migrations; its changes go in sql/ledger/), which only account-credits.ts (the
+// balance) and account-notifications.ts (the count of notifications) write, and disputes
+// (sql/ledger/0022), which only disputes.ts writes.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Defaulted } from '../../business-module.js';
 
@@ -12,10 +13,28 @@ export interface AccountCreditsTable {
   notified: Defaulted<number>;
 }
 
+export interface DisputesTable {
+  dispute_id: string;
+  charge_id: string;
+  payment_intent_id: string;
+  purchase: string;
+  account_id: string;
+  status: string;
+  status_at: Date;
+  funds_withdrawn: Defaulted<boolean>;
+  funds_reinstated: Defaulted<boolean>;
+  credits_taken: Defaulted<number>;
+  credits_returned: Defaulted<number>;
+  created_at: Defaulted<Date>;
+  updated_at: Defaulted<Date>;
+}
+
 // A type, not an interface: Kysely's withTables wants a record type.
 export type LedgerTables = {
   /** Written by account-credits.ts only: the running balance. */
   account_credits: AccountCreditsTable;
+  /** Written by disputes.ts only. */
+  disputes: DisputesTable;
 };
 
 export type LedgerDatabase = Database & LedgerTables;
