@@ -40,6 +40,10 @@ export interface OfflineStripe {
   readonly subscriptions: ReadonlyMap<string, Record<string, unknown>>;
   /** Makes an event listable by GET /v1/events, as Stripe keeps them for 30 days. */
   addEvent(event: Record<string, unknown>, options?: { delivered?: boolean }): void;
+  /** Makes a thin notification listable and retrievable by GET /v2/core/events. */
+  addThinEvent(notification: Record<string, unknown>): void;
+  /** Makes any object with an `id` retrievable by GET of its URL (/v1/invoices/in_…), as a thin notification's related_object.url. */
+  addObject(object: Record<string, unknown>): void;
   /** Makes a subscription retrievable and updatable, as if a customer had completed its checkout. */
   addSubscription(subscription: Record<string, unknown>): void;
   failNext(count: number, status?: number): void;
@@ -138,6 +142,8 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     refunds: resources.refunds,
     subscriptions: resources.subscriptions,
     addEvent(event, { delivered = false } = {}) { resources.events.push({ event, delivered }); },
+    addThinEvent(notification) { resources.thinEvents.push(notification); },
+    addObject(object) { resources.objects.set(object.id as string, object); },
     addSubscription(subscription) { resources.subscriptions.set(subscription.id as string, subscription); },
     failNext(count, status = 500) { failures = { remaining: count, status }; },
     setDelay(ms) { delayMs = ms; },
