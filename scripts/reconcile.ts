@@ -1,18 +1,21 @@
 // npm run reconcile: claim events Stripe has but we never received (Events API, last 30 days).
 import { sinceOption } from '../src/cli/duration.js';
 import { runScript, UsageError } from '../src/cli/script.js';
-import { reconcileEvents, STRIPE_EVENTS_RETENTION_DAYS } from '../src/reconcile/reconcile-events.js';
+import { reconcileEvents, STRIPE_EVENTS_RETENTION_DAYS, type ReconcileLists } from '../src/reconcile/reconcile-events.js';
 import { createStripeClient } from '../src/stripe/client.js';
 
 runScript({
-  usage: `usage: npm run reconcile -- --since <duration> [--undelivered-only] [--dry-run] [--json]
+  usage: `usage: npm run reconcile -- --since <duration> [--lists snapshot|thin|both] [--undelivered-only] [--dry-run] [--json]
 
 Lists Stripe's events created within --since (e.g. 3d; at most ${STRIPE_EVENTS_RETENTION_DAYS}d, all Stripe keeps) and claims
 every one we do not have, through the same path as the webhook; the worker then fulfils them.
---undelivered-only asks Stripe only for events it failed to deliver. Running it twice changes
+--lists picks Stripe's lists: the Events API (snapshot events), the v2 events list (a thin
+destination's notifications), or both (the default). --undelivered-only asks the Events API
+only for events it failed to deliver (the v2 list has no such filter). Running it twice changes
 nothing. Needs STRIPE_SECRET_KEY (and honours STRIPE_API_BASE).`,
   options: {
     since: { type: 'string' },
+    lists: { type: 'string' },
     'undelivered-only': { type: 'boolean' },
     'dry-run': { type: 'boolean' },
   },
@@ -23,11 +26,14 @@ nothing. Needs STRIPE_SECRET_KEY (and honours STRIPE_API_BASE).`,
       example: '3d',
       reason: `Stripe's Events API keeps ${STRIPE_EVENTS_RETENTION_DAYS} days`,
     });
+    const lists = (values.lists as string | undefined) ?? 'both';
+    if (!isReconcileLists(lists)) throw new UsageError(`--lists must be snapshot, thin or both, not "${lists}"`);
     if (!ctx.config.stripeSecretKey) throw new UsageError('STRIPE_SECRET_KEY is required: reconcile reads Stripe\'s Events API');
     const stripe = createStripeClient(ctx.config.stripeSecretKey, ctx.config.stripeApiBase, { timeoutMs: ctx.config.stripeTimeoutMs });
     const { db } = await ctx.database();
     const result = await reconcileEvents(db, stripe, {
       since,
+      lists,
       undeliveredOnly: values['undelivered-only'] === true,
       dryRun: values['dry-run'] === true,
       maxAttempts: ctx.config.maxAttempts,
@@ -39,3 +45,7 @@ nothing. Needs STRIPE_SECRET_KEY (and honours STRIPE_API_BASE).`,
     };
   },
 });
+
+function isReconcileLists(value: string): value is ReconcileLists {
+  return ['snapshot', 'thin', 'both'].includes(value);
+}

@@ -185,6 +185,11 @@ const settings = {
   stripeTimeoutMs: { env: 'STRIPE_TIMEOUT_SECONDS', schema: int(1, 60).transform(toMs), example: '5', default: '5' },
   /** Outbound Stripe calls in flight at once in this process; more are answered 503. */
   stripeMaxConcurrentCalls: { env: 'STRIPE_MAX_CONCURRENT_CALLS', schema: int(1, 1_000), example: '8', default: '8' },
+  /**
+   * The worker's fetches for thin notifications (src/fulfilment/thin-fetch.ts), per process: a
+   * backlog of thin events spends at most this much of the account's Stripe rate limit.
+   */
+  stripeFetchesPerSecond: { env: 'STRIPE_FETCHES_PER_SECOND', schema: int(1, 1_000), example: '10', default: '10' },
   /** Longest an HTTP request may take to arrive, headers and body. */
   httpRequestTimeoutMs: { env: 'HTTP_REQUEST_TIMEOUT_SECONDS', schema: int(1, 300).transform(toMs), example: '30', default: '30' },
   /** Bytes of not yet verified webhook bodies held at once; beyond it deliveries get 503. */

@@ -37,8 +37,9 @@ async function main(): Promise<void> {
   let stripeApiBase = config.stripeApiBase;
   if (stripeKey === undefined) {
     // config.ts refuses production without a key, so this is development only (and loaded only here).
-    const { startOfflineStripe } = await import('./dev/offline-stripe/index.js');
-    const offline = await startOfflineStripe();
+    const { startOfflineStripe, OFFLINE_STRIPE_PORT } = await import('./dev/offline-stripe/index.js');
+    // A known port, so that `npm run send-event -- --thin` finds it; any other when it is taken.
+    const offline = await startOfflineStripe({ port: OFFLINE_STRIPE_PORT }).catch(() => startOfflineStripe());
     closers.unshift(() => offline.close());
     stripeKey = 'sk_test_offline';
     stripeApiBase = offline.url;

@@ -23,10 +23,12 @@ import { graphileLogger } from './worker/graphile-logger.js';
 import { JobLoopWatchdog, type JobLoopStatus } from './worker/job-loop-watchdog.js';
 import { PROCESS_EVENT_TASK } from './worker/job-queue.js';
 import { FulfilmentBatcher } from './fulfilment/fulfilment-batcher.js';
+import { thinFetcher } from './fulfilment/thin-fetch.js';
+import { CallRate } from './stripe/call-rate.js';
 
 export interface WorkerDeps {
   config: Config;
-  /** For the modules' tasks: fulfilment itself never calls Stripe. */
+  /** For the modules' tasks, and fulfilment's fetches for thin notifications (src/fulfilment/thin-fetch.ts). */
   stripeCalls: StripeCalls;
   /** The worker pool: graphile-worker's own queries and our fulfilment share it. */
   pool: pg.Pool;
@@ -79,9 +81,9 @@ export interface WorkerOptions {
   stallAfterMs?: number;
 }
 
-// Runners that each fetch only their own tasks. Fulfilment never calls Stripe; the modules' jobs
-// do (a subscription refresh), and while Stripe hangs each attempt holds its slot for the whole
-// Stripe deadline. In their own MODULE_JOB_CONCURRENCY slots they wait for each other only, never
+// Runners that each fetch only their own tasks. Fulfilment calls Stripe only to fetch a thin
+// notification's object, outside its transaction; the modules' jobs call it (a subscription
+// refresh), and while Stripe hangs each attempt holds its slot for the whole Stripe deadline. In their own MODULE_JOB_CONCURRENCY slots they wait for each other only, never
 // in front of an event's fulfilment. Notification deliveries wait on the app the same way, in
 // APP_WEBHOOK_CONCURRENCY batches of their own pump (not a graphile-worker runner:
 // src/notifications/delivery-pump.ts says why), on a pool of their own.
@@ -115,7 +117,8 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     // once are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog
     // pays its round trips once for several jobs.
     const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config, notifications)) });
-    const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, maxJobs: concurrency, ...(intake && { yieldTo: () => intake.whenIdle(INTAKE_FIRST_MAX_WAIT_MS) }) });
+    const fetchThin = thinFetcher(stripeCalls, new CallRate(config.stripeFetchesPerSecond));
+    const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, fetchThin, maxJobs: concurrency, ...(intake && { yieldTo: () => intake.whenIdle(INTAKE_FIRST_MAX_WAIT_MS) }) });
     await start('fulfilment', {
       concurrency,
       preset: {

@@ -47,6 +47,7 @@ export function eventBodies(count: number): EventBodies {
       objectId: `cs_${key(i)}`,
       livemode: false,
       stripeCreatedAt: new Date(created * 1000),
+      snapshotEventId: `evt_${key(i)}`,
       rawBody: Buffer.from(body(i)),
     }),
   };

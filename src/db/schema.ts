@@ -105,8 +105,16 @@ export interface NotificationAttemptsTable {
   error: string | null;
 }
 
+/** One row per happening told by a snapshot event (sql/0024): which event claimed it first. */
+export interface SnapshotClaimsTable {
+  snapshot_event_id: string;
+  event_id: string;
+  claimed_at: Defaulted<Date>;
+}
+
 export interface Database {
   stripe_events: StripeEventsTable;
+  snapshot_claims: SnapshotClaimsTable;
   api_idempotency_keys: ApiIdempotencyKeysTable;
   maintenance_runs: MaintenanceRunsTable;
   admin_sessions: AdminSessionsTable;

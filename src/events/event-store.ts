@@ -17,6 +17,12 @@ export interface IncomingEvent {
   readonly livemode: boolean;
   readonly stripeCreatedAt: Date;
   /**
+   * The snapshot event this delivery tells of: a snapshot event's own id, a thin notification's
+   * `snapshot_event` (null when it has none). Two deliveries naming one are one happening
+   * (sql/0024): the first claimed fulfils, the other is stored 'duplicate' of it.
+   */
+  readonly snapshotEventId: string | null;
+  /**
    * The exact body Stripe signed, as bytes (UTF-8, without a byte-order mark): stored as is (a
    * json column keeps the text), never parsed and re-serialised. Bytes rather than a string, so a
    * body waiting for its commit sits outside V8's heap instead of being copied by each
@@ -43,6 +49,11 @@ const EVENT_COLUMNS = [
  * other transaction and then does nothing, so a second delivery never sees an error (an error
  * would be a 5xx and another retry). Takes a batch so deliveries arriving together can share one
  * commit (claim-batcher.ts).
+ *
+ * A new id whose happening another event already claimed (a thin notification and the snapshot
+ * event it names, sql/0024) is stored at once as 'duplicate' of that event, with no job: the
+ * snapshot_claims primary key decides, so two instances claiming the pair at the same moment
+ * agree on one owner.
  */
 export async function claimEvents(
   db: Kysely<Database>,
@@ -67,24 +78,38 @@ export async function claimEvents(
     bodyStarts.push(start);
     start += e.rawBody.length;
   }
+  // `happening`: DO UPDATE (a no-op write) rather than DO NOTHING, so that a conflict still
+  // returns the owner; one row per snapshot id, or DO UPDATE would touch a row twice.
   const { rows } = await sql<{ claimed: string[] }>`
-    with claimed as (
-      insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, job_key)
-      select event_id, type, object_id, livemode, stripe_created_at,
-             convert_from(substring(${Buffer.concat(unique.map((e) => e.rawBody))}::bytea from body_start for body_length), 'UTF8')::json,
-             job_key
-      from unnest(
+    with incoming as (
+      select * from unnest(
         ${unique.map((e) => e.eventId)}::text[], ${unique.map((e) => e.type)}::text[], ${unique.map((e) => e.objectId)}::text[],
         ${unique.map((e) => e.livemode)}::boolean[], ${unique.map((e) => e.stripeCreatedAt.toISOString())}::timestamptz[],
-        ${keys}::text[], ${bodyStarts}::int[], ${unique.map((e) => e.rawBody.length)}::int[]
-      ) as incoming(event_id, type, object_id, livemode, stripe_created_at, job_key, body_start, body_length)
+        ${keys}::text[], ${bodyStarts}::int[], ${unique.map((e) => e.rawBody.length)}::int[], ${unique.map((e) => e.snapshotEventId)}::text[]
+      ) as incoming(event_id, type, object_id, livemode, stripe_created_at, job_key, body_start, body_length, snapshot_event_id)
+    ), happening as (
+      insert into snapshot_claims (snapshot_event_id, event_id)
+      select distinct on (snapshot_event_id) snapshot_event_id, event_id from incoming
+      where snapshot_event_id is not null
+      order by snapshot_event_id, body_start
+      on conflict (snapshot_event_id) do update set snapshot_event_id = excluded.snapshot_event_id
+      returning snapshot_event_id, event_id as owner
+    ), claimed as (
+      insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, job_key, status, duplicate_of, finished_at)
+      select i.event_id, type, object_id, livemode, stripe_created_at,
+             convert_from(substring(${Buffer.concat(unique.map((e) => e.rawBody))}::bytea from body_start for body_length), 'UTF8')::json,
+             case when h.owner <> i.event_id then null else job_key end,
+             case when h.owner <> i.event_id then 'duplicate' else 'processing' end,
+             case when h.owner <> i.event_id then h.owner end,
+             case when h.owner <> i.event_id then now() end
+      from incoming i left join happening h using (snapshot_event_id)
       on conflict (event_id) do nothing
       returning event_id, job_key
     ), jobs as (
       select count(*) as added
-      from ${addEventJobs(sql`select event_id, job_key from claimed`, options)}
+      from ${addEventJobs(sql`select event_id, job_key from claimed where job_key is not null`, options)}
     )
-    select array(select event_id from claimed) as claimed, (select added from jobs) as jobs`.execute(db);
+    select array(select event_id from claimed where job_key is not null) as claimed, (select added from jobs) as jobs`.execute(db);
   const claimed = new Set(rows[0]?.claimed);
   // Within one batch the same id twice: the first occurrence owns the claim.
   const seen = new Set<string>();

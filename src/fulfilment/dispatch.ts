@@ -13,6 +13,7 @@ import type { Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../db/schema.js';
 import { describeError } from '../error-chain.js';
 import type { FinishOutcome } from '../events/event-store.js';
+import { isThinType } from '../stripe/thin-events.js';
 import { PermanentError, RetryLaterError, type BatchHandler, type Handler, type Handlers } from './handler.js';
 
 /**
@@ -21,7 +22,11 @@ import { PermanentError, RetryLaterError, type BatchHandler, type Handler, type 
  * statement failing for several events) is thrown as is. Either way the caller rolls back. The
  * events' payloads are the handlers' only while it runs: the caller drops them once it returns.
  */
-export type Dispatch = (tx: Transaction<Database>, events: readonly StripeEventRow[]) => Promise<FinishOutcome[]>;
+export interface Dispatch {
+  run(tx: Transaction<Database>, events: readonly StripeEventRow[]): Promise<FinishOutcome[]>;
+  /** Whether some module acts on this type: a thin notification of any other is not fetched. */
+  handles(type: string): boolean;
+}
 
 /**
  * A handler's failure, attributed to its event: carried out of the fulfilment transaction so the
@@ -51,7 +56,7 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
   }
   const handlersOf = (event: StripeEventRow) => byType.get(event.type) ?? [];
 
-  return async (tx, events) => {
+  const run: Dispatch['run'] = async (tx, events) => {
     // A test-mode event reaching a live service (or the reverse) is a misconfigured endpoint or
     // secret: it must never grant. It ends 'failed', visible in status, instead of being answered
     // 4xx, which Stripe would retry for three days.
@@ -97,6 +102,8 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
     return events.map((event) => {
       const byHandler = results.get(event)!;
       const answers = handlersOf(event).map((handler) => byHandler.get(handler)!);
+      // A snapshot type nobody lists is common and needs no word; a thin one was not fetched.
+      if (answers.length === 0 && isThinType(event.type)) return { status: 'ignored', reason: `no module handles ${event.type}` };
       const acted = answers.find((answer): answer is FinishOutcome => !(answer instanceof Error) && answer.status !== 'ignored');
       if (acted) return acted;
       // Every module that waits says for what; the event ends 'ignored' only if all of them may.
@@ -111,4 +118,5 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
       return reasons.length === 0 ? { status: 'ignored' } : { status: 'ignored', reason: reasons.join('; ') };
     });
   };
+  return { run, handles: (type) => byType.has(type) };
 }

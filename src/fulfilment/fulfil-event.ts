@@ -10,7 +10,9 @@ import { lockForFulfilment, markFinished, recordFailure } from '../events/event-
 import type { EnqueueOptions } from '../worker/job-queue.js';
 import { describeError } from '../error-chain.js';
 import { PermanentError, RetryLaterError } from './handler.js';
+import { snapshotTypeOf } from '../stripe/thin-events.js';
 import { HandlerError, type Dispatch } from './dispatch.js';
+import type { FetchThin } from './thin-fetch.js';
 
 export type FulfilResult =
   | { status: 'missing' | 'already_finished' }
@@ -18,6 +20,19 @@ export type FulfilResult =
 
 export interface FulfilOptions extends EnqueueOptions {
   dispatch: Dispatch;
+  /** Fetches what a thin notification's handlers read (thin-fetch.ts); without it, thin events wait. */
+  fetchThin?: FetchThin;
+}
+
+/**
+ * Thrown inside the fulfilment transaction when thin notifications due in it need their objects
+ * fetched first: it rolls back, having written nothing, and the fetch happens with no transaction
+ * open and no row locked, however long Stripe takes.
+ */
+class FetchFirst extends Error {
+  constructor(readonly events: readonly StripeEventRow[]) {
+    super('thin notifications to fetch before fulfilment');
+  }
 }
 
 /**
@@ -54,7 +69,45 @@ export async function fulfilEvents(db: Kysely<Database>, eventIds: readonly stri
   return results;
 }
 
+/**
+ * Fulfils the events in one transaction; the thin notifications among them first have their
+ * objects fetched (outside it). A fetch that fails counts an attempt against its own event
+ * (a 404 ends it 'failed', anything else waits for the retry), and the others go on without it.
+ */
 async function fulfilTogether(db: Kysely<Database>, eventIds: readonly string[], options: FulfilOptions): Promise<FulfilResult[]> {
+  try {
+    return await fulfilLocked(db, eventIds, options, new Map());
+  } catch (error) {
+    if (!(error instanceof FetchFirst)) throw error;
+    const fetched = new Map<string, StripeEventRow>();
+    const failed = new Map<string, FulfilResult>();
+    const { fetchThin } = options;
+    await Promise.all(
+      error.events.map(async (event) => {
+        try {
+          if (!fetchThin) throw new Error('thin events are not fetched by this process');
+          fetched.set(event.event_id, await fetchThin(event));
+        } catch (fetchError) {
+          failed.set(event.event_id, await recordFailedAttempt(db, event, fetchError, options));
+        }
+      }),
+    );
+    const rest = eventIds.filter((eventId) => !failed.has(eventId));
+    const results = rest.length === 0 ? [] : await fulfilLocked(db, rest, options, fetched);
+    let next = 0;
+    const reported = new Set<string>();
+    return eventIds.map((eventId) => {
+      const failure = failed.get(eventId);
+      if (!failure) return results[next++]!;
+      // As in fulfilLocked: a repeat of the id in the batch found nothing to do.
+      if (reported.has(eventId)) return { status: 'already_finished' };
+      reported.add(eventId);
+      return failure;
+    });
+  }
+}
+
+async function fulfilLocked(db: Kysely<Database>, eventIds: readonly string[], options: FulfilOptions, fetched: ReadonlyMap<string, StripeEventRow>): Promise<FulfilResult[]> {
   return db.transaction().execute(async (tx) => {
     // Held until commit: the sweep skips locked rows, so a live worker is never reclaimed.
     const rows = new Map((await lockForFulfilment(tx, eventIds)).map((event) => [event.event_id, event]));
@@ -66,7 +119,9 @@ async function fulfilTogether(db: Kysely<Database>, eventIds: readonly string[],
       if (event?.status === 'processing' && !due.has(eventId)) due.set(eventId, event);
     }
     const events = [...due.values()];
-    const outcomes = await options.dispatch(tx, events);
+    const toFetch = events.filter((event) => !fetched.has(event.event_id) && options.dispatch.handles(snapshotTypeOf(event.type) ?? ''));
+    if (toFetch.length > 0) throw new FetchFirst(toFetch);
+    const outcomes = await options.dispatch.run(tx, events.map((event) => fetched.get(event.event_id) ?? event));
     // The handlers are done with the payloads. Let go of them now and each batch's parsed payloads
     // die young; kept through the finish statement and the commit, under load they lived long
     // enough to be copied into V8's old generation, and that set the pace of full collections in

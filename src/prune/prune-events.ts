@@ -75,6 +75,7 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
   const batchSize = options.batchSize ?? PRUNE_BATCH_ROWS;
   const finishedBefore = new Date(Date.now() - options.retentionDays * DAY_MS);
   const { deleted, batches } = await inBatches(batchSize, (limit) => pruneFinishedEvents(db, { finishedBefore, limit }));
+  await inBatches(batchSize, (limit) => pruneSnapshotClaims(db, { claimedBefore: finishedBefore, limit }));
   const deleted_jobs = await deleteSpentJobs(db);
   const { deleted: deleted_keys } = await inBatches(batchSize, (limit) => pruneIdempotencyKeys(db, { createdBefore: finishedBefore, limit }));
   const { deleted: deleted_notifications } = await inBatches(batchSize, (limit) => pruneDeliveredNotifications(db, { createdBefore: finishedBefore, limit }));
@@ -114,6 +115,20 @@ async function pruneFinishedEvents(db: Kysely<Database>, options: { finishedBefo
         .limit(options.limit)
         .forUpdate()
         .skipLocked(),
+    )
+    .executeTakeFirst();
+  return Number(numDeletedRows);
+}
+
+/**
+ * Deletes one batch of snapshot_claims (sql/0024) older than the events kept: a sibling arriving
+ * later is claimed anew, and the business keys make it a duplicate (DESIGN invariant 5).
+ */
+async function pruneSnapshotClaims(db: Kysely<Database>, options: { claimedBefore: Date; limit: number }): Promise<number> {
+  const { numDeletedRows } = await db
+    .deleteFrom('snapshot_claims')
+    .where('snapshot_event_id', 'in', (qb) =>
+      qb.selectFrom('snapshot_claims').select('snapshot_event_id').where('claimed_at', '<', options.claimedBefore).limit(options.limit).forUpdate().skipLocked(),
     )
     .executeTakeFirst();
   return Number(numDeletedRows);

@@ -101,6 +101,42 @@ export function exampleObject(name: 'charge' | 'payment_intent' | 'refund' | 'ch
   return fixture(name);
 }
 
+/** A thin notification (an event destination's thin payload), as the SDK's EventNotification types it. */
+export interface ThinNotification {
+  id: string;
+  object: 'v2.core.event';
+  type: string;
+  created: string;
+  livemode: boolean;
+  related_object: { id: string; type: string; url: string } | null;
+  snapshot_event?: string;
+  reason?: { type: 'request'; request: { id: string; idempotency_key: string } };
+}
+
+/** The API path of an object, as a thin notification's related_object.url names it. */
+export function objectUrl(object: { id: string; object: string }): string {
+  const collection = object.object === 'checkout.session' ? 'checkout/sessions' : `${object.object.replaceAll('.', '/')}s`;
+  return `/v1/${collection}/${object.id}`;
+}
+
+/**
+ * The thin notification of a snapshot event's happening, as a thin destination delivers it:
+ * type `v1.<type>`, the object by reference, and `snapshot_event` naming the snapshot event
+ * (`withSnapshot: false`: without it, as Stripe sends when there is no snapshot to name).
+ */
+export function thinNotification(event: SampleEvent, { withSnapshot = true } = {}): ThinNotification {
+  const object = event.data.object as { id: string; object: string };
+  return {
+    id: randomStripeId('evt'),
+    object: 'v2.core.event',
+    type: `v1.${event.type}`,
+    created: new Date(event.created * 1000).toISOString(),
+    livemode: event.livemode,
+    related_object: { id: object.id, type: object.object, url: objectUrl(object) },
+    ...(withSnapshot && { snapshot_event: event.id }),
+  };
+}
+
 export interface SignedDelivery {
   body: string;
   headers: Record<string, string>;

@@ -4,6 +4,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { IncomingEvent } from '../events/event-store.js';
+import { isV1ThinType } from './thin-events.js';
 
 /** Stripe's default: a signature older (or newer) than five minutes is a possible replay. */
 const SIGNATURE_TOLERANCE_SECONDS = 300;
@@ -40,6 +41,32 @@ const eventShape = z.object({
   data: z.object({ object: z.object({ id: z.unknown().optional() }) }),
 });
 
+/**
+ * A thin notification (an event destination's thin payload): what happened and to which object,
+ * without the object. Fulfilment fetches what the handlers need (src/fulfilment/thin-fetch.ts).
+ * A v1 type always names its related object (Stripe's `v1.<type>` thin events of v1 resources).
+ */
+const thinShape = z
+  .object({
+    id: printable(MAX_ID_LENGTH),
+    object: z.literal('v2.core.event'),
+    type: printable(MAX_ID_LENGTH),
+    created: z.iso.datetime({ offset: true }).refine((iso) => Date.parse(iso) <= MAX_CREATED * 1000),
+    livemode: z.boolean(),
+    related_object: z
+      .object({
+        id: printable(MAX_ID_LENGTH),
+        type: printable(MAX_ID_LENGTH),
+        // Fetched from Stripe's API by the worker: a path of it, never another host.
+        url: printable(2048).regex(/^\/v[12]\//),
+      })
+      .nullish(),
+    snapshot_event: printable(MAX_ID_LENGTH).nullish(),
+  })
+  .refine((thin) => !isV1ThinType(thin.type) || thin.related_object, { path: ['related_object'] });
+
+export type ThinNotification = z.infer<typeof thinShape>;
+
 const INVALID_SIGNATURE = 'invalid Stripe-Signature: check STRIPE_WEBHOOK_SECRET and the server clock';
 const NOT_UTF8_JSON = 'malformed event: body is not UTF-8 JSON';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -75,7 +102,11 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
   } catch {
     throw new WebhookRejectedError(NOT_UTF8_JSON);
   }
-  const parsed = eventShape.safeParse(json);
+  const kind = typeof json === 'object' && json !== null ? (json as { object?: unknown }).object : undefined;
+  if (kind !== 'event' && kind !== 'v2.core.event') {
+    throw new WebhookRejectedError('malformed event: object is missing or invalid (expected "event" or "v2.core.event")');
+  }
+  const parsed = kind === 'event' ? eventShape.safeParse(json) : thinShape.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new WebhookRejectedError(`malformed event: ${issue?.path.join('.') || 'body'} is missing or invalid`);
@@ -84,6 +115,10 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
   // error on the webhook path is a 5xx, and Stripe retries a 5xx for days although it never passes.
   const unstorable = unstorableJson(text);
   if (unstorable) throw new WebhookRejectedError(`malformed event: ${unstorable}`);
+  // The bytes of the text that was parsed: TextDecoder drops a leading byte-order mark, and so
+  // must what is stored, or Postgres's JSON input would refuse it.
+  const stored = rawBody.subarray(0, UTF8_BOM.length).equals(UTF8_BOM) ? rawBody.subarray(UTF8_BOM.length) : rawBody;
+  if (parsed.data.object === 'v2.core.event') return toIncomingNotification(parsed.data, stored);
 
   const event = parsed.data;
   // Some types (invoice.upcoming) have an object without an id; an id that is there is indexed.
@@ -91,9 +126,6 @@ export function parseWebhook(rawBody: Buffer, signatureHeader: unknown, secrets:
   if (typeof objectId === 'string' && (objectId.length < 1 || objectId.length > MAX_ID_LENGTH)) {
     throw new WebhookRejectedError('malformed event: data.object.id is missing or invalid');
   }
-  // The bytes of the text that was parsed: TextDecoder drops a leading byte-order mark, and so
-  // must what is stored, or Postgres's JSON input would refuse it.
-  const stored = rawBody.subarray(0, UTF8_BOM.length).equals(UTF8_BOM) ? rawBody.subarray(UTF8_BOM.length) : rawBody;
   return toIncomingEvent(event, stored);
 }
 
@@ -141,6 +173,23 @@ export function toIncomingEvent(
     objectId: typeof objectId === 'string' ? objectId : null,
     livemode: event.livemode,
     stripeCreatedAt: new Date(event.created * 1000),
+    snapshotEventId: event.id,
+    rawBody,
+  };
+}
+
+/** What the inbox stores of a thin notification: its related object's id is the object id searched by. */
+export function toIncomingNotification(
+  notification: Pick<ThinNotification, 'id' | 'type' | 'livemode' | 'created' | 'related_object' | 'snapshot_event'>,
+  rawBody: Buffer,
+): IncomingEvent {
+  return {
+    eventId: notification.id,
+    type: notification.type,
+    objectId: notification.related_object?.id ?? null,
+    livemode: notification.livemode,
+    stripeCreatedAt: new Date(notification.created),
+    snapshotEventId: notification.snapshot_event ?? null,
     rawBody,
   };
 }

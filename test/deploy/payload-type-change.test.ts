@@ -8,7 +8,6 @@ import { test } from 'node:test';
 import { openDatabase } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
-import { claimEvents } from '../../src/events/event-store.js';
 import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
 import { createLogger } from '../../src/logger.js';
 import { serviceMigrations } from '../../src/modules/index.js';
@@ -29,7 +28,13 @@ test('a worker whose read of events was prepared while payloads were jsonb fails
     const options = { maxAttempts: 10, dispatch: serviceDispatch() };
     const orders = await Promise.all([givenOrder(database), givenOrder(database)]);
     const [before, across] = orders.map((order) => paidEvent(order));
-    await claimEvents(database.db, [before!, across!].map(incomingEvent), options);
+    // As that release claimed them (today's claim also writes snapshot_claims, a later table).
+    for (const event of [before!, across!].map(incomingEvent)) {
+      await database.db.insertInto('stripe_events').values({
+        event_id: event.eventId, type: event.type, object_id: event.objectId, livemode: event.livemode,
+        stripe_created_at: event.stripeCreatedAt, payload: event.rawBody.toString('utf8'),
+      }).execute();
+    }
     const [fulfilled] = await fulfilEvents(previous.db, [before!.id], options);
     assert.equal(fulfilled?.status, 'processed');
 

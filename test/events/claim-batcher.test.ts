@@ -55,6 +55,7 @@ test('a batch stores each event with its own fields and its body byte for byte a
     objectId: i === 2 ? null : `obj_${i}`,
     livemode: i === 1,
     stripeCreatedAt: new Date(Date.UTC(2026, 0, i + 1)),
+    snapshotEventId: body.id,
     // As Stripe sends it, whitespace included.
     rawBody: Buffer.from(JSON.stringify(body, null, i)),
   }));

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import { reconcileEvents } from '../../src/reconcile/reconcile-events.js';
 import { createStripeClient } from '../../src/stripe/client.js';
+import { thinNotification } from '../../src/stripe/sample-events.js';
 
 import { finishedEvent, givenOrder, paidEvent, quotaOf } from '../support/factories.js';
 import { serviceForFile, STRIPE_SECRET_KEY } from '../support/service.js';
@@ -44,4 +45,36 @@ test('--undelivered-only asks Stripe for failed deliveries only', async () => {
   const listed = file.service.stripe.requests.slice(before).filter((r) => r.path === '/v1/events');
   assert.ok(listed.length >= 1);
   assert.ok(listed.every((r) => r.params.delivery_success === 'false'));
+});
+
+test("a thin destination's notifications missed by the webhook are claimed from the v2 list, page after page, and fulfilled once", async () => {
+  const orders = await Promise.all(Array.from({ length: 2 }, () => givenOrder(file.database)));
+  const notifications = orders.map((order) => {
+    const event = paidEvent(order);
+    file.service.stripe.addEvent({ ...event });
+    return thinNotification(event);
+  });
+  // More than one page (100): pings, which no module handles.
+  const pings = Array.from({ length: 103 }, (_, i) => ({
+    ...notifications[0]!,
+    id: `evt_test_ping_${process.pid}_${i}`,
+    type: 'v2.core.event_destination.ping',
+    related_object: { id: 'ed_test_61Tm', type: 'v2.core.event_destination', url: '/v2/core/event_destinations/ed_test_61Tm' },
+    snapshot_event: undefined,
+  }));
+  for (const notification of [...notifications, ...pings]) file.service.stripe.addThinEvent({ ...notification });
+
+  const stripe = createStripeClient(STRIPE_SECRET_KEY, file.service.stripe.url, { timeoutMs: 5_000 });
+  const options = { since: new Date(Date.now() - 3_600_000), maxAttempts: 10, lists: 'thin' as const };
+  const first = await reconcileEvents(file.database.db, stripe, options);
+  assert.deepEqual({ listed: first.listed, missing: first.missing, claimed: first.claimed }, { listed: 105, missing: 105, claimed: 105 });
+  assert.ok(file.service.stripe.requests.filter((r) => r.path === '/v2/core/events').length >= 2);
+  for (const [i, notification] of notifications.entries()) {
+    assert.equal((await finishedEvent(file.database, notification.id)).status, 'processed');
+    assert.equal((await quotaOf(file.database, orders[i]!.account_id)).granted, 40);
+  }
+  assert.equal((await finishedEvent(file.database, pings[0]!.id)).status, 'ignored');
+
+  const second = await reconcileEvents(file.database.db, stripe, options);
+  assert.deepEqual({ listed: second.listed, missing: second.missing, claimed: second.claimed }, { listed: 105, missing: 0, claimed: 0 });
 });

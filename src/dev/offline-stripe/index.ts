@@ -26,7 +26,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IMPLEMENTED, Resources } from './resources.js';
-import { authenticate, canonical, idempotencyError, parseForm, readBody, send, StripeApiError, type IdempotencyRecord, type Params, type Reply } from './wire.js';
+import { authenticate, canonical, idempotencyError, isRecord, ok, parseForm, readBody, send, StripeApiError, type IdempotencyRecord, type Params, type Reply } from './wire.js';
 
 // Not `import { createServer } from 'node:http'`: that would load Node's undici (src/stripe/sdk.ts says why).
 const { createServer } = process.getBuiltinModule('node:http');
@@ -38,8 +38,12 @@ export interface OfflineStripe {
   readonly sessions: ReadonlyMap<string, Record<string, unknown>>;
   readonly refunds: ReadonlyMap<string, Record<string, unknown>>;
   readonly subscriptions: ReadonlyMap<string, Record<string, unknown>>;
-  /** Makes an event listable by GET /v1/events, as Stripe keeps them for 30 days. */
+  /** Makes an event listable and retrievable by GET /v1/events, as Stripe keeps them for 30 days, and its object retrievable. */
   addEvent(event: Record<string, unknown>, options?: { delivered?: boolean }): void;
+  /** Makes a thin notification listable and retrievable by GET /v2/core/events. */
+  addThinEvent(notification: Record<string, unknown>): void;
+  /** Makes any object with an `id` retrievable by GET of its URL (/v1/invoices/in_…), as a thin notification's related_object.url. */
+  addObject(object: Record<string, unknown>): void;
   /** Makes a subscription retrievable and updatable, as if a customer had completed its checkout. */
   addSubscription(subscription: Record<string, unknown>): void;
   /** Makes a Price (or Product) retrievable and listable, and a Price sellable by Checkout; adding one again replaces it. */
@@ -56,6 +60,12 @@ export interface RecordedStripeRequest {
   idempotencyKey: string | undefined;
   params: Record<string, unknown>;
 }
+
+/** Where `npm start` runs the stand-in when the port is free (else any port): a place scripts can find it. */
+export const OFFLINE_STRIPE_PORT = 12111;
+
+/** POST a snapshot event (JSON) here: listed, retrievable, and its object retrievable (send-event --thin). */
+export const TELL_EVENT_PATH = '/_offline/events';
 
 export async function startOfflineStripe(options: { port?: number; host?: string } = {}): Promise<OfflineStripe> {
   const host = options.host ?? '127.0.0.1';
@@ -75,6 +85,14 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     const key = typeof rawKey === 'string' ? rawKey : undefined;
     const echo: Record<string, string> = key === undefined ? {} : { 'Idempotency-Key': key };
     try {
+      if (method === 'POST' && pathname === TELL_EVENT_PATH) {
+        // Not Stripe's: how `npm run send-event -- --thin` tells this stand-in of the snapshot event
+        // its thin notification names, so that the worker's fetch finds it.
+        const event = JSON.parse(await readBody(req)) as Params;
+        addEvent(event);
+        send(res, ok(event), {});
+        return;
+      }
       const params = parseForm(method === 'POST' ? await readBody(req) : search.slice(1));
       requests.push({ method, path: pathname, idempotencyKey: key, params });
       if (failures.remaining > 0) {
@@ -130,6 +148,12 @@ export async function startOfflineStripe(options: { port?: number; host?: string
       send(res, { status: 500, body: JSON.stringify({ error: { type: 'api_error', message: String(err) } }) }, {});
     });
   });
+  function addEvent(event: Params, { delivered = false } = {}): void {
+    resources.events.push({ event, delivered });
+    const object = isRecord(event.data) ? event.data.object : undefined;
+    if (isRecord(object) && typeof object.id === 'string') resources.objects.set(object.id, object);
+  }
+
   server.listen(options.port ?? 0, host);
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
@@ -140,7 +164,9 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     sessions: resources.sessions,
     refunds: resources.refunds,
     subscriptions: resources.subscriptions,
-    addEvent(event, { delivered = false } = {}) { resources.events.push({ event, delivered }); },
+    addEvent,
+    addThinEvent(notification) { resources.thinEvents.push(notification); },
+    addObject(object) { resources.objects.set(object.id as string, object); },
     addSubscription(subscription) { resources.subscriptions.set(subscription.id as string, subscription); },
     addPrice(price) { resources.catalogue.prices.set(price.id as string, price); },
     addProduct(product) { resources.catalogue.products.set(product.id as string, product); },

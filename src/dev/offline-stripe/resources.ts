@@ -4,7 +4,7 @@
 import { Catalogue } from './prices.js';
 import { invalid, isRecord, integer, missing, ok, randomId, StripeApiError, type Params, type Reply } from './wire.js';
 
-export const IMPLEMENTED = 'Checkout Session create and retrieve, refund create, subscription retrieve and update, event list, and price and product retrieve and list';
+export const IMPLEMENTED = 'Checkout Session create and retrieve, refund create, subscription retrieve and update, event list and retrieve, thin event (v2) list and retrieve, price and product retrieve and list, and retrieve of any object added to it';
 
 export class Resources {
   readonly sessions = new Map<string, Params>();
@@ -12,6 +12,10 @@ export class Resources {
   readonly subscriptions = new Map<string, Params>();
   readonly events: Array<{ event: Params; delivered: boolean }> = [];
   readonly catalogue = new Catalogue();
+  /** Thin notifications, as GET /v2/core/events lists them. */
+  readonly thinEvents: Params[] = [];
+  /** Any other object by id (an invoice, a charge): what a thin notification's related_object.url fetches. */
+  readonly objects = new Map<string, Params>();
 
   constructor(private readonly baseUrl: () => string) {}
 
@@ -20,6 +24,14 @@ export class Resources {
     if (method === 'POST' && path === '/v1/checkout/sessions') return ok(this.createSession(params));
     if (method === 'POST' && path === '/v1/refunds') return ok(this.createRefund(params));
     if (method === 'GET' && path === '/v1/events') return ok(this.listEvents(params));
+    if (method === 'GET' && path === '/v2/core/events') return ok(listThin(this.thinEvents, params));
+    const v2Event = /^\/v2\/core\/events\/([^/]+)$/.exec(path)?.[1];
+    if (method === 'GET' && v2Event !== undefined) return ok(found(new Map(this.thinEvents.map((e) => [e.id as string, e])), decodeURIComponent(v2Event), 'event', 'id'));
+    const v1Event = /^\/v1\/events\/([^/]+)$/.exec(path)?.[1];
+    if (method === 'GET' && v1Event !== undefined) return ok(found(new Map(this.events.map((e) => [e.event.id as string, e.event])), decodeURIComponent(v1Event), 'event', 'id'));
+    const objectId = /^\/v1\/[a-z_/]+\/([^/]+)$/.exec(path)?.[1];
+    const object = objectId === undefined ? undefined : this.objects.get(decodeURIComponent(objectId));
+    if (method === 'GET' && object !== undefined) return ok(object);
     const session = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(path)?.[1];
     if (method === 'GET' && session !== undefined) return ok(found(this.sessions, session, 'checkout.session', 'session'));
     const subscription = /^\/v1\/subscriptions\/([^/]+)$/.exec(path)?.[1];
@@ -148,6 +160,24 @@ function inlinePrice(item: unknown, at: string): { currency: string; unitAmount:
   if (!isRecord(priceData)) throw invalid(`${at} needs [price] or [price_data].`, `${at}[price_data]`);
   if (typeof priceData.currency !== 'string') throw missing(`${at}[price_data][currency]`);
   return { currency: priceData.currency.toLowerCase(), unitAmount: integer(priceData.unit_amount, `${at}[price_data][unit_amount]`), recurring: isRecord(priceData.recurring) };
+}
+
+/**
+ * Newest first, like Stripe's v2 list: `created[gte]` an ISO 8601 time, pages by the opaque
+ * `page` token that `next_page_url` carries.
+ */
+function listThin(events: readonly Params[], params: Params): Params {
+  const created = isRecord(params.created) ? params.created : {};
+  const gte = created.gte === undefined ? 0 : typeof created.gte === 'string' ? Date.parse(created.gte) : Number.NaN;
+  if (Number.isNaN(gte)) throw invalid('created[gte] must be an ISO 8601 timestamp', 'created[gte]');
+  const limit = params.limit === undefined ? 20 : integer(params.limit, 'limit');
+  if (limit < 1 || limit > 100) throw invalid('limit must be between 1 and 100', 'limit');
+  const start = params.page === undefined ? 0 : integer(params.page, 'page');
+  const matching = events
+    .filter((e) => Date.parse(e.created as string) >= gte)
+    .sort((a, b) => Date.parse(b.created as string) - Date.parse(a.created as string));
+  const end = start + limit;
+  return { data: matching.slice(start, end), next_page_url: end < matching.length ? `/v2/core/events?page=${end}` : null, previous_page_url: null };
 }
 
 /** Metadata is a map of strings (Stripe refuses a nested value), or absent. */

@@ -1,0 +1,69 @@
+// What a thin notification's handlers read: the worker fetches it, outside any transaction, through
+// the bounded Stripe calls (StripeCalls: a deadline, a bound on calls in flight, the SDK's retry)
+// at the pace of a CallRate. The handlers then see the event as a snapshot event of the v1 type,
+// so each module keeps one source of truth per type (docs/events.md, "Thin events").
+//
+// Which source: the snapshot event the notification names (GET /v1/events/:id), which holds the
+// object as it was at the event, in the account's API version, like a snapshot delivery; failing
+// that, the related object's current state (GET of related_object.url), stamped with the second
+// the fetch began, as the subscription refetch stamps what it fetches: a handler that orders states by time
+// then compares it with what is true at that second, not at the event.
+import { z } from 'zod';
+import type { StripeEventRow } from '../db/schema.js';
+import type { CallRate } from '../stripe/call-rate.js';
+import type { StripeCalls } from '../stripe/outbound.js';
+import { Stripe } from '../stripe/sdk.js';
+import { snapshotTypeOf } from '../stripe/thin-events.js';
+import { PermanentError } from './handler.js';
+
+/** The event as its handlers read it: type, payload (and, for a current state, its time) replaced. */
+export type FetchThin = (event: StripeEventRow) => Promise<StripeEventRow>;
+
+// What the webhook route checked before storing it (src/stripe/webhook-event.ts); read back here.
+const storedNotification = z.object({
+  related_object: z.object({ url: z.string() }).nullish(),
+  snapshot_event: z.string().nullish(),
+  context: z.string().nullish(),
+});
+
+export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate): FetchThin {
+  const get = async (operation: string, path: string, event: StripeEventRow, context: string | null | undefined): Promise<Record<string, unknown>> => {
+    await rate.take();
+    try {
+      return (await stripeCalls.run(operation, (stripe) =>
+        stripe.rawRequest('GET', path, undefined, {
+          ...(context && { stripeContext: context }),
+          headers: { 'Stripe-Request-Trigger': `event=${event.event_id}` },
+        }),
+      )) as Record<string, unknown>;
+    } catch (error) {
+      // Gone for good (deleted, another account's, past Stripe's 30 days of events): retrying
+      // cannot help. Anything else (5xx, timeout, no free slot) is transient and retried.
+      if (error instanceof Stripe.errors.StripeError && error.statusCode === 404) {
+        throw new PermanentError(`thin event: Stripe answered 404 for GET ${path}: ${error.message}`, { cause: error });
+      }
+      throw error;
+    }
+  };
+
+  return async (event) => {
+    const type = snapshotTypeOf(event.type);
+    const notification = storedNotification.safeParse(event.payload);
+    if (type === undefined || !notification.success || !notification.data.related_object) {
+      throw new PermanentError(`thin event: ${event.type} names no related object to fetch`);
+    }
+    const { snapshot_event: snapshotEvent, related_object: related, context } = notification.data;
+    if (snapshotEvent) {
+      const snapshot = await get('thin_fetch_event', `/v1/events/${encodeURIComponent(snapshotEvent)}`, event, context);
+      return { ...event, type, payload: snapshot };
+    }
+    const began = Math.floor(Date.now() / 1000);
+    const object = await get('thin_fetch_related_object', related.url, event, context);
+    return {
+      ...event,
+      type,
+      stripe_created_at: new Date(began * 1000),
+      payload: { id: event.event_id, object: 'event', type, created: began, livemode: event.livemode, data: { object } },
+    };
+  };
+}
