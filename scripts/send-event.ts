@@ -2,7 +2,8 @@
 // Stripe's example objects, signs each with the configured webhook secret (as Stripe signs each
 // delivery) and posts them to a running instance: one event, or a subscription's whole period.
 import { PERIOD_SECONDS, periodEvents } from '../src/modules/billing/sample-events.js';
-import { randomStripeId, checkoutSession, exampleObject, sampleEvent, signDelivery, type SampleEvent } from '../src/stripe/sample-events.js';
+import { randomStripeId, checkoutSession, exampleObject, sampleEvent, signDelivery, thinNotification, type SampleEvent, type ThinNotification } from '../src/stripe/sample-events.js';
+import { OFFLINE_STRIPE_PORT, TELL_EVENT_PATH } from '../src/dev/offline-stripe/index.js';
 import { runScript, UsageError } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
 
@@ -20,8 +21,8 @@ const EXAMPLES: Record<string, Parameters<typeof exampleObject>[0]> = {
 };
 
 runScript({
-  usage: `usage: npm run send-event -- <type> [--order <order_id>] [--event-id <evt_…>] [--times <n>] [--url <base>] [--json]
-       npm run send-event -- --subscription <subscription_id> [--cycle <n>] [--in-order] [--url <base>] [--json]
+  usage: `usage: npm run send-event -- <type> [--order <order_id>] [--event-id <evt_…>] [--times <n>] [--thin [--stripe-url <base>]] [--url <base>] [--json]
+       npm run send-event -- --subscription <subscription_id> [--cycle <n>] [--in-order] [--thin [--stripe-url <base>]] [--url <base>] [--json]
 
 Signs and posts one event to a running stripe-inbox (default ${'http://localhost:$PORT'}).
   ${CHECKOUT_TYPES.join(', ')}
@@ -30,6 +31,11 @@ Signs and posts one event to a running stripe-inbox (default ${'http://localhost
       Stripe's example object
   any other type: an object with an id only (stored and ignored by the service)
 --event-id reuses an id (a retry of the same event); --times sends the same event n times.
+--thin sends each as a thin destination would: a v2.core.event notification (type v1.<type>)
+naming its snapshot event, which it first hands to the offline Stripe stand-in the service
+fetches from (--stripe-url; default STRIPE_API_BASE, else the stand-in npm start runs at
+http://127.0.0.1:${OFFLINE_STRIPE_PORT}); --times resends that notification. Against real
+Stripe, use a thin event destination instead.
 
 --subscription sends every event of one paid period of that subscription (from POST
 /api/subscriptions), shuffled as Stripe may deliver them: --cycle 1 (the default) is the first
@@ -43,11 +49,20 @@ renewals. --in-order keeps Stripe's order.`,
     'event-id': { type: 'string' },
     times: { type: 'string', default: '1' },
     url: { type: 'string' },
+    thin: { type: 'boolean' },
+    'stripe-url': { type: 'string' },
   },
   positionals: true,
   async run({ values, positionals }, { config }) {
     const base = typeof values.url === 'string' ? values.url : `http://localhost:${config.port}`;
     const secret = config.webhookSecrets[0]!;
+    const stripeUrl = typeof values['stripe-url'] === 'string' ? values['stripe-url'] : (config.stripeApiBase ?? `http://127.0.0.1:${OFFLINE_STRIPE_PORT}`);
+    // What goes to the webhook: the event, or its thin notification once the stand-in holds the event.
+    const deliveryOf = async (event: SampleEvent): Promise<SampleEvent | ThinNotification> => {
+      if (values.thin !== true) return event;
+      await tellStandIn(stripeUrl, event);
+      return thinNotification(event);
+    };
     if (typeof values.subscription === 'string') {
       if (positionals.length > 0) throw new UsageError('--subscription sends a whole period: give no event type with it');
       const cycle = wholeNumberOption(values.cycle, '--cycle', { min: 1, max: 1000, example: '2' });
@@ -55,7 +70,10 @@ renewals. --in-order keeps Stripe's order.`,
       const events = await subscriptionPeriod(base, config.apiToken, subscription, cycle);
       const sent = values['in-order'] === true ? events : shuffle(events);
       const replies = [];
-      for (const event of sent) replies.push({ event_id: event.id, type: event.type, ...(await post(base, event, secret)) });
+      for (const event of sent) {
+        const delivery = await deliveryOf(event);
+        replies.push({ event_id: delivery.id, type: delivery.type, ...(await post(base, delivery, secret)) });
+      }
       return {
         json: { subscription_id: subscription.subscription_id, cycle, replies },
         text: replies.map((r) => `${r.event_id} ${r.type} → ${r.status} ${JSON.stringify(r.body)}`).join('\n'),
@@ -74,14 +92,14 @@ renewals. --in-order keeps Stripe's order.`,
     } else {
       object = EXAMPLES[type] ? exampleObject(EXAMPLES[type]) : { id: randomStripeId('obj'), object: type.split('.')[0] };
     }
-    const event = sampleEvent(type, object, typeof values['event-id'] === 'string' ? { id: values['event-id'] } : {});
+    const event = await deliveryOf(sampleEvent(type, object, typeof values['event-id'] === 'string' ? { id: values['event-id'] } : {}));
 
     const replies: Array<{ status: number; body: unknown }> = [];
     for (let i = 0; i < times; i++) replies.push(await post(base, event, secret));
     const ok = replies.every((r) => r.status === 200);
     return {
-      json: { event_id: event.id, type, replies },
-      text: replies.map((r) => `${event.id} ${type} → ${r.status} ${JSON.stringify(r.body)}`).join('\n'),
+      json: { event_id: event.id, type: event.type, replies },
+      text: replies.map((r) => `${event.id} ${event.type} → ${r.status} ${JSON.stringify(r.body)}`).join('\n'),
       exitCode: ok ? 0 : 1,
     };
   },
@@ -103,12 +121,20 @@ interface SubscriptionView {
 }
 
 /** Signs the event anew, like each Stripe delivery attempt (new timestamp, same event id), and posts it. */
-async function post(base: string, event: SampleEvent, secret: string): Promise<{ status: number; body: unknown }> {
+async function post(base: string, event: unknown, secret: string): Promise<{ status: number; body: unknown }> {
   const { body, headers } = signDelivery(event, secret);
   const response = await fetch(`${base}/webhooks/stripe`, { method: 'POST', body, headers }).catch((error: unknown) => {
     throw new Error(`cannot reach ${base}: is the service running (npm start)?`, { cause: error });
   });
   return { status: response.status, body: await response.json() };
+}
+
+/** Hands a snapshot event to the offline stand-in, so that the worker's fetch for its thin notification finds it. */
+async function tellStandIn(stripeUrl: string, event: SampleEvent): Promise<void> {
+  const told = await fetch(stripeUrl + TELL_EVENT_PATH, { method: 'POST', body: JSON.stringify(event) }).catch((error: unknown) => {
+    throw new Error(`cannot reach the offline Stripe stand-in at ${stripeUrl}: is npm start running without STRIPE_SECRET_KEY? (or pass --stripe-url)`, { cause: error });
+  });
+  if (!told.ok) throw new Error(`${stripeUrl}${TELL_EVENT_PATH} answered ${told.status}: --thin needs the offline Stripe stand-in, not Stripe`);
 }
 
 async function getJson<T>(base: string, path: string, apiToken: string, howToMake: string): Promise<T> {
