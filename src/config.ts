@@ -148,6 +148,23 @@ const settings = {
   staleAfterMs: { env: 'STALE_AFTER_SECONDS', schema: int(1, 86_400).transform(toMs), example: '300', default: '300' },
   sweepCron: { env: 'SWEEP_CRON', schema: z.string().regex(/^(\S+\s+){4}\S+$/, 'must have five crontab fields'), example: '* * * * *', default: '* * * * *' },
   /**
+   * When the reconcile task lists Stripe's recent events and claims those we lack
+   * (src/reconcile/reconcile-events.ts); `off` schedules none (a changed database identity still
+   * starts one). Hourly off the hour by default: a lost event then waits at most an hour.
+   */
+  reconcileCron: {
+    env: 'RECONCILE_CRON',
+    schema: z.string().regex(/^(off|(\S+\s+){4}\S+)$/, 'must have five crontab fields, or be off'),
+    example: '17 * * * *',
+    default: '17 * * * *',
+  },
+  /** How far back each reconcile lists: Stripe retries a delivery for 3 days (72 h); its Events API keeps 30 days (720 h). */
+  reconcileWindowMs: { env: 'RECONCILE_WINDOW_HOURS', schema: int(1, 720).transform((hours) => hours * 3_600_000), example: '72', default: '72' },
+  /** Stripe list calls (pages of 100 events) one scheduled or triggered reconcile makes at most. */
+  reconcileMaxCalls: { env: 'RECONCILE_MAX_CALLS', schema: int(1, 10_000), example: '50', default: '50' },
+  /** The reconcile's pace, per process: its list calls spend at most this much of the account's Stripe rate limit. */
+  reconcileCallsPerSecond: { env: 'RECONCILE_CALLS_PER_SECOND', schema: int(1, 100), example: '5', default: '5' },
+  /**
    * An event's attempts, handler failures and reclaims together, counted on its row; the row
    * decides when it is a dead letter. Its fulfilment job is given the same limit.
    */

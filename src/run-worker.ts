@@ -1,11 +1,12 @@
 // Starts graphile-worker with the tasks the rest declare: fulfilment's (tasks/), the maintenance
-// services' with their crontab lines (src/sweep/, src/prune/, src/notifications/reclaim.ts), the
-// modules'; and beside them the pump that delivers outcome notifications (src/notifications/). Signal handling
-// is ours (main.ts): graphile-worker would otherwise install its own SIGTERM handlers and race our
-// graceful shutdown.
+// services' with their crontab lines (src/sweep/, src/prune/, src/notifications/reclaim.ts,
+// src/reconcile/), the modules'; and beside them the pump that delivers outcome notifications
+// (src/notifications/). Signal handling is ours (main.ts): graphile-worker would otherwise install
+// its own SIGTERM handlers and race our graceful shutdown.
 import { run, type Runner, type RunnerOptions, type Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
+import type Stripe from 'stripe';
 import { processStripeEventsTask } from '../tasks/process_stripe_event.js';
 import type { BusinessModule, TaskContext } from './module-interface.js';
 import type { Config } from './config.js';
@@ -18,6 +19,8 @@ import { createOutbox } from './notifications/outbox.js';
 import { reclaimTask } from './notifications/reclaim.js';
 import type { StripeCalls } from './stripe/outbound.js';
 import { pruneTask } from './prune/prune-events.js';
+import { checkDatabaseIdentity, identityTask } from './reconcile/database-identity.js';
+import { reconcileTask } from './reconcile/reconcile-events.js';
 import { sweepTask } from './sweep/sweep-stale-events.js';
 import { graphileLogger } from './worker/graphile-logger.js';
 import { JobLoopWatchdog, type JobLoopStatus } from './worker/job-loop-watchdog.js';
@@ -61,7 +64,7 @@ interface MaintenanceTask {
   readonly identifier: string;
   /** Its line of the crontab. */
   crontab(config: Config): string;
-  task(deps: { db: Kysely<Database>; logger: Logger; metrics: Metrics; config: Config }): Task;
+  task(deps: { db: Kysely<Database>; stripe: Stripe; logger: Logger; metrics: Metrics; config: Config }): Task;
 }
 
 /**
@@ -74,7 +77,7 @@ interface MaintenanceTask {
 const INTAKE_FIRST_MAX_WAIT_MS = 100;
 
 /** Run on the fulfilment runner's crontab. */
-const MAINTENANCE_TASKS: readonly MaintenanceTask[] = [sweepTask, pruneTask, reclaimTask];
+const MAINTENANCE_TASKS: readonly MaintenanceTask[] = [sweepTask, pruneTask, reclaimTask, reconcileTask, identityTask];
 
 export interface WorkerOptions {
   /** For tests of a stall: the job loop's stall threshold (job-loop-watchdog.ts). */
@@ -136,10 +139,16 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
       taskList: {
         [PROCESS_EVENT_TASK]: processStripeEventsTask({ fulfilment, logger: logger.child({ task: PROCESS_EVENT_TASK }), metrics }),
         ...Object.fromEntries(
-          MAINTENANCE_TASKS.map((service) => [service.identifier, service.task({ db, logger: logger.child({ task: service.identifier }), metrics, config })]),
+          MAINTENANCE_TASKS.map((service) => [service.identifier, service.task({ db, stripe: stripeCalls.stripe, logger: logger.child({ task: service.identifier }), metrics, config })]),
         ),
       },
     });
+    // A failover or restore while no worker ran is noticed here; one while running, at the next tick.
+    // Not fatal: the database answered the migrations, and the next tick checks again.
+    const identityLogger = logger.child({ task: identityTask.identifier });
+    await checkDatabaseIdentity(db, { reconcile: reconcileTask.runs(config), logger: identityLogger }).catch((error: unknown) =>
+      identityLogger.error({ err: error }, "checking the database's identity at start-up failed; the next SWEEP_CRON tick checks again"),
+    );
     const tasks = moduleTasks(modules, { config, db, stripeCalls, logger, notifications });
     if (Object.keys(tasks).length > 0) await start('modules', { concurrency: config.moduleJobConcurrency, taskList: tasks });
     // Unset APP_WEBHOOK_URL writes no notification, and leaves any queued before it waiting.

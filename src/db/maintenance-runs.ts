@@ -3,9 +3,9 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
 /** The periodic jobs that record their runs here, by the name stored in maintenance_runs.name. */
-export type MaintenanceRun = 'sweep' | 'prune';
+export type MaintenanceRun = 'sweep' | 'prune' | 'reconcile';
 
-export async function recordMaintenanceRun(db: Kysely<Database>, name: MaintenanceRun, result: Record<string, number>): Promise<void> {
+export async function recordMaintenanceRun(db: Kysely<Database>, name: MaintenanceRun, result: Record<string, number | boolean>): Promise<void> {
   await sql`
     insert into maintenance_runs (name, last_run_at, last_result) values (${name}, now(), ${JSON.stringify(result)}::jsonb)
     on conflict (name) do update set last_run_at = excluded.last_run_at, last_result = excluded.last_result`.execute(db);

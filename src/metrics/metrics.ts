@@ -69,6 +69,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly reconciledEvents = new Counter({
+    name: 'stripe_inbox_reconciled_events_total',
+    help: 'Events reconcile claimed from Stripe\'s lists because they were missing here (lost or never delivered)',
+    registers: [this.registry],
+  });
+
   readonly stripeRequestSeconds = new Histogram({
     name: 'stripe_inbox_stripe_request_seconds',
     help: "Outbound Stripe API calls by operation and outcome (ok, error, timeout), retries included",

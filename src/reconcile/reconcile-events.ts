@@ -1,17 +1,30 @@
 // Reconcile: pull events we never received from Stripe's Events API (it keeps 30 days), and the
 // notifications of a thin destination from its v2 events list, and claim
 // them through the same path as the webhook. For an endpoint that was down longer than Stripe's
-// retry window, or disabled, or deliveries Stripe gave up on. Idempotent: an event we already
-// have is skipped by the claim itself (its id is the primary key), so running it twice changes
-// nothing.
+// retry window, or disabled, or deliveries Stripe gave up on, and for events that got their 2xx
+// from a database that is gone since (an asynchronous failover, a restore from backup): Stripe
+// never resends those. Idempotent: an event we already have is skipped by the claim itself (its
+// id is the primary key), so running it twice changes nothing.
+//
+// Everything of it is here: the worker task `reconcile_events` and its schedule, the bounded run
+// and what it records. One function, three callers: the cron task, the same task queued when the
+// database's identity changed (database-identity.ts), and `npm run reconcile`.
+import type { Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';
+import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database } from '../db/schema.js';
 import { claimEvents, type IncomingEvent } from '../events/event-store.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { CallRate } from '../stripe/call-rate.js';
 import { toIncomingEvent, toIncomingNotification, type ThinNotification } from '../stripe/webhook-event.js';
 
 /** Stripe's Events API lists events of the last 30 days only. */
 export const STRIPE_EVENTS_RETENTION_DAYS = 30;
+
+/** graphile-worker's identifier for the reconcile task: stored in every queued job, so it stays. */
+export const RECONCILE_TASK = 'reconcile_events';
 
 export interface ReconcileOptions {
   since: Date;
@@ -21,12 +34,23 @@ export interface ReconcileOptions {
   maxAttempts: number;
   /** Both, unless told: a thin destination's events are only in the v2 list. */
   lists?: ReconcileLists;
+  /** Most Stripe list calls (pages of 100 events) in this run; unbounded unless told. */
+  maxCalls?: number;
+  /** Paces the list calls; unpaced unless given. */
+  callRate?: CallRate;
+  /** Logs a line only when the run claimed something or was cut short. */
+  logger?: Logger;
+  metrics?: Pick<Metrics, 'reconciledEvents'>;
 }
 
 export interface ReconcileResult {
   listed: number;
   missing: number;
   claimed: number;
+  /** Stripe list calls made (each a page of up to 100 events). */
+  calls: number;
+  /** maxCalls ran out before the lists did: the oldest part of the window was not read. */
+  truncated: boolean;
   dry_run: boolean;
   event_ids: string[];
 }
@@ -36,10 +60,80 @@ const PAGE_SIZE = 100;
 /** Which of Stripe's lists to read: the Events API (snapshot events), the v2 events list (thin), or both. */
 export type ReconcileLists = 'snapshot' | 'thin' | 'both';
 
+/** A page of the v2 events list, as the SDK's pager reads it. */
+interface V2Page {
+  data: unknown[];
+  next_page_url: string | null;
+}
+
+/** One list call's events, and the call for the next page (none after the last). */
+interface Page {
+  events: IncomingEvent[];
+  next: (() => Promise<Page>) | undefined;
+}
+
+/**
+ * Reconcile as the worker runs it (src/run-worker.ts): task `reconcile_events` every
+ * RECONCILE_CRON tick over the last RECONCILE_WINDOW_HOURS, bounded by RECONCILE_MAX_CALLS and
+ * RECONCILE_CALLS_PER_SECOND. One attempt per tick: a failed run is the next tick's work.
+ *
+ * Not scheduled without STRIPE_SECRET_KEY (`runs`): that is development, whose offline stand-in
+ * forgets its events when it stops, so there is nothing to reconcile against. Then the crontab
+ * line is empty (graphile-worker skips it), the worker says so once as it registers the task,
+ * and a changed database identity queues no run either (database-identity.ts).
+ */
+export const reconcileTask = {
+  identifier: RECONCILE_TASK,
+  runs: (config: { stripeSecretKey: string | undefined }) => config.stripeSecretKey !== undefined,
+  crontab: (config: ReconcileConfig) => (reconcileTask.runs(config) && config.reconcileCron !== 'off' ? `${config.reconcileCron} ${RECONCILE_TASK} ?max=1` : ''),
+  task: ({ db, stripe, logger, metrics, config }: ReconcileTaskDeps): Task => {
+    if (!reconcileTask.runs(config)) logger.info('reconcile is off: STRIPE_SECRET_KEY is unset (development), so Stripe has no events of ours to list');
+    // One pace for every run of this process, so two runs at once (a tick and a triggered one) share it.
+    const callRate = new CallRate(config.reconcileCallsPerSecond);
+    return async () => {
+      await reconcileEvents(db, stripe, {
+        // Every event, not only undelivered ones: an event lost with a failed-over database had its 2xx.
+        since: new Date(Date.now() - config.reconcileWindowMs),
+        maxAttempts: config.maxAttempts,
+        maxCalls: config.reconcileMaxCalls,
+        callRate,
+        logger,
+        metrics,
+      });
+    };
+  },
+};
+
+interface ReconcileConfig {
+  stripeSecretKey: string | undefined;
+  reconcileCron: string;
+  reconcileWindowMs: number;
+  reconcileMaxCalls: number;
+  reconcileCallsPerSecond: number;
+  maxAttempts: number;
+}
+
+interface ReconcileTaskDeps {
+  /** The worker pool. */
+  db: Kysely<Database>;
+  stripe: Stripe;
+  logger: Logger;
+  metrics: Pick<Metrics, 'reconciledEvents'>;
+  config: ReconcileConfig;
+}
+
+/**
+ * Lists Stripe's events created since `options.since`, newest first, page by page, claiming each
+ * page's missing ones before the next call; stops after `maxCalls` calls (`truncated`). Unless a
+ * dry run, records the run (maintenance_runs, metrics) and logs a line if it claimed something
+ * (those events had been lost) or was cut short.
+ */
 export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, options: ReconcileOptions): Promise<ReconcileResult> {
-  const result: ReconcileResult = { listed: 0, missing: 0, claimed: 0, dry_run: options.dryRun ?? false, event_ids: [] };
+  const result: ReconcileResult = { listed: 0, missing: 0, claimed: 0, calls: 0, truncated: false, dry_run: options.dryRun ?? false, event_ids: [] };
   const lists = options.lists ?? 'both';
+  const maxCalls = options.maxCalls ?? Infinity;
   const claimMissing = async (page: IncomingEvent[]) => {
+    if (page.length === 0) return;
     const known = await db.selectFrom('stripe_events').select('event_id').where('event_id', 'in', page.map((e) => e.eventId)).execute();
     const have = new Set(known.map((r) => r.event_id));
     const missing = page.filter((e) => !have.has(e.eventId));
@@ -51,36 +145,65 @@ export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, opti
       result.event_ids.push(...missing.map((e) => e.eventId));
     }
   };
-  const claimAll = async (events: AsyncIterable<IncomingEvent>) => {
-    let page: IncomingEvent[] = [];
-    for await (const event of events) {
-      result.listed++;
-      page.push(event);
-      if (page.length === PAGE_SIZE) {
-        await claimMissing(page);
-        page = [];
+  const claimAll = async (first: () => Promise<Page>) => {
+    for (let call: (() => Promise<Page>) | undefined = first; call; ) {
+      if (result.calls >= maxCalls) {
+        result.truncated = true;
+        return;
       }
+      await options.callRate?.take();
+      result.calls++;
+      const page = await call();
+      result.listed += page.events.length;
+      await claimMissing(page.events);
+      call = page.next;
     }
-    if (page.length > 0) await claimMissing(page);
   };
   // Not the bytes of a webhook delivery (there was none), but the same object.
   if (lists !== 'thin') {
-    await claimAll(mapped(stripe.events.list({
-      created: { gte: Math.floor(options.since.getTime() / 1000) },
-      limit: PAGE_SIZE,
-      ...(options.undeliveredOnly && { delivery_success: false }),
-    }), (event) => toIncomingEvent(event, Buffer.from(JSON.stringify(event)))));
+    const snapshotPage = (startingAfter?: string) => async (): Promise<Page> => {
+      const page = await stripe.events.list({
+        created: { gte: Math.floor(options.since.getTime() / 1000) },
+        limit: PAGE_SIZE,
+        ...(options.undeliveredOnly && { delivery_success: false }),
+        ...(startingAfter !== undefined && { starting_after: startingAfter }),
+      });
+      const last = page.data.at(-1);
+      return {
+        events: page.data.map((event) => toIncomingEvent(event, Buffer.from(JSON.stringify(event)))),
+        next: page.has_more && last ? snapshotPage(last.id) : undefined,
+      };
+    };
+    await claimAll(snapshotPage());
   }
   if (lists !== 'snapshot') {
-    // A thin destination's notifications: the v2 list, paged by its own next_page_url. Its
+    // A thin destination's notifications: the v2 list, paged by its own next_page_url, which
+    // carries the page token and the filters (the SDK's own pager follows it the same way). Its
     // `created` filter takes an RFC 3339 time, as every v2 timestamp (the SDK types it as a number).
     const created = { gte: options.since.toISOString() } as unknown as Stripe.RangeQueryParam;
-    await claimAll(mapped(stripe.v2.core.events.list({ created, limit: PAGE_SIZE }), (notification) =>
-      toIncomingNotification(notification as unknown as ThinNotification, Buffer.from(JSON.stringify(notification)))));
+    const thinPage = (url?: string) => async (): Promise<Page> => {
+      const page: V2Page = url === undefined ? await stripe.v2.core.events.list({ created, limit: PAGE_SIZE }) : ((await stripe.rawRequest('GET', url)) as V2Page);
+      return {
+        events: page.data.map((notification) => toIncomingNotification(notification as ThinNotification, Buffer.from(JSON.stringify(notification)))),
+        next: page.next_page_url ? thinPage(page.next_page_url) : undefined,
+      };
+    };
+    await claimAll(thinPage());
   }
+  if (!result.dry_run) await recordRun(db, result, options);
   return result;
 }
 
-async function* mapped<T, U>(items: AsyncIterable<T>, map: (item: T) => U): AsyncIterable<U> {
-  for await (const item of items) yield map(item);
+async function recordRun(db: Kysely<Database>, result: ReconcileResult, options: ReconcileOptions): Promise<void> {
+  const { listed, missing, claimed, calls, truncated } = result;
+  await recordMaintenanceRun(db, 'reconcile', { listed, missing, claimed, calls, truncated });
+  options.metrics?.reconciledEvents.inc(claimed);
+  // Each claimed event had been acknowledged to Stripe, or never delivered, and was not here: lost.
+  if (claimed > 0) options.logger?.warn({ listed, missing, claimed, calls, since: options.since }, 'reconcile claimed events Stripe has and we had lost');
+  if (truncated) {
+    options.logger?.warn(
+      { listed, calls, since: options.since },
+      `reconcile stopped after ${calls} Stripe list calls, before the start of its window: raise RECONCILE_MAX_CALLS (or lower RECONCILE_WINDOW_HOURS)`,
+    );
+  }
 }

@@ -1,0 +1,153 @@
+// The database identity watch: notices that the database under the service is not the one it
+// wrote to before (an asynchronous failover, a restore from a backup or a dump) and queues a
+// reconcile at once, rather than at the next RECONCILE_CRON tick. Events that got their 2xx from
+// the old database and never reached the new one are lost to the webhook: Stripe does not resend
+// them, and only its Events API still has them (reconcile-events.ts).
+//
+// The identity is (system identifier, current timeline, database oid):
+// - a standby promoted by a failover keeps its primary's system identifier but starts a new
+//   timeline, as does a point-in-time recovery from a base backup;
+// - a dump restored into another cluster has that cluster's system identifier;
+// - a dump restored into a fresh database of the same server keeps both, and has a new oid.
+// database_identity (sql/0025) holds the one last recorded. Replicated or dumped with everything
+// else, it still names the old database after any of those, so the two differ.
+//
+// Checked when the worker starts and on every SWEEP_CRON tick (task `check_database_identity`):
+// one query, so a failover without a restart is caught within a minute.
+import type { Task } from 'graphile-worker';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../db/schema.js';
+import type { Logger } from '../logger.js';
+import { RECONCILE_TASK, reconcileTask } from './reconcile-events.js';
+
+/** graphile-worker's identifier for the watch's task: stored in every queued job, so it stays. */
+const IDENTITY_TASK = 'check_database_identity';
+/**
+ * The reconcile a change queues has this key: two workers that notice one change at once queue
+ * one job (the row's compare-and-set below already lets only one of them see the change).
+ */
+const RECONCILE_JOB_KEY = 'reconcile_events:database_identity';
+/**
+ * graphile-worker backs off exp(attempt) seconds: ten attempts span about three and a half hours,
+ * through a Stripe outage that often coincides with a bad day.
+ */
+const RECONCILE_JOB_ATTEMPTS = 10;
+
+export interface DatabaseIdentity {
+  /** pg_control_system()'s, as text (int8); null when the role may not call it. */
+  systemIdentifier: string | null;
+  /** null when the role may not read it. */
+  timelineId: number | null;
+  databaseOid: number;
+}
+
+export interface IdentityCheck {
+  /** The identity recorded before; null at the first check on this database. */
+  previous: DatabaseIdentity | null;
+  current: DatabaseIdentity;
+  /** The recorded identity was replaced (or recorded for the first time). */
+  changed: boolean;
+  /** A reconcile job was queued. */
+  reconcileQueued: boolean;
+}
+
+export interface IdentityCheckOptions {
+  /** Queue a reconcile on a change; false where it cannot run (no STRIPE_SECRET_KEY). */
+  reconcile: boolean;
+  logger?: Logger;
+}
+
+/**
+ * The watch as the worker runs it (src/run-worker.ts): on the sweep's schedule, one attempt per
+ * tick (the next tick checks again). The crontab runs each tick once across worker containers.
+ */
+export const identityTask = {
+  identifier: IDENTITY_TASK,
+  crontab: ({ sweepCron }: { sweepCron: string }) => `${sweepCron} ${IDENTITY_TASK} ?max=1`,
+  task:
+    ({ db, logger, config }: { db: Kysely<Database>; logger: Logger; config: { stripeSecretKey: string | undefined } }): Task =>
+    async () => {
+      await checkDatabaseIdentity(db, { reconcile: reconcileTask.runs(config), logger });
+    },
+};
+
+/**
+ * Reads the database's identity, records it if it differs from the recorded one, and then queues
+ * a reconcile in the same transaction (the change is recorded exactly when the job is queued).
+ * Exported for tests, e.g. a failover test that wants the reconcile now rather than at the next tick.
+ *
+ * The first check on a database records its identity and reconciles only if the database already
+ * has events: an empty one cannot have lost any, while one with events and no recorded identity
+ * is either this release's first start on an existing database or a failover that lost the row
+ * itself (written moments before). Reconciling is idempotent and bounded, so in doubt it runs.
+ */
+export async function checkDatabaseIdentity(db: Kysely<Database>, options: IdentityCheckOptions): Promise<IdentityCheck> {
+  const current = await readIdentity(db, options.logger);
+  const check = await db.transaction().execute(async (tx): Promise<IdentityCheck> => {
+    // The compare is the upsert's WHERE: of two workers checking at once, the second waits for the
+    // first's row and compares with what it wrote, so one change is seen once.
+    const { rows } = await sql<{ changed: boolean; system_identifier: string | null; timeline_id: number | null; database_oid: number | null; has_events: boolean }>`
+      with previous as (select system_identifier, timeline_id, database_oid from database_identity),
+      recorded as (
+        insert into database_identity (singleton, system_identifier, timeline_id, database_oid)
+        values (true, ${current.systemIdentifier}::bigint, ${current.timelineId}::int, ${current.databaseOid}::oid)
+        on conflict (singleton) do update set
+          system_identifier = excluded.system_identifier, timeline_id = excluded.timeline_id,
+          database_oid = excluded.database_oid, recorded_at = now()
+        where (database_identity.system_identifier, database_identity.timeline_id, database_identity.database_oid)
+          is distinct from (excluded.system_identifier, excluded.timeline_id, excluded.database_oid)
+        returning 1
+      )
+      select exists (select from recorded) as changed, p.system_identifier::text, p.timeline_id, p.database_oid,
+             exists (select from stripe_events) as has_events
+      from (select) as one left join previous p on true`.execute(tx);
+    const row = rows[0]!;
+    const previous = row.database_oid === null ? null : { systemIdentifier: row.system_identifier, timelineId: row.timeline_id, databaseOid: row.database_oid };
+    const reconcileQueued = row.changed && options.reconcile && (previous !== null || row.has_events);
+    if (reconcileQueued) await queueReconcile(tx);
+    return { previous, current, changed: row.changed, reconcileQueued };
+  });
+  if (check.changed && (check.previous !== null || check.reconcileQueued)) {
+    const what = check.previous === null ? 'no identity was recorded for a database with events (the first start of this release, or the row lost with a failover)' : "the database's identity changed (a failover or a restore?)";
+    const then = check.reconcileQueued ? "started a reconcile of Stripe's events, to claim those acknowledged to the old database" : 'no reconcile without STRIPE_SECRET_KEY';
+    options.logger?.warn({ previous: check.previous, current, reconcileQueued: check.reconcileQueued }, `${what}: ${then}`);
+  }
+  return check;
+}
+
+/**
+ * Queues one `reconcile_events` job to run now, with RECONCILE_JOB_KEY: while one such job waits,
+ * another replaces it rather than adding a second. In the caller's transaction.
+ */
+export async function queueReconcile(tx: Transaction<Database>): Promise<void> {
+  await sql`select graphile_worker.add_job(${RECONCILE_TASK}, '{}'::json, max_attempts => ${RECONCILE_JOB_ATTEMPTS}::int, job_key => ${RECONCILE_JOB_KEY})`.execute(tx);
+}
+
+/**
+ * The current timeline from the WAL file being written: pg_control_checkpoint().timeline_id
+ * still shows the old one after a promotion until the next checkpoint. pg_current_wal_lsn() works
+ * on a primary only, which is where the service runs. PostgreSQL grants these functions to every
+ * role (also on 15); a provider may revoke them, and then the identity is the database's oid
+ * alone (a warning says so): a restore into a new database is still noticed, a failover only by
+ * RECONCILE_CRON's schedule.
+ */
+async function readIdentity(db: Kysely<Database>, logger: Logger | undefined): Promise<DatabaseIdentity> {
+  const oid = sql<number>`(select oid from pg_database where datname = current_database())`;
+  try {
+    const { rows } = await sql<DatabaseIdentity>`
+      select (select system_identifier::text from pg_control_system()) as "systemIdentifier",
+             ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int as "timelineId",
+             ${oid} as "databaseOid"`.execute(db);
+    return rows[0]!;
+  } catch (error) {
+    // 42501 insufficient_privilege (src/db/pg-errors.ts classifies the codes callers act on; this one only matters here).
+    if ((error as { code?: unknown }).code !== '42501') throw new Error("reading the database's identity", { cause: error });
+    if (!warnedNoPrivilege) logger?.warn({ error: (error as Error).message }, "the database's role may not read its system identifier or timeline: a failover is noticed only by RECONCILE_CRON's schedule");
+    warnedNoPrivilege = true;
+    const { rows } = await sql<{ databaseOid: number }>`select ${oid} as "databaseOid"`.execute(db);
+    return { systemIdentifier: null, timelineId: null, databaseOid: rows[0]!.databaseOid };
+  }
+}
+
+/** Once per process: the role's privileges do not change from one tick to the next. */
+let warnedNoPrivilege = false;

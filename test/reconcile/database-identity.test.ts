@@ -1,0 +1,127 @@
+// The database identity watch: a database whose identity differs from the one recorded (a
+// failover's new timeline, a restore into another cluster or database) gets a reconcile at once,
+// queued once however many workers notice; an unchanged one gets none.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { checkDatabaseIdentity } from '../../src/reconcile/database-identity.js';
+import { RECONCILE_TASK } from '../../src/reconcile/reconcile-events.js';
+import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { finishedEvent, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
+import { startTestService } from '../support/service.js';
+import { claimEvents } from '../../src/events/event-store.js';
+
+let database: TestDatabase;
+let stripe: OfflineStripe;
+before(async () => {
+  database = await createTestDatabase();
+  stripe = await startOfflineStripe();
+});
+after(async () => {
+  await stripe?.close();
+  await database?.close();
+});
+
+/** A restore or a failover, as the service sees it: the row names another database than this one. */
+async function restoredFromAnotherServer(): Promise<void> {
+  await sql`update database_identity set system_identifier = system_identifier + 1, timeline_id = timeline_id + 1`.execute(database.db);
+}
+
+async function queuedReconciles(): Promise<number> {
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where task_identifier = ${RECONCILE_TASK}`.execute(database.db);
+  return rows[0]!.n;
+}
+
+/** No worker runs in these tests: the queued reconcile would wait for the next service start. */
+async function clearQueue(): Promise<void> {
+  await sql`select graphile_worker.complete_jobs(array(select id from graphile_worker.jobs where task_identifier = ${RECONCILE_TASK}))`.execute(database.db);
+}
+
+async function lastReconcileAt(): Promise<Date | undefined> {
+  const { rows } = await sql<{ last_run_at: Date }>`select last_run_at from maintenance_runs where name = 'reconcile'`.execute(database.db);
+  return rows[0]?.last_run_at;
+}
+
+test('the first check records the identity; an empty database is not reconciled, an unchanged one never', async () => {
+  const first = await checkDatabaseIdentity(database.db, { reconcile: true });
+  assert.equal(first.previous, null);
+  assert.deepEqual([first.changed, first.reconcileQueued], [true, false]);
+  assert.match(first.current.systemIdentifier ?? '', /^\d+$/);
+  assert.ok((first.current.timelineId ?? 0) >= 1);
+  const again = await checkDatabaseIdentity(database.db, { reconcile: true });
+  assert.deepEqual([again.changed, again.reconcileQueued, again.previous], [false, false, first.current]);
+  assert.equal(await queuedReconciles(), 0);
+});
+
+test('a changed identity queues one reconcile, however many workers notice it at once', async () => {
+  await restoredFromAnotherServer();
+  const checks = await Promise.all(Array.from({ length: 4 }, () => checkDatabaseIdentity(database.db, { reconcile: true })));
+  assert.equal(checks.filter((c) => c.changed).length, 1);
+  assert.equal(checks.filter((c) => c.reconcileQueued).length, 1);
+  assert.equal(await queuedReconciles(), 1);
+  assert.notDeepEqual(checks.find((c) => c.changed)!.previous, checks[0]!.current);
+  // Without STRIPE_SECRET_KEY the change is recorded, and nothing is queued.
+  await clearQueue();
+  await restoredFromAnotherServer();
+  assert.deepEqual((({ changed, reconcileQueued }) => ({ changed, reconcileQueued }))(await checkDatabaseIdentity(database.db, { reconcile: false })), { changed: true, reconcileQueued: false });
+  assert.equal(await queuedReconciles(), 0);
+});
+
+test('a database with events and no recorded identity is reconciled (the row itself may have been lost)', async () => {
+  await claimEvents(database.db, [incomingEvent(paidEvent(await givenOrder(database)))], { maxAttempts: 10 });
+  await sql`delete from database_identity`.execute(database.db);
+  const check = await checkDatabaseIdentity(database.db, { reconcile: true });
+  assert.deepEqual([check.previous, check.changed, check.reconcileQueued], [null, true, true]);
+  await clearQueue();
+});
+
+test('the service started on a restored database reconciles at once, and a change while it runs is caught by the watch task', async () => {
+  const orders = await Promise.all(Array.from({ length: 3 }, () => givenOrder(database)));
+  const events = orders.map((order) => paidEvent(order));
+  // The schedule stays off: only the identity starts a reconcile here.
+  const env = { RECONCILE_CRON: 'off' };
+  let service = await startTestService(database, { stripe, env });
+  try {
+    // Fulfilled before the "failover".
+    assert.equal((await service.deliver(events[0]!)).status, 200);
+    await finishedEvent(database, events[0]!.id);
+    await service.close();
+    // Acknowledged to the old database, lost with it: only Stripe's list still has them.
+    for (const event of events) stripe.addEvent({ ...event }, { delivered: true });
+    await restoredFromAnotherServer();
+
+    service = await startTestService(database, { stripe, env });
+    for (const event of events) assert.equal((await finishedEvent(database, event.id)).status, 'processed');
+    for (const order of orders) {
+      assert.equal((await grantsOf(database, order.order_id)).length, 1);
+      assert.equal((await quotaOf(database, order.account_id)).granted, 40);
+    }
+    const check = await checkDatabaseIdentity(database.db, { reconcile: true });
+    assert.equal(check.changed, false, 'the start-up check recorded the new identity');
+
+    // A failover while the service runs: the next tick of the watch (queued here as its cron would).
+    const later = paidEvent(await givenOrder(database));
+    stripe.addEvent({ ...later }, { delivered: true });
+    await restoredFromAnotherServer();
+    await sql`select graphile_worker.add_job('check_database_identity')`.execute(database.db);
+    // Only the watch queues a reconcile here, so the event's fulfilment is the watch's doing.
+    assert.equal((await finishedEvent(database, later.id)).status, 'processed');
+    assert.equal((await checkDatabaseIdentity(database.db, { reconcile: true })).changed, false, 'the watch recorded the new identity');
+  } finally {
+    await service.close();
+  }
+});
+
+test('an unchanged identity at start-up starts no reconcile', async () => {
+  const lastRun = await lastReconcileAt();
+  assert.ok(lastRun, 'the previous test reconciled');
+  const service = await startTestService(database, { stripe, env: { RECONCILE_CRON: 'off' } });
+  try {
+    // The start-up check is done once the service has started: had it queued a job, the job or its run would show.
+    assert.equal(await queuedReconciles(), 0);
+    assert.deepEqual(await lastReconcileAt(), lastRun);
+  } finally {
+    await service.close();
+  }
+});
