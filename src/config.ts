@@ -118,6 +118,16 @@ const settings = {
     example: 'postgres://user:pass@db:5432/stripe_inbox',
     requiredInProduction: true,
   },
+  /**
+   * A direct or session-mode URL to DATABASE_URL's database, for what needs a session: the
+   * worker's LISTEN, the migrations' advisory lock, the scripts. Required when DATABASE_URL goes
+   * through a pooler in transaction mode, which start-up finds out (src/db/connection-pooler.ts).
+   */
+  databaseDirectUrl: {
+    env: 'DATABASE_DIRECT_URL',
+    schema: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres://'),
+    example: 'postgres://user:pass@db.internal:5432/stripe_inbox',
+  },
   /** Several during a rotation: an event is accepted if any of them verifies its signature. */
   webhookSecrets: {
     env: 'STRIPE_WEBHOOK_SECRET',
@@ -333,6 +343,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, modules: readon
   }
   if (isSet(settings.appWebhookUrls.env) && !isSet(settings.appWebhookSecrets.env) && production) {
     problems.push(`APP_WEBHOOK_SECRET is required when APP_WEBHOOK_URL is set: the app verifies every notification with it ${exampleOf(settings.appWebhookSecrets)}`);
+  }
+  // Without DATABASE_URL, development runs the embedded Postgres, to which no other URL leads.
+  if (isSet(settings.databaseDirectUrl.env) && !isSet(settings.databaseUrl.env)) {
+    problems.push(`DATABASE_DIRECT_URL is set without DATABASE_URL: it is the direct way to DATABASE_URL's database ${exampleOf(settings.databaseUrl)}`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
 

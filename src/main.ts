@@ -2,6 +2,7 @@
 // graceful shutdown on SIGTERM/SIGINT.
 import { ConfigError, type Config } from './config.js';
 import { openServicePools } from './db/pools.js';
+import { PoolerModeError, resolveDatabaseUrls } from './db/connection-pooler.js';
 import { databaseUrlOrEmbedded } from './db/embedded-postgres.js';
 import { migrate } from './db/migrate.js';
 import { runWorkerMigrations } from './worker/worker-migrations.js';
@@ -46,7 +47,9 @@ async function main(): Promise<void> {
     logger.warn({ url: offline.url }, 'STRIPE_SECRET_KEY is unset: using the offline Stripe stand-in (development only)');
   }
 
-  const pools = openServicePools(database.url, config);
+  const urls = await resolveDatabaseUrls(database.url, config.databaseDirectUrl);
+  if (urls.transactionPooled) logger.info('DATABASE_URL goes through a pooler in transaction mode: the worker and migrations use DATABASE_DIRECT_URL');
+  const pools = openServicePools(urls, config);
   closers.unshift(() => pools.close());
 
   await migrate(pools.worker.pool, logger, await serviceMigrations(), { runWorkerMigrations });
@@ -88,6 +91,8 @@ function printDevelopmentHelp(config: Config, logger: Logger): void {
 
 main().catch((error: unknown) => {
   // The causes first: "applying migration …" alone does not say what to fix.
-  process.stderr.write(`stripe-inbox failed to start: ${describeError(error)}\n${error instanceof Error ? (error.stack ?? '') : ''}\n`);
+  // A refusal that names its own fix (PoolerModeError) goes without a stack.
+  const stack = error instanceof Error && !(error instanceof PoolerModeError) ? (error.stack ?? '') : '';
+  process.stderr.write(`stripe-inbox failed to start: ${describeError(error)}\n${stack}\n`);
   process.exit(1);
 });

@@ -6,6 +6,7 @@ import { ConfigError, loadConfig, type Config } from '../config.js';
 import { describeError } from '../error-chain.js';
 import { openDatabase, type Db } from '../db/database.js';
 import { databaseUrlOrEmbedded } from '../db/embedded-postgres.js';
+import { resolveDatabaseUrls } from '../db/connection-pooler.js';
 import { createLogger, type Logger } from '../logger.js';
 
 export class UsageError extends Error {}
@@ -14,7 +15,10 @@ export interface ScriptContext {
   readonly config: Config;
   readonly logger: Logger;
   readonly json: boolean;
-  /** Opens DATABASE_URL, or in development the embedded Postgres (shared with a running npm start). */
+  /**
+   * Opens DATABASE_DIRECT_URL when set, else DATABASE_URL (refused in transaction mode:
+   * src/db/connection-pooler.ts), or in development the embedded Postgres (shared with a running npm start).
+   */
   database(): Promise<Db>;
 }
 
@@ -83,7 +87,9 @@ async function main<O extends NonNullable<ParseArgsConfig['options']>>(spec: Scr
         if (db) return db;
         const database = await databaseUrlOrEmbedded(config.databaseUrl, logger);
         closers.push(database.stop);
-        const opened = openDatabase(database.url, { maxConnections: 4, applicationName: 'stripe-inbox-script' });
+        // A script may migrate (an advisory lock) and prepares its statements: it needs a session.
+        const { sessionUrl } = await resolveDatabaseUrls(database.url, config.databaseDirectUrl);
+        const opened = openDatabase(sessionUrl, { maxConnections: 4, applicationName: 'stripe-inbox-script' });
         closers.unshift(() => opened.close());
         return (db = opened);
       },

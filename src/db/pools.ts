@@ -10,6 +10,7 @@
 // reached: "all our connections are busy" and "Postgres is down" call for different fixes. The
 // reports go to the observer handed to instrument() (the service's metrics).
 import type pg from 'pg';
+import type { DatabaseUrls } from './connection-pooler.js';
 import { openDatabase, type Db } from './database.js';
 
 const POOL_NAMES = ['intake', 'api', 'worker', 'notifications'] as const;
@@ -44,7 +45,12 @@ export interface PoolSizes {
   queryDeadlineMs?: number;
 }
 
-export function openServicePools(url: string, { workerConcurrency, moduleJobConcurrency, appWebhookConcurrency, queryDeadlineMs }: PoolSizes): ServicePools {
+/**
+ * The pools on `urls` (src/db/connection-pooler.ts): the worker's where sessions hold, the others'
+ * on `urls.url`. A plain URL serves all four, with sessions.
+ */
+export function openServicePools(urls: string | DatabaseUrls, { workerConcurrency, moduleJobConcurrency, appWebhookConcurrency, queryDeadlineMs }: PoolSizes): ServicePools {
+  const { url, sessionUrl, transactionPooled } = typeof urls === 'string' ? { url: urls, sessionUrl: urls, transactionPooled: false } : urls;
   const sizes: Record<PoolName, number> = {
     // The claim batcher keeps one claim transaction in flight (src/events/claim-batcher.ts); the
     // rest is /readyz and a connection being replaced.
@@ -59,8 +65,11 @@ export function openServicePools(url: string, { workerConcurrency, moduleJobConc
   };
   let observer: PoolObserver | undefined;
   const open = (name: PoolName): Db => {
-    const db = openDatabase(url, {
+    // graphile-worker LISTENs, prepares its statements, and its connection runs the migrations.
+    const session = name === 'worker';
+    const db = openDatabase(session ? sessionUrl : url, {
       maxConnections: sizes[name],
+      transactionPooled: !session && transactionPooled,
       applicationName: `stripe-inbox-${name}`,
       // A delivery's lease or record lost to a crash of Postgres is sent again: at least once
       // allows it, and each batch then costs no wait for a disk flush.

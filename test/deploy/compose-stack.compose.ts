@@ -13,7 +13,8 @@ import { after, before, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';
 import { checkoutSession, sampleEvent, signDelivery, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { ComposeStack, freePort, startDockerEngine, type Container } from '../support/compose-stack.js';
+import { ComposeStack, startDockerEngine, type Container } from '../support/compose-stack.js';
+import { freePort } from '../support/free-port.js';
 import { waitFor } from '../support/wait-for.js';
 import { repoPath } from './deploy-files.js';
 

@@ -6,7 +6,6 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -29,14 +28,6 @@ export function startDockerEngine(): { DOCKER_HOST: string } {
   const images = spawnSync('bash', [repoPath('scripts/dev/local-images.sh')], { encoding: 'utf8', env: { ...process.env, ...env } });
   if (images.status !== 0) throw new Error(`scripts/dev/local-images.sh failed (exit ${images.status}):\n${images.stdout}\n${images.stderr}`);
   return env;
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export interface Container {
