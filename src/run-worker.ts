@@ -114,6 +114,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     runners.push(runner);
     void runner.promise.finally(() => watchdog.stop()).catch(() => {});
     await firstFetch;
+    return watchdog;
   };
   try {
     // A job carries the events claimed together (src/worker/job-queue.ts), and the jobs running at
@@ -122,7 +123,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config, notifications)) });
     const fetchThin = thinFetcher(stripeCalls, new CallRate(config.stripeFetchesPerSecond));
     const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, fetchThin, maxJobs: concurrency, ...(intake && { yieldTo: () => intake.whenIdle(INTAKE_FIRST_MAX_WAIT_MS) }) });
-    await start('fulfilment', {
+    const fulfilmentLoop = await start('fulfilment', {
       concurrency,
       preset: {
         worker: {
@@ -143,12 +144,22 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
         ),
       },
     });
-    // A failover or restore while no worker ran is noticed here; one while running, at the next tick.
-    // Not fatal: the database answered the migrations, and the next tick checks again.
+    // A failover or restore while no worker ran is noticed here; one while running, when
+    // graphile-worker's LISTEN connection comes back after an error (a failover ends every
+    // connection), else at the next SWEEP_CRON tick. Not fatal: the next tick checks again.
     const identityLogger = logger.child({ task: identityTask.identifier });
-    await checkDatabaseIdentity(db, { reconcile: reconcileTask.runs(config), logger: identityLogger }).catch((error: unknown) =>
-      identityLogger.error({ err: error }, "checking the database's identity at start-up failed; the next SWEEP_CRON tick checks again"),
-    );
+    const checkIdentity = (when: string) =>
+      checkDatabaseIdentity(db, { reconcile: reconcileTask.runs(config), logger: identityLogger }).catch((error: unknown) =>
+        identityLogger.error({ err: error }, `checking the database's identity ${when} failed; the next SWEEP_CRON tick checks again`),
+      );
+    await checkIdentity('at start-up');
+    let listenLost = false;
+    fulfilmentLoop.events.on('pool:listen:error', () => (listenLost = true));
+    fulfilmentLoop.events.on('pool:listen:success', () => {
+      if (!listenLost) return;
+      listenLost = false;
+      void checkIdentity('after LISTEN reconnected');
+    });
     const tasks = moduleTasks(modules, { config, db, stripeCalls, logger, notifications });
     if (Object.keys(tasks).length > 0) await start('modules', { concurrency: config.moduleJobConcurrency, taskList: tasks });
     // Unset APP_WEBHOOK_URL writes no notification, and leaves any queued before it waiting.

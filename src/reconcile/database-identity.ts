@@ -12,12 +12,15 @@
 // database_identity (sql/0025) holds the one last recorded. Replicated or dumped with everything
 // else, it still names the old database after any of those, so the two differ.
 //
-// Checked when the worker starts and on every SWEEP_CRON tick (task `check_database_identity`):
-// one query, so a failover without a restart is caught within a minute.
+// Checked when the worker starts, on every SWEEP_CRON tick (task `check_database_identity`, one
+// query) and when graphile-worker's LISTEN connection comes back after losing the database
+// (src/run-worker.ts): a failover without a restart is caught as soon as the worker reconnects.
+// A change also queues a sweep soon (src/sweep/): the jobs in flight at a failover stay locked.
 import type { Task } from 'graphile-worker';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
+import { queueSweepSoon } from '../sweep/sweep-stale-events.js';
 import { RECONCILE_TASK, reconcileTask } from './reconcile-events.js';
 
 /** graphile-worker's identifier for the watch's task: stored in every queued job, so it stays. */
@@ -32,6 +35,12 @@ const RECONCILE_JOB_KEY = 'reconcile_events:database_identity';
  * through a Stripe outage that often coincides with a bad day.
  */
 const RECONCILE_JOB_ATTEMPTS = 10;
+/**
+ * After a change, the sweep reclaims what was fetched before it: a live worker takes its events'
+ * row locks (the sweep's liveness signal) within milliseconds of fetching a job, and a fetched
+ * batch waits in graphile-worker's local queue only while a slot is busy.
+ */
+const SWEEP_AFTER_CHANGE_SECONDS = 15;
 
 export interface DatabaseIdentity {
   /** pg_control_system()'s, as text (int8); null when the role may not call it. */
@@ -49,6 +58,8 @@ export interface IdentityCheck {
   changed: boolean;
   /** A reconcile job was queued. */
   reconcileQueued: boolean;
+  /** A sweep of the jobs fetched before the change was queued (SWEEP_AFTER_CHANGE_SECONDS from now). */
+  sweepQueued: boolean;
 }
 
 export interface IdentityCheckOptions {
@@ -105,12 +116,14 @@ export async function checkDatabaseIdentity(db: Kysely<Database>, options: Ident
     const previous = row.database_oid === null ? null : { systemIdentifier: row.system_identifier, timelineId: row.timeline_id, databaseOid: row.database_oid };
     const reconcileQueued = row.changed && options.reconcile && (previous !== null || row.has_events);
     if (reconcileQueued) await queueReconcile(tx);
-    return { previous, current, changed: row.changed, reconcileQueued };
+    const sweepQueued = row.changed && previous !== null;
+    if (sweepQueued) await queueSweepSoon(tx, { afterSeconds: SWEEP_AFTER_CHANGE_SECONDS, reason: 'database_identity' });
+    return { previous, current, changed: row.changed, reconcileQueued, sweepQueued };
   });
   if (check.changed && (check.previous !== null || check.reconcileQueued)) {
     const what = check.previous === null ? 'no identity was recorded for a database with events (the first start of this release, or the row lost with a failover)' : "the database's identity changed (a failover or a restore?)";
     const then = check.reconcileQueued ? "started a reconcile of Stripe's events, to claim those acknowledged to the old database" : 'no reconcile without STRIPE_SECRET_KEY';
-    options.logger?.warn({ previous: check.previous, current, reconcileQueued: check.reconcileQueued }, `${what}: ${then}`);
+    options.logger?.warn({ previous: check.previous, current, reconcileQueued: check.reconcileQueued, sweepQueued: check.sweepQueued }, `${what}: ${then}`);
   }
   return check;
 }

@@ -2,10 +2,11 @@
 // container replaced mid-job), which graphile-worker itself would leave locked for 4 hours.
 // Everything of it is here: its defaults, its worker task and schedule, the statement that
 // decides what is stale, and the loop that runs it in batches. One function, three callers: the
-// `sweep_stale_events` cron task, `npm run sweep` and POST /admin/api/sweep. Any number of sweeps
-// may run at once.
+// `sweep_stale_events` cron task (and the one-off job a failover queues), `npm run sweep` and
+// POST /admin/api/sweep. Any number of sweeps may run at once.
 import type { Task } from 'graphile-worker';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { z } from 'zod';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database, EventStatus } from '../db/schema.js';
 import { addEventJobs, jobKeyPerRow, waitingJobs } from '../worker/job-queue.js';
@@ -30,10 +31,32 @@ export const sweepTask = {
   crontab: ({ sweepCron }: { sweepCron: string }) => `${sweepCron} ${SWEEP_TASK} ?max=1`,
   task:
     ({ db, logger, metrics, config }: SweepTaskDeps): Task =>
-    async () => {
-      await sweepStaleEvents(db, { staleAfterMs: config.staleAfterMs, maxAttempts: config.maxAttempts, logger, metrics });
+    async (payload) => {
+      const soon = soonPayload.safeParse(payload);
+      const staleAfterMs = soon.success ? soon.data.staleAfterSeconds * 1000 : config.staleAfterMs;
+      await sweepStaleEvents(db, { staleAfterMs, maxAttempts: config.maxAttempts, logger, metrics });
     },
 };
+
+/** The payload of a sweep queued by queueSweepSoon(); the crontab's jobs carry none of it. */
+const soonPayload = z.object({ staleAfterSeconds: z.number().int().positive() });
+
+/**
+ * Queues one sweep, `afterSeconds` from now, that takes as stale what was enqueued or fetched
+ * before now: for when the caller knows that every worker holding a job right now has lost it.
+ * A failover is that case (src/reconcile/database-identity.ts): the jobs fetched from the old
+ * leader are locked on the new one, and their workers' attempts to release them died with the old
+ * leader's connections, so graphile-worker would leave them locked for 4 hours and the schedule's
+ * sweep would wait STALE_AFTER_SECONDS. The delay lets a live worker that fetched a job just now
+ * take its events' row locks first, which keeps it from being reclaimed; a job fetched before the
+ * failover and still run by a live worker is reclaimed anyway if its rows are unlocked then, which
+ * costs its events one attempt and a second, idle pass (fulfilment is idempotent). In the caller's
+ * transaction; while one such sweep waits, another replaces it.
+ */
+export async function queueSweepSoon(tx: Transaction<Database>, { afterSeconds, reason }: { afterSeconds: number; reason: string }): Promise<void> {
+  await sql`select graphile_worker.add_job(${SWEEP_TASK}, json_build_object('staleAfterSeconds', ${afterSeconds}::int),
+      run_at => now() + make_interval(secs => ${afterSeconds}), max_attempts => 3, job_key => ${`${SWEEP_TASK}:${reason}`})`.execute(tx);
+}
 
 interface SweepTaskDeps {
   /** The worker pool. */

@@ -11,6 +11,10 @@ import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { finishedEvent, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
 import { startTestService } from '../support/service.js';
 import { claimEvents } from '../../src/events/event-store.js';
+import { createLogger } from '../../src/logger.js';
+import { Metrics } from '../../src/metrics/metrics.js';
+import { sweepTask } from '../../src/sweep/sweep-stale-events.js';
+import { deleteJobs, fulfilmentJobs, holdJobs, lockedLongerThan } from '../support/jobs.js';
 
 let database: TestDatabase;
 let stripe: OfflineStripe;
@@ -74,6 +78,48 @@ test('a database with events and no recorded identity is reconciled (the row its
   const check = await checkDatabaseIdentity(database.db, { reconcile: true });
   assert.deepEqual([check.previous, check.changed, check.reconcileQueued], [null, true, true]);
   await clearQueue();
+});
+
+test('a changed identity queues a sweep soon: jobs fetched from the old leader are reclaimed without waiting STALE_AFTER_SECONDS', async () => {
+  await deleteJobs(database.db);
+  const paid = paidEvent(await givenOrder(database));
+  await claimEvents(database.db, [incomingEvent(paid)], { maxAttempts: 10 });
+  const attempts = async () => (await database.db.selectFrom('stripe_events').select('attempts').where('event_id', '=', paid.id).executeTakeFirstOrThrow()).attempts;
+  // A worker fetched the event's job from the old leader and lost it with the leader's connections:
+  // the job stays locked (graphile-worker frees it after 4 hours), the event's row is not.
+  const deadWorker = await holdJobs(database, 1);
+  try {
+    await restoredFromAnotherServer();
+    assert.equal((await checkDatabaseIdentity(database.db, { reconcile: false })).sweepQueued, true);
+    // graphile-worker's public view hides payloads: its private table has them.
+    const { rows } = await sql<{ payload: unknown; delay: number }>`
+      select j.payload, extract(epoch from j.run_at - now())::float as delay
+        from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+       where t.identifier = ${sweepTask.identifier}`.execute(database.db);
+    assert.equal(rows.length, 1);
+    assert.deepEqual(rows[0]!.payload, { staleAfterSeconds: 15 });
+    assert.ok(rows[0]!.delay > 10 && rows[0]!.delay <= 15, `runs 15 s from now, not ${rows[0]!.delay}`);
+
+    // The sweep task honours the job's staleness (1 s here, so the test need not wait 15); the
+    // schedule's run, with STALE_AFTER_SECONDS, leaves the row for minutes more.
+    await lockedLongerThan(database.db, deadWorker, 1_000);
+    const sweep = sweepTask.task({ db: database.db, logger: createLogger('silent'), metrics: new Metrics(database.db), config: { staleAfterMs: 300_000, maxAttempts: 10 } });
+    const helpers = {} as Parameters<typeof sweep>[1]; // the sweep reads none
+    await sweep({ _cron: { ts: new Date().toISOString(), backfilled: false } }, helpers);
+    assert.equal(await attempts(), 0, 'the scheduled sweep left the event alone');
+    await sweep({ staleAfterSeconds: 1 }, helpers);
+    assert.equal(await attempts(), 1);
+    // A fresh job carries the event; the dead worker's stays locked, carrying nothing any more.
+    // (The previous test's event, whose job was deleted above, is reclaimed with it.)
+    const jobs = await fulfilmentJobs(database.db);
+    assert.deepEqual(jobs.map((job) => ({ locked: job.locked_at !== null, carries: job.event_ids.includes(paid.id) })), [
+      { locked: true, carries: false },
+      { locked: false, carries: true },
+    ]);
+  } finally {
+    await deadWorker.release();
+    await deleteJobs(database.db);
+  }
 });
 
 test('the service started on a restored database reconciles at once, and a change while it runs is caught by the watch task', async () => {
