@@ -1,4 +1,4 @@
-// `npm run bench -- [ingest|drain|latency|sweep|abuse|all]… [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--rounds N] [--warmup S]`
+// `npm run bench -- [ingest|drain|latency|sweep|abuse|replication|all]… [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--rounds N] [--warmup S]`
 // Runs the benchmark parts, each on its own throwaway database, baselines and the service in the
 // same run, and prints figures, ratios to the baselines and the targets beside them.
 // Method and the figures measured so far: docs/benchmarks.md.
@@ -7,6 +7,7 @@ import { benchAbuse } from './parts/abuse.js';
 import { benchDrain } from './parts/drain.js';
 import { benchIngest, ingestSize, MAX_INGEST_EVENTS, SERVERS } from './parts/ingest.js';
 import { benchLatency } from './parts/latency.js';
+import { benchReplication } from './parts/replication.js';
 import { benchSweep } from './parts/sweep.js';
 import { cleanupAll, installSignalCleanup } from './support/cleanup.js';
 import { buildService, imageNodeOptions } from './support/compiled-service.js';
@@ -15,10 +16,12 @@ import { machineFacts } from './support/machine.js';
 import type { BenchOptions } from './support/options.js';
 import { formatTable, type Figure } from './support/report.js';
 
-const PARTS = { ingest: benchIngest, drain: benchDrain, latency: benchLatency, sweep: benchSweep, abuse: benchAbuse } as const;
+const PARTS = { ingest: benchIngest, drain: benchDrain, latency: benchLatency, sweep: benchSweep, abuse: benchAbuse, replication: benchReplication } as const;
 type PartName = keyof typeof PARTS;
+/** `all`: replication needs Debian's patroni, etcd-server and haproxy, so it runs only when named. */
+const ALL: readonly PartName[] = ['ingest', 'drain', 'latency', 'sweep', 'abuse'];
 
-const USAGE = `usage: npm run bench -- [ingest|drain|latency|sweep|abuse|all]… [options]
+const USAGE = `usage: npm run bench -- [ingest|drain|latency|sweep|abuse|replication|all]… [options]
 
   ingest    webhook POSTs at 50 connections: Express ceiling, naive INSERT, bare group-commit INSERT,
             the service with ROLE=web and with the defaults (ROLE=all, fulfilling all it accepts),
@@ -29,7 +32,11 @@ const USAGE = `usage: npm run bench -- [ingest|drain|latency|sweep|abuse|all]…
   latency   webhook 2xx → order paid at 50 events/s (ROLE=all)
   sweep     sweep with nothing to do, and 10k stale rows reclaimed, at 100k and 1M finished events
   abuse     a Stripe that never answers, 200 big unsigned bodies, slow clients: with the default limits
-  all       every part, then one summary table (the default); several parts, e.g. ingest drain, run in turn
+  replication
+            ingest (naive and ROLE=web) against a Patroni cluster through HAProxy: with a synchronous
+            standby, an asynchronous one and none; needs patroni, etcd-server and haproxy (Debian)
+  all       every part but replication, then one summary table (the default); several parts, e.g.
+            ingest drain, run in turn
 
 options:
   --short              CI smoke mode: seconds per part, tiny sizes (checks the scripts, not the numbers)
@@ -74,7 +81,7 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   const wrongPart = named.find((part) => part !== 'all' && !(part in PARTS));
   if (wrongPart !== undefined) throw new UsageError(`unknown part '${wrongPart}'`);
   if (named.length > 1 && named.includes('all')) throw new UsageError(`'all' runs every part: name it alone, got: ${named.join(' ')}`);
-  const parts = named[0] === 'all' ? (Object.keys(PARTS) as PartName[]) : [...new Set(named as PartName[])];
+  const parts = named[0] === 'all' ? [...ALL] : [...new Set(named as PartName[])];
   const runs = (part: PartName) => named.includes(part);
   const concurrency = Number(values.concurrency ?? '10');
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 100) throw new UsageError('--concurrency must be a whole number from 1 to 100');

@@ -46,10 +46,10 @@ export interface HaCluster {
   waitForLeader(options?: { not?: HaNode; timeoutMs?: number }): Promise<HaNode>;
   /** Waits until the other node is a streaming replica (and, in synchronous mode, the sync standby). */
   waitForReplica(leader: HaNode, options?: { timeoutMs?: number }): Promise<HaNode>;
+  /** Switches Patroni's synchronous_mode at run time (PATCH /config), and waits until the standby follows. */
+  setSynchronous(leader: HaNode, synchronous: boolean): Promise<void>;
   /** SIGKILL of the node's postmaster and its children, then of its Patroni: a machine lost. */
   kill(node: HaNode): void;
-  /** The postgres processes of a node, by the title Postgres gives each (e.g. 'walreceiver'). */
-  processes(node: HaNode, title: string): number[];
   stop(): Promise<void>;
 }
 
@@ -131,6 +131,7 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
     writeFileSync(haproxyConfig, haproxyConfigText(nodes, haproxyPort));
     launch('haproxy', 'haproxy', ['-f', haproxyConfig, '-db']);
 
+    let synchronous = options.synchronous;
     const cluster: HaCluster = {
       nodes,
       url: (database) => `postgres://postgres:${SUPERUSER_PASSWORD}@127.0.0.1:${haproxyPort}/${database}`,
@@ -143,27 +144,31 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
       },
       async waitForReplica(leader, { timeoutMs = 60_000 } = {}) {
         // The leader's own view: Patroni 3.0's /cluster does not say whether a replica streams.
-        return waitFor('a streaming (sync) standby', async () => {
+        return waitFor(`a streaming ${synchronous ? 'sync' : 'async'} standby`, async () => {
           const client = new pg.Client({ connectionString: cluster.nodeUrl(leader, 'postgres'), connectionTimeoutMillis: 2_000 });
           try {
             await client.connect();
             const { rows } = await client.query<{ application_name: string; sync_state: string }>(`select application_name, sync_state from pg_stat_replication where state = 'streaming'`);
-            const standby = rows.find((row) => !options.synchronous || row.sync_state === 'sync');
+            const standby = rows.find((row) => row.sync_state === (synchronous ? 'sync' : 'async'));
             return standby && nodes.find((node) => node.name === standby.application_name);
           } finally {
             await client.end().catch(() => {});
           }
         }, { timeoutMs, intervalMs: 200 });
       },
+      async setSynchronous(leader, value) {
+        const response = await fetch(`http://127.0.0.1:${leader.restPort}/config`, {
+          method: 'PATCH',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ synchronous_mode: value }),
+        });
+        if (!response.ok) throw new Error(`Patroni refused synchronous_mode: ${value}: ${response.status} ${await response.text()}`);
+        synchronous = value;
+        await cluster.waitForReplica(leader);
+      },
       kill(node) {
         killPostmaster(join(dir, node.name));
         children[nodes.indexOf(node) + 1]!.kill('SIGKILL');
-      },
-      processes(node, title) {
-        const postmaster = postmasterPid(join(dir, node.name));
-        if (!postmaster) return [];
-        const out = spawnSync('ps', ['-o', 'pid=,args=', '--ppid', String(postmaster)], { encoding: 'utf8' }).stdout;
-        return out.split('\n').filter((line) => line.includes(title)).map((line) => Number(line.trim().split(/\s+/)[0]));
       },
       stop,
     };
