@@ -27,8 +27,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     if (code !== undefined) {
       if (CONNECTION_CODES.has(code)) return true;
       // Class 08: connection exception; 57P01-57P03: admin/crash shutdown, cannot connect now;
-      // 53300: too many connections; 57014: statement timeout (a database too slow to answer).
-      if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300', '57014', '55P03'].includes(code)) return true;
+      // 53300: too many connections; 57014: statement timeout (a database too slow to answer);
+      // 25006: read-only transaction, i.e. a standby: a primary being demoted by a switchover or
+      // a failover, until the proxy moves the connection to the new leader.
+      if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300', '57014', '55P03', '25006'].includes(code)) return true;
     }
     // pg reports pool and connect timeouts as plain Errors without a code.
     if (/timeout exceeded when trying to connect|Connection terminated/i.test(e.message)) return true;

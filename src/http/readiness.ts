@@ -1,5 +1,5 @@
-// Readiness: 200 only while the database answers, migrations are applied and the process is not
-// shutting down. A proxy stops routing to a container that is not ready.
+// Readiness: 200 only while the database answers and takes writes (not a standby), migrations
+// are applied and the process is not shutting down. A proxy stops routing to a container that is not ready.
 //
 // Liveness: 200 unless the worker's job loop is stalled (src/worker/job-loop-watchdog.ts). A
 // worker that cannot reach its database fulfils nothing while the process looks alive, so this
@@ -61,11 +61,15 @@ export class Readiness {
   }
 
   async #pingDatabase(): Promise<ReadinessResult> {
+    let readOnly: boolean;
     try {
-      await this.pool.query('select 1');
-      return { ready: true };
+      const { rows } = await this.pool.query<{ read_only: boolean }>("select current_setting('transaction_read_only') = 'on' as read_only");
+      readOnly = rows[0]!.read_only;
     } catch {
       return { ready: false, reason: 'database unreachable' };
     }
+    // A standby answers queries but takes no claim: a container whose URL leads there (or whose
+    // primary is being demoted) must leave the proxy until it leads to the primary again.
+    return readOnly ? { ready: false, reason: 'database is read-only (a standby?): DATABASE_URL must lead to the primary' } : { ready: true };
   }
 }

@@ -123,3 +123,34 @@ test('with Postgres unreachable the webhook answers 503 and stores nothing; /rea
   assert.deepEqual(await storedEvent(event.id), { events: 1, jobs: 1 });
   await waitFor('/readyz to recover', async () => (await readyz()).status === 200);
 });
+
+test('a database that went read-only (a standby, a demoted primary) gets 503s, stores nothing, and /readyz says why', { timeout: 20_000 }, async () => {
+  const event = paidEvent(await givenOrder(database));
+  // What a hot standby or a primary being demoted does to every write: SQLSTATE 25006. New sessions
+  // of this database start read-only; the service's own are ended, so its pools open new ones.
+  const endServiceSessions = sql`select pg_terminate_backend(pid) from pg_stat_activity
+    where datname = ${database.name} and application_name like 'stripe-inbox-%'`;
+  await sql`alter database ${sql.id(database.name)} set default_transaction_read_only = on`.execute(database.db);
+  await endServiceSessions.execute(database.db);
+  try {
+    const refused = await waitFor('the webhook to answer 503', async () => {
+      const reply = await service.deliver(event);
+      return reply.status === 503 && reply;
+    });
+    assert.deepEqual(refused.body, { error: 'database unavailable, retry later' });
+    const down = await waitFor('/readyz to notice', async () => {
+      const reply = await readyz();
+      return reply.status === 503 && reply;
+    });
+    assert.deepEqual(down.body, { ready: false, reason: 'database is read-only (a standby?): DATABASE_URL must lead to the primary' });
+    // A write through the API is a retry-later too, not an internal error.
+    const sweep = await service.call('POST', '/admin/api/sweep');
+    assert.deepEqual([sweep.status, sweep.body], [503, { error: 'database unavailable, retry later' }]);
+  } finally {
+    await sql`alter database ${sql.id(database.name)} reset default_transaction_read_only`.execute(database.db);
+    await endServiceSessions.execute(database.db);
+  }
+  assert.deepEqual(await storedEvent(event.id), { events: 0, jobs: 0 });
+  assert.deepEqual(await service.deliver(event), { status: 200, body: { received: true } });
+  await waitFor('/readyz to recover', async () => (await readyz()).status === 200);
+});
