@@ -30,7 +30,7 @@ export { isUniqueViolation } from './db/pg-errors.js';
 export { objectOf, objectOrError, refundedCharge, stripeDispute, type RefundedCharge, type StripeDispute } from './stripe/stripe-objects.js';
 export { quoted } from './quoted.js';
 // A module's own job, queued in the caller's transaction.
-export { addModuleJob } from './worker/job-queue.js';
+export { addJob as addModuleJob } from './worker/job-queue.js';
 // What the dashboard shows of a module beside an event, and how its search reads payloads.
 export { payloadHolds, type BusinessRecord } from './events/read-model.js';
 export type { StripeCallFailure, StripeCalls } from './stripe/outbound.js';

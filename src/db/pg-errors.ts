@@ -42,3 +42,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 export function isUniqueViolation(error: unknown, constraint: string): boolean {
   return errorChain(error).some((e) => codeOf(e) === '23505' && (e as { constraint?: unknown }).constraint === constraint);
 }
+
+/** True when the role lacks a privilege the statement needs (SQLSTATE 42501): a provider may revoke grants Postgres gives every role. */
+export function isInsufficientPrivilege(error: unknown): boolean {
+  return errorChain(error).some((e) => codeOf(e) === '42501');
+}

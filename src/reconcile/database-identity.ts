@@ -18,9 +18,11 @@
 // A change also queues a sweep soon (src/sweep/): the jobs in flight at a failover stay locked.
 import type { Task } from 'graphile-worker';
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { isInsufficientPrivilege } from '../db/pg-errors.js';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import { queueSweepSoon } from '../sweep/sweep-stale-events.js';
+import { addJob } from '../worker/job-queue.js';
 import { RECONCILE_TASK, reconcileTask } from './reconcile-events.js';
 
 /** graphile-worker's identifier for the watch's task: stored in every queued job, so it stays. */
@@ -84,8 +86,8 @@ export const identityTask = {
 
 /**
  * Reads the database's identity, records it if it differs from the recorded one, and then queues
- * a reconcile in the same transaction (the change is recorded exactly when the job is queued).
- * Exported for tests, e.g. a failover test that wants the reconcile now rather than at the next tick.
+ * a reconcile and a sweep in the same transaction (the change is recorded exactly when the jobs
+ * are queued).
  *
  * The first check on a database records its identity and reconciles only if the database already
  * has events: an empty one cannot have lost any, while one with events and no recorded identity
@@ -132,8 +134,8 @@ export async function checkDatabaseIdentity(db: Kysely<Database>, options: Ident
  * Queues one `reconcile_events` job to run now, with RECONCILE_JOB_KEY: while one such job waits,
  * another replaces it rather than adding a second. In the caller's transaction.
  */
-export async function queueReconcile(tx: Transaction<Database>): Promise<void> {
-  await sql`select graphile_worker.add_job(${RECONCILE_TASK}, '{}'::json, max_attempts => ${RECONCILE_JOB_ATTEMPTS}::int, job_key => ${RECONCILE_JOB_KEY})`.execute(tx);
+async function queueReconcile(tx: Transaction<Database>): Promise<void> {
+  await addJob(tx, RECONCILE_TASK, {}, { key: RECONCILE_JOB_KEY, maxAttempts: RECONCILE_JOB_ATTEMPTS });
 }
 
 /**
@@ -153,8 +155,7 @@ async function readIdentity(db: Kysely<Database>, logger: Logger | undefined): P
              ${oid} as "databaseOid"`.execute(db);
     return rows[0]!;
   } catch (error) {
-    // 42501 insufficient_privilege (src/db/pg-errors.ts classifies the codes callers act on; this one only matters here).
-    if ((error as { code?: unknown }).code !== '42501') throw new Error("reading the database's identity", { cause: error });
+    if (!isInsufficientPrivilege(error)) throw new Error("reading the database's identity", { cause: error });
     if (!warnedNoPrivilege) logger?.warn({ error: (error as Error).message }, "the database's role may not read its system identifier or timeline: a failover is noticed only by RECONCILE_CRON's schedule");
     warnedNoPrivilege = true;
     const { rows } = await sql<{ databaseOid: number }>`select ${oid} as "databaseOid"`.execute(db);

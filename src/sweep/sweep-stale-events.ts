@@ -9,7 +9,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { z } from 'zod';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database, EventStatus } from '../db/schema.js';
-import { addEventJobs, jobKeyPerRow, waitingJobs } from '../worker/job-queue.js';
+import { addEventJobs, addJob, jobKeyPerRow, waitingJobs } from '../worker/job-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 
@@ -54,8 +54,7 @@ const soonPayload = z.object({ staleAfterSeconds: z.number().int().positive() })
  * transaction; while one such sweep waits, another replaces it.
  */
 export async function queueSweepSoon(tx: Transaction<Database>, { afterSeconds, reason }: { afterSeconds: number; reason: string }): Promise<void> {
-  await sql`select graphile_worker.add_job(${SWEEP_TASK}, json_build_object('staleAfterSeconds', ${afterSeconds}::int),
-      run_at => now() + make_interval(secs => ${afterSeconds}), max_attempts => 3, job_key => ${`${SWEEP_TASK}:${reason}`})`.execute(tx);
+  await addJob(tx, SWEEP_TASK, { staleAfterSeconds: afterSeconds }, { key: `${SWEEP_TASK}:${reason}`, maxAttempts: 3, inSeconds: afterSeconds });
 }
 
 interface SweepTaskDeps {

@@ -116,11 +116,12 @@ export async function deleteSpentJobs(db: Kysely<Database>): Promise<number> {
 }
 
 /**
- * A business module's own job (a task its tasks() declares), added in the caller's transaction so
- * it exists exactly when the caller's writes commit. A job with the same key that has not started
- * yet is replaced, so a burst of requests for the same thing makes one job.
+ * A job of one of our own tasks (a maintenance task, or a business module's: modules get it as
+ * addModuleJob), added in the caller's transaction so it exists exactly when the caller's writes
+ * commit. A job with the same key that has not started yet is replaced, so a burst of requests
+ * for the same thing makes one job.
  */
-export async function addModuleJob(
+export async function addJob(
   tx: Transaction<Database>,
   task: string,
   payload: object,

@@ -4,28 +4,26 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { checkDatabaseIdentity } from '../../src/reconcile/database-identity.js';
-import { RECONCILE_TASK } from '../../src/reconcile/reconcile-events.js';
+import pino from 'pino';
+import { openDatabase } from '../../src/db/database.js';
 import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { finishedEvent, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
-import { startTestService } from '../support/service.js';
 import { claimEvents } from '../../src/events/event-store.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
+import { checkDatabaseIdentity } from '../../src/reconcile/database-identity.js';
+import { RECONCILE_TASK } from '../../src/reconcile/reconcile-events.js';
 import { sweepTask } from '../../src/sweep/sweep-stale-events.js';
+import { databaseForFile } from '../support/database.js';
+import { finishedEvent, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
 import { deleteJobs, fulfilmentJobs, holdJobs, lockedLongerThan } from '../support/jobs.js';
+import { startTestService } from '../support/service.js';
 
-let database: TestDatabase;
+const database = databaseForFile();
 let stripe: OfflineStripe;
 before(async () => {
-  database = await createTestDatabase();
   stripe = await startOfflineStripe();
 });
-after(async () => {
-  await stripe?.close();
-  await database?.close();
-});
+after(() => stripe?.close());
 
 /** A restore or a failover, as the service sees it: the row names another database than this one. */
 async function restoredFromAnotherServer(): Promise<void> {
@@ -120,6 +118,36 @@ test('a changed identity queues a sweep soon: jobs fetched from the old leader a
     await deadWorker.release();
     await deleteJobs(database.db);
   }
+});
+
+test('a role that may not read the system identifier or timeline: the oid alone is compared, and a warning says a failover waits for RECONCILE_CRON', async (t) => {
+  // As a provider may do: pg_control_system() revoked (in this database only) from a role that is
+  // not a superuser, and the check run as that role.
+  const role = `${database.name}_limited`;
+  await sql`create role ${sql.id(role)}`.execute(database.db);
+  t.after(async () => {
+    await sql`drop owned by ${sql.id(role)}`.execute(database.db);
+    await sql`drop role ${sql.id(role)}`.execute(database.db);
+  });
+  await sql`revoke execute on function pg_control_system() from public`.execute(database.db);
+  t.after(() => sql`grant execute on function pg_control_system() to public`.execute(database.db));
+  await sql`grant select, insert, update on database_identity to ${sql.id(role)}`.execute(database.db);
+  await sql`grant select on stripe_events to ${sql.id(role)}`.execute(database.db);
+  const limited = new URL(database.url);
+  limited.searchParams.set('options', `-c role=${role}`);
+  const asRole = openDatabase(limited.toString(), { maxConnections: 1 });
+  t.after(() => asRole.close());
+  const warnings: Array<{ msg: string }> = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line) as { msg: string }) });
+
+  await sql`delete from database_identity`.execute(database.db);
+  const check = await checkDatabaseIdentity(asRole.db, { reconcile: false, logger });
+  assert.deepEqual([check.current.systemIdentifier, check.current.timelineId], [null, null]);
+  const { rows } = await sql<{ oid: number }>`select oid from pg_database where datname = current_database()`.execute(database.db);
+  assert.equal(check.current.databaseOid, rows[0]!.oid);
+  assert.equal((await checkDatabaseIdentity(asRole.db, { reconcile: false, logger })).changed, false, 'the same oid is the same database');
+  assert.deepEqual(warnings.map((line) => line.msg), ["the database's role may not read its system identifier or timeline: a failover is noticed only by RECONCILE_CRON's schedule"]);
+  await sql`delete from database_identity`.execute(database.db);
 });
 
 test('the service started on a restored database reconciles at once, and a change while it runs is caught by the watch task', async () => {

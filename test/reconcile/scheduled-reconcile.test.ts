@@ -9,7 +9,7 @@ import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-st
 import { CallRate } from '../../src/stripe/call-rate.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 import { sampleEvent } from '../../src/stripe/sample-events.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { databaseForFile, type TestDatabase } from '../support/database.js';
 import { finishedEvent, givenOrder, grantsOf, paidEvent, quotaOf } from '../support/factories.js';
 import { ADMIN_TOKEN, serviceForFile, STRIPE_SECRET_KEY, testConfig } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
@@ -28,16 +28,12 @@ test('the crontab line follows RECONCILE_CRON, and there is none when off or wit
 });
 
 test.describe('a run bounded by its list calls', () => {
-  let database: TestDatabase;
+  const database = databaseForFile();
   let stripe: OfflineStripe;
   before(async () => {
-    database = await createTestDatabase();
     stripe = await startOfflineStripe();
   });
-  after(async () => {
-    await stripe?.close();
-    await database?.close();
-  });
+  after(() => stripe?.close());
 
   test('reports its calls and that it was cut short, and claims only the pages it read', async () => {
     // 250 events, older first: the list is newest first, so two pages are the newest 200.
