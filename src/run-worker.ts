@@ -82,6 +82,8 @@ const MAINTENANCE_TASKS: readonly MaintenanceTask[] = [sweepTask, pruneTask, rec
 export interface WorkerOptions {
   /** For tests of a stall: the job loop's stall threshold (job-loop-watchdog.ts). */
   stallAfterMs?: number;
+  /** For tests that must see new jobs arrive by LISTEN/NOTIFY alone: poll this rarely. */
+  pollIntervalMs?: number;
 }
 
 // Runners that each fetch only their own tasks. Fulfilment calls Stripe only to fetch a thin
@@ -106,8 +108,9 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
       pgPool: pool,
       noHandleSignals: true,
       logger: graphileLogger(logger),
-      // New jobs arrive by LISTEN/NOTIFY at once; polling only finds retries whose backoff ended.
-      pollInterval: 2_000,
+      // New jobs arrive by LISTEN/NOTIFY at once; polling only finds retries whose backoff ended
+      // (and new jobs while LISTEN reconnects).
+      pollInterval: options.pollIntervalMs ?? 2_000,
       events: watchdog.events,
       ...runnerOptions,
     });

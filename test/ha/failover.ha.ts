@@ -17,7 +17,6 @@ import { after, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { openDatabase } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';
 import { createLogger } from '../../src/logger.js';
@@ -25,7 +24,7 @@ import { serviceMigrations } from '../../src/modules/index.js';
 import { signDelivery, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
 import { spawnService, type ChildService } from '../support/child-service.js';
-import type { TestDatabase } from '../support/database.js';
+import { openTestDatabase, type TestDatabase } from '../support/database.js';
 import { givenOrder, paidEvent } from '../support/factories.js';
 import { startHaCluster, type HaCluster, type HaNode } from '../support/ha-cluster.js';
 import { WEBHOOK_SECRET } from '../support/service.js';
@@ -76,26 +75,19 @@ async function setUp(synchronous: boolean): Promise<Run> {
   await admin.query('create database inbox');
   await admin.end();
   const url = cluster.url('inbox');
-  const opened = openDatabase(url, { maxConnections: 4 });
-  // The test's own connections die with the leader too: pg reports that on the pool.
-  opened.pool.on('error', () => {});
-  await migrate(opened.pool, createLogger('silent'), await serviceMigrations(), { runWorkerMigrations });
-  const database = { ...opened, url, name: 'inbox' } as TestDatabase;
+  const database = openTestDatabase(url, 'inbox', { maxConnections: 4 });
   cleanups.push(() => database.close());
+  await migrate(database.pool, createLogger('silent'), await serviceMigrations(), { runWorkerMigrations });
   const stripe = await startOfflineStripe();
   cleanups.push(() => stripe.close());
   const orders = await Promise.all(Array.from({ length: ORDERS }, () => givenOrder(database)));
   const events = orders.map((order) => paidEvent(order));
-  const service = await startService(url, stripe);
+  const service = await spawnService(url, { STRIPE_API_BASE: stripe.url, LOG_LEVEL: 'info' });
   cleanups.push(async () => {
     service.process.kill('SIGKILL');
     await service.exited;
   });
   return { cluster, database, stripe, service, events };
-}
-
-function startService(url: string, stripe: OfflineStripe): Promise<ChildService> {
-  return spawnService(url, { STRIPE_API_BASE: stripe.url, LOG_LEVEL: 'info' });
 }
 
 interface Delivery {

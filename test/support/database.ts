@@ -51,7 +51,11 @@ export async function createTestDatabase(options: { empty?: boolean; maxConnecti
   } finally {
     await admin.end();
   }
-  const url = databaseUrl(adminUrl, name);
+  return openTestDatabase(databaseUrl(adminUrl, name), name, options);
+}
+
+/** A database as the tests use it: this run's (above), or one on another server, such as the HA cluster's. */
+export function openTestDatabase(url: string, name: string, options: { maxConnections?: number } = {}): TestDatabase {
   const opened = openDatabase(url, { maxConnections: options.maxConnections ?? 20 });
   return { ...opened, db: opened.db.withTables<ServiceTables>(), url, name };
 }

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './free-port.js';
+import { serverUser } from './postgres-user.js';
 import { partitionableLink, type PartitionableLink } from './partitionable-link.js';
 import { waitFor } from './wait-for.js';
 
@@ -67,17 +68,10 @@ function requireTools(): void {
   }
 }
 
-/** The uid and gid of `postgres`: Postgres will not run as root. */
-function postgresUser(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
-  return { uid: id('-u'), gid: id('-g') };
-}
-
 export async function startHaCluster(options: HaClusterOptions): Promise<HaCluster> {
   requireTools();
   const dir = mkdtempSync(join(tmpdir(), 'stripe-inbox-ha-'));
-  const user = postgresUser();
+  const user = serverUser();
   if (user) chownSync(dir, user.uid, user.gid);
   chmodSync(dir, 0o700);
   const children: ChildProcess[] = [];

@@ -7,18 +7,17 @@
 // with the password of the auth file, taken from the upstream URL (the embedded server has one).
 // No ignore_startup_parameters: pg sends only user, database and application_name, which PgBouncer
 // tracks, and the service must keep it that way (src/db/database.ts sets the rest in the session).
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { access, chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from './free-port.js';
+import { serverUser } from './postgres-user.js';
 import { waitFor } from './wait-for.js';
 
 const PGBOUNCER = process.env.PGBOUNCER ?? '/usr/sbin/pgbouncer';
-// PgBouncer refuses to run as root; as root it is started with -u and this user owns its folder.
-const UNPRIVILEGED_USER = 'postgres';
 const START_TIMEOUT_MS = 10_000;
 
 export type PoolMode = 'session' | 'transaction';
@@ -58,13 +57,10 @@ max_client_conn = 500
 default_pool_size = 40
 `,
   );
-  const asRoot = process.getuid?.() === 0;
-  if (asRoot) {
-    const uid = Number(execFileSync('id', ['-u', UNPRIVILEGED_USER], { encoding: 'utf8' }).trim());
-    const gid = Number(execFileSync('id', ['-g', UNPRIVILEGED_USER], { encoding: 'utf8' }).trim());
-    for (const file of ['', 'users.txt', 'pgbouncer.ini']) await chown(path.join(dir, file), uid, gid);
-  }
-  const child = spawn(PGBOUNCER, [...(asRoot ? ['-u', UNPRIVILEGED_USER] : []), path.join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const runAs = serverUser();
+  if (runAs) for (const file of ['', 'users.txt', 'pgbouncer.ini']) await chown(path.join(dir, file), runAs.uid, runAs.gid);
+  // Started as root, PgBouncer drops to the user its -u names (it refuses to run as root).
+  const child = spawn(PGBOUNCER, [...(runAs ? ['-u', 'postgres'] : []), path.join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   for (const stream of [child.stdout, child.stderr]) stream.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-8_192)));
   const exited = once(child, 'exit');

@@ -7,6 +7,7 @@ import { openServicePools, type ServicePools } from '../../src/db/pools.js';
 import { businessModules, loadServiceConfig } from '../../src/modules/index.js';
 import { startService, type Service } from '../../src/service.js';
 import type { WorkerOptions } from '../../src/run-worker.js';
+import type { DatabaseUrls } from '../../src/db/connection-pooler.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';
 import { signDelivery } from '../../src/stripe/sample-events.js';
@@ -56,8 +57,8 @@ export async function startTestService(
   options: {
     env?: Record<string, string>;
     stripe?: OfflineStripe;
-    /** Where the service's pools connect, when not straight to `database` (a relay in front of it). */
-    databaseUrl?: string;
+    /** Where the service's pools connect, when not straight to `database` (a relay or a pooler in front of it). */
+    databaseUrl?: string | DatabaseUrls;
     queryDeadlineMs?: number;
     workerOptions?: WorkerOptions;
   } = {},
