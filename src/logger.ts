@@ -86,8 +86,9 @@ function prettyAvailable(): boolean {
  * Logs an unhandled rejection instead of letting Node end the process. graphile-worker 0.18 calls
  * completeJob and failJob without awaiting them, so a connection lost while it completes or fails
  * a job back is one: crashing on it would turn a database outage into a restart loop. The job stays
- * locked until the sweep reclaims its event (STALE_AFTER_SECONDS). Every invariant is held by the
- * database, so carrying on is safe; the log line (error level) keeps it visible.
+ * locked: a completed one runs again when graphile-worker's 4-hour lock expires and finds its event
+ * processed; a failed one's event is still 'processing', which the sweep reclaims. Every invariant
+ * is held by the database, so carrying on is safe; the log line (error level) keeps it visible.
  */
 export function logUnhandledRejections(logger: Logger): void {
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection; the process keeps running'));
