@@ -18,10 +18,8 @@
 // mode one of them sees a second pid, or both see the same one. Every pid of every round counts,
 // not only the round's own: other clients of the pool (another probe starting beside this one, a
 // running service) can hand a server back in between, so that a single round sees nothing, but
-// rarely in the same way five rounds running (judged round by round, 3 rounds missed 5 of 3,420
-// probes run 19 at once through PgBouncer; judged on all pids, none of 14,250 with 3 or 5 rounds).
-// A miss is a service started against a transaction pooler as if it were a session; a session is
-// never taken for transaction mode.
+// rarely in the same way five rounds running. A miss is a service started against a transaction
+// pooler as if it were a session; a session is never taken for transaction mode.
 import pg from 'pg';
 
 const PROBE_ROUNDS = 5;

@@ -57,8 +57,8 @@ describe('the probe for a pooler in transaction mode', () => {
       assert.equal(await isTransactionPooled(session.url(database.url)), false, 'session mode');
       assert.equal(await isTransactionPooled(transaction.url(database.url)), true, 'transaction mode');
     }
-    // Ten at once hand servers back to each other between a probe's steps, which the probe used to
-    // miss now and then (src/db/connection-pooler.ts has the counts).
+    // Ten at once hand servers back to each other between a probe's steps: only the pids of all
+    // its rounds together show transaction mode every time.
     const together = await Promise.all(Array.from({ length: 10 }, () => isTransactionPooled(transaction.url(database.url))));
     assert.deepEqual(together, Array(10).fill(true));
   });
