@@ -35,6 +35,7 @@ failed, with the age of the oldest pending one. Exits 1 when any event has faile
     const lines = [
       `events:  ${Object.entries(status.counts).map(([k, n]) => `${k} ${n}`).join(', ')}`,
       `oldest processing: ${status.oldest_processing_age_seconds === null ? 'none' : `${status.oldest_processing_age_seconds}s${status.oldest_processing_age_seconds > 2 * staleAfterSeconds ? '  ← older than 2 × STALE_AFTER_SECONDS: is a worker running?' : ''}`}`,
+      `waiting: ${status.waiting} (processing events parked until what they need arrives, such as a dispute before its payment's event)`,
       `jobs queued: ${status.jobs_queued}, carrying ${status.events_queued} events`,
       `last sweep:  ${status.last_sweep_at ?? 'never (no worker running?)'}`,
       `by type, received within ${String(values.since)}:${byType.length ? '' : ' none'}`,

@@ -11,6 +11,7 @@ import type { Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type { Config, Setting, SettingsTable, SettingValues } from './config.js';
 import type { Database } from './db/schema.js';
+import { waker, type Wake } from './events/event-waits.js';
 import type { EventLookups } from './events/read-model.js';
 import type { Handlers } from './fulfilment/handler.js';
 import type { Logger } from './logger.js';
@@ -26,6 +27,9 @@ export { PermanentError, RetryLaterError, recordOnly, type BatchHandler, type Ev
 export type { FinishOutcome } from './events/event-store.js';
 export type { Database, Defaulted, StripeEventRow } from './db/schema.js';
 export { isUniqueViolation } from './db/pg-errors.js';
+// Waiting for what Stripe delivers later (a RetryLaterError's keys): lock them before the read that
+// may decide to wait; wake them after writing what they stand for (src/events/event-waits.ts).
+export { lockWaitKeys, WAIT_HOURS, type Wake } from './events/event-waits.js';
 // Reading a Stripe object out of an event: objectOf throws, objectOrError returns the error (batch handlers).
 export { objectOf, objectOrError, refundedCharge, stripeDispute, type RefundedCharge, type StripeDispute } from './stripe/stripe-objects.js';
 export { quoted } from './quoted.js';
@@ -61,12 +65,16 @@ export interface ModuleContext<S> {
 /** What a module's handlers are built with, once at start-up. */
 export interface HandlerContext {
   readonly notifications: Notifications;
+  /** Wakes the events waiting for what the caller's transaction wrote (RetryLaterError's keys). */
+  readonly wake: Wake;
 }
 
 /** What a module's routes are given. */
 export interface ModuleRouteContext<S> extends ModuleContext<S> {
   /** How long an inbound Idempotency-Key is leased to the request using it (runIdempotent's leaseMs). */
   readonly idempotencyLeaseMs: number;
+  /** Wakes the events waiting for what the caller's transaction wrote (a Checkout Session id stored). */
+  readonly wake: Wake;
 }
 
 /** What a module declares; defineModule turns it into the BusinessModule the core runs. */
@@ -114,6 +122,7 @@ export function defineModule<const T extends SettingsTable = Record<never, Setti
       db: context.db,
       stripeCalls: context.stripeCalls,
       idempotencyLeaseMs: context.idempotencyLeaseMs,
+      wake: waker({ maxAttempts: context.config.maxAttempts }),
       logger: context.logger,
       notifications: context.notifications,
     });
@@ -121,7 +130,7 @@ export function defineModule<const T extends SettingsTable = Record<never, Setti
     ...declared,
     name,
     ...(settings && { settings }),
-    handlers: (config, notifications) => handlers?.(own(config), { notifications }) ?? {},
+    handlers: (config, notifications) => handlers?.(own(config), { notifications, wake: waker({ maxAttempts: config.maxAttempts }) }) ?? {},
     ...(tasks && {
       tasks: (context: TaskContext) =>
         tasks({ settings: own(context.config), db: context.db, stripeCalls: context.stripeCalls, logger: context.logger, notifications: context.notifications }),

@@ -13,6 +13,7 @@
 // empty. Each run has a fresh database; `--rounds N` repeats the pair, in the other order every
 // other round, and sums the rounds.
 import { claimEvents } from '../../src/events/event-store.js';
+import { waker } from '../../src/events/event-waits.js';
 import { attachCheckoutSession, createOrder } from '../../src/modules/credits/orders.js';
 import { createBenchDatabase, type BenchDatabase } from '../support/database.js';
 import { timeDrain, type DrainTiming } from '../support/drain-timer.js';
@@ -50,7 +51,7 @@ async function seedBacklog(db: BenchDatabase, events: EventBodies): Promise<void
   await inParallel(events.count, SEED_PARALLEL, async (i) => {
     const order = await createOrder(db.db, { orderId: events.orderId(i), packageId: BENCH_PACKAGE.id, accountId: `acct_bench_${i}`, email: null });
     if (!order) throw new Error(`package ${BENCH_PACKAGE.id} is missing`);
-    await attachCheckoutSession(db.db, order.order_id, events.sessionId(i));
+    await attachCheckoutSession(db.db, order.order_id, events.sessionId(i), waker({ maxAttempts: 10 }));
   });
   await inParallel(Math.ceil(events.count / CLAIM_BATCH), SEED_PARALLEL, async (i) => {
     const from = i * CLAIM_BATCH;

@@ -5,6 +5,7 @@
 // figure is paid-seen − 2xx-received; its resolution is the poll cycle, printed with it.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { waker } from '../../src/events/event-waits.js';
 import { attachCheckoutSession, createOrder } from '../../src/modules/credits/orders.js';
 import { createBenchDatabase } from '../support/database.js';
 import type { BenchOptions } from '../support/options.js';
@@ -89,7 +90,7 @@ export async function benchLatency(options: BenchOptions): Promise<Figure[]> {
   try {
     for (let i = 0; i < events.count; i++) {
       await createOrder(db.db, { orderId: events.orderId(i), packageId: BENCH_PACKAGE.id, accountId: `acct_bench_${i}`, email: null });
-      await attachCheckoutSession(db.db, events.orderId(i), events.sessionId(i));
+      await attachCheckoutSession(db.db, events.orderId(i), events.sessionId(i), waker({ maxAttempts: 10 }));
     }
     options.log(`latency: ${RATE_PER_SECOND} events/s for ${size.warmupSeconds} s warm-up + ${size.seconds} s to the service (ROLE=all)`);
     const child = await spawnBenchService(serviceEnv(db.url, 'all', options.env), options.nodeFlags);

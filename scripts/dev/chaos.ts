@@ -16,6 +16,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
 import type { Database } from '../../src/db/schema.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
+import { waker } from '../../src/events/event-waits.js';
 import { attachCheckoutSession, createOrder } from '../../src/modules/credits/orders.js';
 import { checkoutSession, sampleEvent, signDelivery, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
@@ -204,7 +205,7 @@ async function createOrders(db: Kysely<Database>, events: number, signal: AbortS
       if (!order) throw new Error("the 'starter' package is missing (sql/0001 seeds it)");
       // As POST /api/checkout stores the session Stripe opened: only that session pays the order.
       const checkoutSessionId = `cs_chaos_${order.order_id}`;
-      await attachCheckoutSession(db, order.order_id, checkoutSessionId);
+      await attachCheckoutSession(db, order.order_id, checkoutSessionId, waker({ maxAttempts: 10 }));
       orders.push({ ...order, checkout_session_id: checkoutSessionId });
     }
   }

@@ -27,6 +27,18 @@ export interface StripeEventsTable {
   job_key: string | null;
 }
 
+/**
+ * An event parked while it waits for something still to come (sql/0026, src/events/event-waits.ts).
+ * Apart from StripeEventsTable because fulfilment never reads them: the statements that park and
+ * wake an event do, so the row a handler gets stays what it was.
+ */
+export interface EventWaitColumns {
+  /** The keys it waits for; meaningful only while the row is 'processing'. */
+  waits_for: string[] | null;
+  /** When the wait gives up: set by its first wait, kept across wakes. */
+  wait_until: Date | null;
+}
+
 /** Written by src/http/idempotent-request.ts only; pruned by src/prune/prune-events.ts. */
 export interface ApiIdempotencyKeysTable {
   /** `<operation>:<the caller's key>`. */
@@ -113,7 +125,7 @@ export interface SnapshotClaimsTable {
 }
 
 export interface Database {
-  stripe_events: StripeEventsTable;
+  stripe_events: StripeEventsTable & EventWaitColumns;
   snapshot_claims: SnapshotClaimsTable;
   api_idempotency_keys: ApiIdempotencyKeysTable;
   maintenance_runs: MaintenanceRunsTable;

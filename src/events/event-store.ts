@@ -150,7 +150,7 @@ export async function markFinished(tx: Transaction<Database>, finished: Readonly
   const eventIds = finished.map((f) => f.eventId);
   await sql`
     update stripe_events e set
-      status = f.status, duplicate_of = f.duplicate_of, last_error = f.reason, finished_at = now()
+      status = f.status, duplicate_of = f.duplicate_of, last_error = f.reason, finished_at = now(), waits_for = null
     from unnest(
       ${eventIds}::text[], ${finished.map((f) => f.outcome.status)}::text[],
       ${finished.map((f) => (f.outcome.status === 'duplicate' ? f.outcome.duplicateOf : null))}::text[],
@@ -163,14 +163,12 @@ export interface Failure {
   message: string;
   /** Retrying cannot help: 'failed' now. */
   permanent: boolean;
-  /** Waiting for something that may never come: when the attempts run out, 'ignored', not 'failed'. */
-  ignoreWhenExhausted: boolean;
 }
 
 /**
  * Counts a failed attempt. A permanent failure, or the attempt that reaches maxAttempts, ends the
- * event 'failed' (the dead letter) or, when it was only waiting, 'ignored' with the reason;
- * otherwise it stays 'processing' for graphile-worker's backoff. Returns the status the row is left
+ * event 'failed' (the dead letter); otherwise it stays 'processing' for graphile-worker's backoff.
+ * (An event that waits is not failing: event-waits.ts parks it.) Returns the status the row is left
  * in, or undefined when the attempt is no longer the row's to count.
  *
  * `event` is the row as the attempt read it. The attempt counts only while the row is still
@@ -184,13 +182,12 @@ export async function recordFailure(
   options: EnqueueOptions,
 ): Promise<EventStatus | undefined> {
   const giveUp = sql<boolean>`(${failure.permanent} or attempts + 1 >= ${options.maxAttempts})`;
-  const finalStatus: EventStatus = failure.ignoreWhenExhausted && !failure.permanent ? 'ignored' : 'failed';
   const row = await db
     .updateTable('stripe_events')
     .set({
       attempts: sql`attempts + 1`,
       last_error: failure.message.slice(0, 2_000),
-      status: sql`case when ${giveUp} then ${finalStatus} else status end`,
+      status: sql`case when ${giveUp} then 'failed' else status end`,
       finished_at: sql`case when ${giveUp} then now() else finished_at end`,
     })
     .where('event_id', '=', event.event_id)
@@ -212,7 +209,7 @@ export async function replayEvents(db: Kysely<Database>, eventIds: readonly stri
     with replayed as (
       update stripe_events e set
         status = 'processing', attempts = 0, last_error = null, duplicate_of = null, finished_at = null,
-        enqueued_at = now(), job_key = r.job_key
+        enqueued_at = now(), job_key = r.job_key, waits_for = null, wait_until = null
       from unnest(${ids}::text[], ${jobKeys(ids.length)}::text[]) as r(event_id, job_key)
       where e.event_id = r.event_id
       returning e.event_id, e.job_key

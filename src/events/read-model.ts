@@ -14,6 +14,9 @@ export interface InboxStatus {
    * 'failed' are always counted now.
    */
   history_counted_at: string;
+  /** Of the 'processing' events, those parked while they wait for what Stripe delivers later (src/events/event-waits.ts): expected, no alert. */
+  waiting: number;
+  /** Of those being fulfilled, not of those waiting: the age an alert watches. */
   oldest_processing_age_seconds: number | null;
   /** Fulfilment jobs waiting or running; each carries a batch of events. */
   jobs_queued: number;
@@ -59,9 +62,10 @@ export function inboxStatusReader(db: Kysely<Database>, clock: () => number = Da
       const live = await tx
         .selectNoFrom([
           sql<number>`(select count(*)::int from stripe_events where status = 'processing')`.as('processing'),
+          sql<number>`(select count(*)::int from stripe_events where status = 'processing' and waits_for is not null)`.as('waiting'),
           sql<number>`(select count(*)::int from stripe_events where status = 'failed')`.as('failed'),
-          // Served by the partial index on processing rows.
-          sql<number | null>`(select extract(epoch from now() - min(enqueued_at))::int from stripe_events where status = 'processing')`.as('oldest'),
+          // Served by the partial index on processing rows. A waiting event is old on purpose.
+          sql<number | null>`(select extract(epoch from now() - min(enqueued_at))::int from stripe_events where status = 'processing' and waits_for is null)`.as('oldest'),
         ])
         .executeTakeFirstOrThrow();
       const queued = await countQueuedJobs(tx);
@@ -70,6 +74,7 @@ export function inboxStatusReader(db: Kysely<Database>, clock: () => number = Da
       return {
         counts,
         history_counted_at: new Date(history.at).toISOString(),
+        waiting: live.waiting,
         oldest_processing_age_seconds: live.oldest,
         jobs_queued: queued.jobs,
         events_queued: queued.events,

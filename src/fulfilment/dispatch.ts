@@ -7,7 +7,7 @@
 // subscription's first): each handler sees every event of the type, answers 'ignored' for what
 // is not its own, and the event's outcome is the first that is not 'ignored', in module order.
 // A RetryLaterError ("not known here yet") counts only when no other module acted on the event:
-// a refund of a subscription's payment is retried by the packages module, done by the other. When
+// a refund of a subscription's payment waits in the packages module, done by the other. When
 // every module ignores it, the event keeps each module's reason.
 import type { Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../db/schema.js';
@@ -17,13 +17,15 @@ import { isThinType } from '../stripe/thin-events.js';
 import { PermanentError, RetryLaterError, type BatchHandler, type Handler, type Handlers } from './handler.js';
 
 /**
- * Runs the handlers for a batch of events in one transaction and returns their outcomes, in order.
- * A failure it can pin on one event throws HandlerError for that event; any other error (a batch
- * statement failing for several events) is thrown as is. Either way the caller rolls back. The
+ * Runs the handlers for a batch of events in one transaction and returns their outcomes, in order:
+ * how each ends, or the RetryLaterError of an event that waits (the caller parks it, in the same
+ * transaction). A failure it can pin on one event throws HandlerError for that event; any other
+ * error (a batch statement failing for several events) is thrown as is. Either way the caller
+ * rolls back. The
  * events' payloads are the handlers' only while it runs: the caller drops them once it returns.
  */
 export interface Dispatch {
-  run(tx: Transaction<Database>, events: readonly StripeEventRow[]): Promise<FinishOutcome[]>;
+  run(tx: Transaction<Database>, events: readonly StripeEventRow[]): Promise<Array<FinishOutcome | RetryLaterError>>;
   /** Whether some module acts on this type: a thin notification of any other is not fetched. */
   handles(type: string): boolean;
 }
@@ -99,19 +101,22 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
         for (const [i, member] of group.entries()) record(member, wrapperOf(member)!, batchResults[i]!);
       }
     }
-    return events.map((event) => {
+    return events.map((event): FinishOutcome | RetryLaterError => {
       const byHandler = results.get(event)!;
       const answers = handlersOf(event).map((handler) => byHandler.get(handler)!);
       // A snapshot type nobody lists is common and needs no word; a thin one was not fetched.
       if (answers.length === 0 && isThinType(event.type)) return { status: 'ignored', reason: `no module handles ${event.type}` };
       const acted = answers.find((answer): answer is FinishOutcome => !(answer instanceof Error) && answer.status !== 'ignored');
       if (acted) return acted;
-      // Every module that waits says for what; the event ends 'ignored' only if all of them may.
+      // Every module that waits says for what, and what it waits for wakes the event; when the
+      // wait gives up, the event ends 'ignored' only if all of them may.
       const waiting = answers.filter((answer) => answer instanceof RetryLaterError);
-      if (waiting.length === 1) throw new HandlerError(event, waiting[0]);
+      if (waiting.length === 1) return waiting[0]!;
       if (waiting.length > 1) {
-        const message = waiting.map((error) => error.message).join('; ');
-        throw new HandlerError(event, new RetryLaterError(message, { ignoreWhenExhausted: waiting.every((error) => error.ignoreWhenExhausted) }));
+        return new RetryLaterError(waiting.map((error) => error.message).join('; '), {
+          waitsFor: waiting.flatMap((error) => error.waitsFor),
+          ignoreWhenExhausted: waiting.every((error) => error.ignoreWhenExhausted),
+        });
       }
       // Each module that says why it is not its own is heard: ops sees every reason at once.
       const reasons = answers.flatMap((answer) => (!(answer instanceof Error) && answer.status === 'ignored' && answer.reason !== undefined ? [answer.reason] : []));

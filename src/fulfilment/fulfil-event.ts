@@ -6,7 +6,8 @@
 import type { Kysely } from 'kysely';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
-import { lockForFulfilment, markFinished, recordFailure } from '../events/event-store.js';
+import { lockForFulfilment, markFinished, recordFailure, type FinishOutcome } from '../events/event-store.js';
+import { parkWaiting } from '../events/event-waits.js';
 import type { EnqueueOptions } from '../worker/job-queue.js';
 import { describeError } from '../error-chain.js';
 import { PermanentError, RetryLaterError } from './handler.js';
@@ -16,7 +17,15 @@ import type { FetchThin } from './thin-fetch.js';
 
 export type FulfilResult =
   | { status: 'missing' | 'already_finished' }
-  | { status: EventStatus; type: string; attempt: number; receivedAt: Date; error?: Error };
+  | { status: EventStatus; type: string; attempt: number; receivedAt: Date; error?: Error; wait?: WaitResult };
+
+/** An event that waited (RetryLaterError): parked ('processing'), or ended because its wait gave up. */
+interface WaitResult {
+  reason: string;
+  /** Its first wait: told once, at info. */
+  first: boolean;
+  until: Date;
+}
 
 export interface FulfilOptions extends EnqueueOptions {
   dispatch: Dispatch;
@@ -127,11 +136,24 @@ async function fulfilLocked(db: Kysely<Database>, eventIds: readonly string[], o
     // enough to be copied into V8's old generation, and that set the pace of full collections in
     // a process that also answers webhooks (docs/benchmarks.md).
     for (const event of events) event.payload = null;
-    await markFinished(tx, events.map((event, i) => ({ eventId: event.event_id, outcome: outcomes[i]! })));
-    const results = new Map(events.map((event, i): [StripeEventRow, FulfilResult] => [
-      event,
-      { status: outcomes[i]!.status, type: event.type, attempt: event.attempts + 1, receivedAt: event.received_at },
-    ]));
+    const finished = events.flatMap((event, i) => {
+      const outcome = outcomes[i]!;
+      return outcome instanceof RetryLaterError ? [] : [{ eventId: event.event_id, outcome }];
+    });
+    await markFinished(tx, finished);
+    // Waiting is not failing: parked in this transaction, which holds the lock the handler read
+    // under (event-waits.ts), with its attempts untouched.
+    const waits = events.flatMap((event, i) => {
+      const outcome = outcomes[i]!;
+      return outcome instanceof RetryLaterError ? [{ eventId: event.event_id, keys: outcome.waitsFor, reason: outcome.message, ignoreWhenExhausted: outcome.ignoreWhenExhausted, error: outcome }] : [];
+    });
+    const parked = new Map((await parkWaiting(tx, waits)).map((p, i) => [p.eventId, { ...p, error: waits[i]!.error }]));
+    const results = new Map(events.map((event, i): [StripeEventRow, FulfilResult] => {
+      const base = { type: event.type, attempt: event.attempts + 1, receivedAt: event.received_at };
+      const wait = parked.get(event.event_id);
+      if (!wait) return [event, { ...base, status: (outcomes[i] as FinishOutcome).status }];
+      return [event, { ...base, status: wait.status, error: wait.error, wait: { reason: wait.error.message, first: wait.first, until: wait.waitUntil } }];
+    }));
     // The first occurrence of an id carries its result; a repeat found nothing to do.
     const reported = new Set<string>();
     return eventIds.map((eventId): FulfilResult => {
@@ -152,11 +174,7 @@ async function fulfilLocked(db: Kysely<Database>, eventIds: readonly string[], o
  * the lock, at one more round trip per event.)
  */
 async function recordFailedAttempt(db: Kysely<Database>, event: StripeEventRow, error: unknown, options: FulfilOptions): Promise<FulfilResult> {
-  const failure = {
-    message: describeError(error),
-    permanent: error instanceof PermanentError,
-    ignoreWhenExhausted: error instanceof RetryLaterError && error.ignoreWhenExhausted,
-  };
+  const failure = { message: describeError(error), permanent: error instanceof PermanentError };
   const status = await recordFailure(db, event, failure, options);
   return {
     status: status ?? 'processing',

@@ -46,19 +46,25 @@ export class PermanentError extends Error {
 
 /**
  * The event depends on something that has not happened yet (a refund before the payment it
- * refunds was fulfilled): retried with backoff, like any transient error, never dropped. Thrown
- * before the handler writes anything: where several modules handle the type, another module's
- * outcome wins over a RetryLaterError and the transaction commits (docs/handlers.md).
+ * refunds was fulfilled, a subscription's event before the checkout that links it): the event is
+ * parked, spends no attempt, and runs again as soon as what it waits for commits (src/events/
+ * event-waits.ts). Thrown before the handler writes anything: where several modules handle the
+ * type, another module's outcome wins over a RetryLaterError (docs/handlers.md).
  *
- * `ignoreWhenExhausted`: what the event waits for may never come (a refund of a payment that is
- * not ours); when the attempts run out it ends 'ignored' with this message, not 'failed'.
+ * `waitsFor`: the keys that wake it (e.g. `payment_intent:pi_…`); the module that writes what a
+ * key stands for wakes it with wakeWaiting. Before the read that decided to wait, the handler
+ * took the keys' locks with lockWaitKeys, or a wake could slip in between.
+ * `ignoreWhenExhausted`: what the event waits for may never come (a dispute of a payment that may
+ * not be ours); when the wait gives up it ends 'ignored' with this message, not 'failed'.
  */
 export class RetryLaterError extends Error {
+  readonly waitsFor: readonly string[];
   readonly ignoreWhenExhausted: boolean;
 
-  constructor(message: string, options: { ignoreWhenExhausted?: boolean } = {}) {
+  constructor(message: string, options: { waitsFor: readonly string[]; ignoreWhenExhausted?: boolean }) {
     super(message);
     this.name = 'RetryLaterError';
+    this.waitsFor = options.waitsFor;
     this.ignoreWhenExhausted = options.ignoreWhenExhausted ?? false;
   }
 }

@@ -49,7 +49,7 @@ export class Metrics {
 
   readonly eventWaits = new Counter({
     name: 'stripe_inbox_event_waits_total',
-    help: 'Fulfilment attempts that found the event waiting for something still to come (RetryLaterError), by type; retried, not failures',
+    help: 'Fulfilment runs that parked the event to wait for something still to come (RetryLaterError), by type; not failures: it runs again when that arrives',
     labelNames: ['type'] as const,
     registers: [this.registry],
   });
@@ -161,7 +161,8 @@ export class Metrics {
           this.set(value(await status()));
         },
       });
-    statusGauge('stripe_inbox_oldest_processing_age_seconds', "Age of the oldest 'processing' event; 0 when none", (s) => s.oldest_processing_age_seconds ?? 0);
+    statusGauge('stripe_inbox_oldest_processing_age_seconds', "Age of the oldest 'processing' event that is not waiting; 0 when none", (s) => s.oldest_processing_age_seconds ?? 0);
+    statusGauge('stripe_inbox_events_waiting', "'processing' events parked while they wait for what Stripe delivers later (a dispute before its payment); each runs when that arrives", (s) => s.waiting);
     statusGauge('stripe_inbox_jobs_queued', 'process_stripe_event jobs waiting or running (each carries a batch of events)', (s) => s.jobs_queued);
     statusGauge('stripe_inbox_events_queued', 'Events carried by the process_stripe_event jobs waiting or running', (s) => s.events_queued);
     const jobLoops = () => this.#jobLoops();

@@ -5,7 +5,7 @@
 // `sweep_stale_events` cron task (and the one-off job a failover queues), `npm run sweep` and
 // POST /admin/api/sweep. Any number of sweeps may run at once.
 import type { Task } from 'graphile-worker';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import { z } from 'zod';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database, EventStatus } from '../db/schema.js';
@@ -81,6 +81,8 @@ export interface SweepOptions {
 export interface SweepResult {
   reclaimed: number;
   failed: number;
+  /** Waiting events whose wait gave up (src/events/event-waits.ts): run once more, to end. */
+  waits_expired: number;
   batches: number;
   dry_run: boolean;
   event_ids: string[];
@@ -92,29 +94,31 @@ export interface SweepResult {
  */
 export async function sweepStaleEvents(db: Kysely<Database>, options: SweepOptions): Promise<SweepResult> {
   const batchSize = options.batchSize ?? SWEEP_BATCH_ROWS;
-  const result: SweepResult = { reclaimed: 0, failed: 0, batches: 0, dry_run: options.dryRun ?? false, event_ids: [] };
+  const result: SweepResult = { reclaimed: 0, failed: 0, waits_expired: 0, batches: 0, dry_run: options.dryRun ?? false, event_ids: [] };
   for (;;) {
     // A dry run changes nothing, so it cannot page: it looks at up to `limit` rows at once.
     const size = options.dryRun ? (options.limit ?? DRY_RUN_ROWS) : batchSize;
-    const room = options.limit === undefined ? size : Math.min(size, options.limit - result.reclaimed - result.failed);
+    const room = options.limit === undefined ? size : Math.min(size, options.limit - result.reclaimed - result.failed - result.waits_expired);
     if (room <= 0) break;
     const rows = await reclaimBatch(db, { ...options, limit: room });
     result.batches++;
     for (const row of rows) {
       result.event_ids.push(row.event_id);
-      if (row.status === 'failed') result.failed++;
+      if (row.expired) result.waits_expired++;
+      else if (row.status === 'failed') result.failed++;
       else result.reclaimed++;
     }
     // A short batch means nothing is left.
     if (options.dryRun || rows.length < room) break;
   }
   if (!result.dry_run) {
-    await recordMaintenanceRun(db, 'sweep', { reclaimed: result.reclaimed, failed: result.failed, batches: result.batches });
+    await recordMaintenanceRun(db, 'sweep', { reclaimed: result.reclaimed, failed: result.failed, waits_expired: result.waits_expired, batches: result.batches });
     options.metrics?.sweepReclaims.inc({ result: 'reclaimed' }, result.reclaimed);
     options.metrics?.sweepReclaims.inc({ result: 'failed' }, result.failed);
     if (result.reclaimed + result.failed > 0) {
       options.logger?.warn({ reclaimed: result.reclaimed, failed: result.failed, batches: result.batches }, 'sweep reclaimed abandoned events');
     }
+    if (result.waits_expired > 0) options.logger?.info({ waitsExpired: result.waits_expired }, 'sweep ran waiting events whose wait gave up, to end them');
   }
   return result;
 }
@@ -141,8 +145,12 @@ interface ReclaimOptions {
  *   (after 4 hours) and then runs once more, finding its events finished: nothing to do.
  * Each reclaim counts as an attempt; the one that reaches maxAttempts ends the event 'failed'
  * instead, so a poison event that kills its worker every time ends visibly.
+ *
+ * An event that waits (src/events/event-waits.ts) has no job on purpose and is left alone, until
+ * its wait_until passes: then it goes into a fresh job, without an attempt counted, to run once
+ * more and end ('ignored' or 'failed' with what it waited for) unless what it waited for came.
  */
-async function reclaimBatch(db: Kysely<Database>, options: ReclaimOptions): Promise<Array<{ event_id: string; status: EventStatus }>> {
+async function reclaimBatch(db: Kysely<Database>, options: ReclaimOptions): Promise<Array<{ event_id: string; status: EventStatus; expired: boolean }>> {
   const stale = sql<Date>`now() - make_interval(secs => ${options.staleAfterMs / 1000})`;
   // The candidates are locked first in a MATERIALIZED CTE and exactly those are updated: an
   // `IN (subquery ... FOR UPDATE SKIP LOCKED LIMIT n)` may be re-evaluated by the planner and
@@ -151,51 +159,55 @@ async function reclaimBatch(db: Kysely<Database>, options: ReclaimOptions): Prom
   // are hashed, so the index scan keeps its order and stops at the limit.
   const candidates = sql`
     with waiting as materialized (${waitingJobs(stale)})
-    select e.event_id, e.attempts
+    select e.event_id, e.attempts, e.waits_for is not null as expired
     from stripe_events e
     where e.status = 'processing'
       and e.enqueued_at < ${stale}
-      and not coalesce(e.job_key in (select key from waiting where ours), false)
-      -- A row enqueued by a release before job keys has no job_key (or an outdated one, when such
-      -- a release reclaimed it). Its job was added in the transaction that set enqueued_at, so it
-      -- has that created_at; the public view shows no payload to be sure, so any such job of that
-      -- instant keeps the row, which errs towards waiting. Nothing matches once no job of those
-      -- releases is left (docs/migrations.md, compatibility C2).
-      and e.enqueued_at not in (select created_at from waiting where not ours)
+      and ((e.waits_for is null
+        and not coalesce(e.job_key in (select key from waiting where ours), false)
+        -- A row enqueued by a release before job keys has no job_key (or an outdated one, when such
+        -- a release reclaimed it). Its job was added in the transaction that set enqueued_at, so it
+        -- has that created_at; the public view shows no payload to be sure, so any such job of that
+        -- instant keeps the row, which errs towards waiting. Nothing matches once no job of those
+        -- releases is left (docs/migrations.md, compatibility C2).
+        and e.enqueued_at not in (select created_at from waiting where not ours))
+        or (e.waits_for is not null and e.wait_until <= now()))
     order by e.enqueued_at
     limit ${options.limit}
     for update of e skip locked`;
-  const giveUp = sql`e.attempts + 1 >= ${options.maxAttempts}`;
+  // A wait that gave up spends no attempt: its run ends it, or fulfils it if what it waited for came.
+  const giveUp = (expired: RawBuilder<boolean>) => sql`not ${expired} and e.attempts + 1 >= ${options.maxAttempts}`;
 
   if (options.dryRun) {
     return db.transaction().execute(async (tx) => {
-      const { rows } = await sql<{ event_id: string; status: EventStatus }>`
-        select event_id, case when ${giveUp} then 'failed' else 'processing' end as status from (${candidates}) e`.execute(tx);
+      const { rows } = await sql<{ event_id: string; status: EventStatus; expired: boolean }>`
+        select event_id, case when ${giveUp(sql`e.expired`)} then 'failed' else 'processing' end as status, expired from (${candidates}) e`.execute(tx);
       return rows;
     });
   }
   // One statement: the update and the jobs of the rows it re-enqueued commit together, so a sweep
   // that dies midway neither counts nor loses anything.
-  const { rows } = await sql<{ event_id: string; status: EventStatus }>`
+  const { rows } = await sql<{ event_id: string; status: EventStatus; expired: boolean }>`
     with stale as materialized (${candidates}),
-    keyed as (select event_id, ${jobKeyPerRow()} as job_key from stale),
+    keyed as (select event_id, expired, ${jobKeyPerRow()} as job_key from stale),
     swept as (
       update stripe_events e set
-        attempts = e.attempts + 1,
+        attempts = e.attempts + case when keyed.expired then 0 else 1 end,
+        waits_for = null,
         enqueued_at = now(),
-        job_key = case when ${giveUp} then e.job_key else keyed.job_key end,
-        status = case when ${giveUp} then 'failed' else e.status end,
-        finished_at = case when ${giveUp} then now() else e.finished_at end,
-        last_error = case when ${giveUp}
+        job_key = case when ${giveUp(sql`keyed.expired`)} then e.job_key else keyed.job_key end,
+        status = case when ${giveUp(sql`keyed.expired`)} then 'failed' else e.status end,
+        finished_at = case when ${giveUp(sql`keyed.expired`)} then now() else e.finished_at end,
+        last_error = case when ${giveUp(sql`keyed.expired`)}
           then 'abandoned by its worker (crash, kill or timeout) on its last attempt; earlier error: ' || coalesce(e.last_error, 'none')
           else e.last_error end
       from keyed
       where e.event_id = keyed.event_id
-      returning e.event_id, e.status, e.job_key
+      returning e.event_id, e.status, e.job_key, keyed.expired
     ), jobs as (
       select count(*) as added
       from ${addEventJobs(sql`select event_id, job_key from swept where status = 'processing'`, options)}
     )
-    select event_id, status from swept cross join jobs`.execute(db);
+    select event_id, status, expired from swept cross join jobs`.execute(db);
   return rows;
 }

@@ -43,15 +43,20 @@ export interface EnqueueOptions {
   maxAttempts: number;
 }
 
+/** A fresh prefix for the keys of the jobs of one enqueue: a batch number follows it. */
+export function newJobKeyPrefix(): string {
+  return `${JOB_KEY_PREFIX}${randomUUID()}:`;
+}
+
 /** Job keys for `count` events enqueued together, in order: a fresh key for each EVENTS_PER_JOB. */
 export function jobKeys(count: number): string[] {
-  const prefix = `${JOB_KEY_PREFIX}${randomUUID()}:`;
+  const prefix = newJobKeyPrefix();
   return Array.from({ length: count }, (_, i) => prefix + Math.floor(i / EVENTS_PER_JOB));
 }
 
 /** The same keys as a SQL expression over the rows of one query (a window function: use it in a select list). */
 export function jobKeyPerRow(): RawBuilder<string> {
-  return sql<string>`${`${JOB_KEY_PREFIX}${randomUUID()}:`}::text || ((row_number() over () - 1) / ${EVENTS_PER_JOB})`;
+  return sql<string>`${newJobKeyPrefix()}::text || ((row_number() over () - 1) / ${EVENTS_PER_JOB})`;
 }
 
 /**

@@ -13,7 +13,7 @@ import { applyState, requestRefresh } from '../../src/modules/billing/subscripti
 import { withBillingTables } from '../../src/modules/billing/tables.js';
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';
-import { quotaOf } from '../support/factories.js';
+import { endWait, quotaOf } from '../support/factories.js';
 import { fulfilWith, handlersOf } from '../support/handlers.js';
 import { checkoutCompleted, givenSubscription } from '../support/subscriptions.js';
 import { createOutbox } from '../../src/notifications/outbox.js';
@@ -36,11 +36,11 @@ describe('an invoice before its subscription is tied to ours', () => {
     return { ...invoice, parent: { ...parent, subscription_details: details } };
   };
 
-  test('waits (retried, counted), and grants once when its checkout links the subscription', async () => {
+  test('waits (no attempt spent), and grants once when its checkout links the subscription', async () => {
     const subscription = await givenSubscription(database);
     const paid = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid' }));
     const [waiting] = await fulfilWith(database, billing, [paid]);
-    assert.deepEqual([waiting!.row.status, waiting!.row.attempts], ['processing', 1]);
+    assert.deepEqual([waiting!.row.status, waiting!.row.attempts], ['processing', 0]);
     assert.match(waiting!.row.last_error ?? '', /was never linked to it: waiting for the checkout.session.completed/);
 
     const [linked] = await fulfilWith(database, billing, [checkoutCompleted(subscription)]);
@@ -50,11 +50,12 @@ describe('an invoice before its subscription is tied to ours', () => {
     assert.equal((await quotaOf(database, subscription.accountId)).granted, 100);
   });
 
-  test("one whose payload carries no subscription metadata at all cannot tell: it waits, and ends 'ignored' with the reason when its attempts run out", async () => {
+  test("one whose payload carries no subscription metadata at all cannot tell: it waits, and ends 'ignored' with the reason when its wait gives up", async () => {
     const stranger = { subscriptionId: 'unused', stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf' };
     const paid = sampleEvent('invoice.paid', withoutMetadataField(invoiceObject(stranger, { billingReason: 'subscription_cycle', status: 'paid' })));
     const [first] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
     assert.equal(first!.row.status, 'processing');
+    await endWait(database, paid.id);
     const [last] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
     assert.equal(last!.row.status, 'ignored');
     assert.match(last!.row.last_error ?? '', new RegExp(`Stripe subscription ${stranger.stripeSubscriptionId} carries no subscription metadata and is not tied to a subscription of ours`));
@@ -70,11 +71,12 @@ describe('an invoice before its subscription is tied to ours', () => {
 });
 
 describe('an invoice naming our subscription, of a Stripe subscription its checkout never linked', () => {
-  test("waits, and ends 'failed' (not 'ignored'), saying so, when its attempts run out: our id in it makes it ours to look at", async () => {
+  test("waits, and ends 'failed' (not 'ignored'), saying so, when its wait gives up: our id in it makes it ours to look at", async () => {
     const subscription = await givenSubscription(database);
     const paid = sampleEvent('invoice.paid', invoiceObject(subscription, { billingReason: 'subscription_create', status: 'paid' }));
     const [first] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
     assert.equal(first!.row.status, 'processing');
+    await endWait(database, paid.id);
     const [last] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
     assert.equal(last!.row.status, 'failed');
     assert.match(last!.row.last_error ?? '', new RegExp(`${subscription.subscriptionId} was never linked to it`));
@@ -226,8 +228,9 @@ describe('refunds of a subscription payment', () => {
     const event = sampleEvent('charge.refunded', { ...refunded(randomStripeId('pi'), 1900).data.object, customer: randomStripeId('cus') });
     const [first] = await fulfilWith(database, everyModule, [event], { maxAttempts: 2 });
     assert.equal(first!.row.status, 'processing');
+    await endWait(database, event.id);
     const [last] = await fulfilWith(database, everyModule, [event], { maxAttempts: 2 });
     assert.equal(last!.row.status, 'ignored');
-    assert.match(last!.row.last_error ?? '', /^no granted invoice paid by payment intent .* \(yet\): .* may pay an invoice of a subscription of ours/);
+    assert.match(last!.row.last_error ?? '', /^gave up waiting after \d+ h: no granted invoice paid by payment intent .* \(yet\): .* may pay an invoice of a subscription of ours/);
   });
 });

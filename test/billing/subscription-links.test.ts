@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { invoiceObject, PERIOD_SECONDS, subscriptionObject, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
+import { waker } from '../../src/events/event-waits.js';
 import { linkCheckoutSession } from '../../src/modules/billing/subscription-links.js';
 import { createSubscription, storeCheckoutSession } from '../../src/modules/billing/subscriptions.js';
 import { randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
@@ -115,7 +116,7 @@ describe('metadata alone never links', () => {
     assert.match(waiting.last_error ?? '', /waiting for the Checkout Session id/);
     assert.equal((await subscriptionRow(row.subscription_id)).stripe_subscription_id, null);
 
-    await storeCheckoutSession(file.database.db, row.subscription_id, subscription.checkoutSessionId);
+    await storeCheckoutSession(file.database.db, row.subscription_id, subscription.checkoutSessionId, waker({ maxAttempts: 10 }));
     assert.equal((await finishedEvent(file.database, event.id, { timeoutMs: RETRY_TIMEOUT_MS })).status, 'processed');
     assert.equal((await subscriptionRow(row.subscription_id)).stripe_subscription_id, subscription.stripeSubscriptionId);
   });
@@ -130,7 +131,7 @@ test("a link that loses the race for a Stripe subscription to another of ours en
   const released = new Promise<void>((resolve) => (release = resolve));
   let holder: number | undefined;
   const linking = file.database.db.transaction().execute(async (tx) => {
-    await linkCheckoutSession(tx, { id: p.checkoutSessionId, subscription: contested, named: p.subscriptionId });
+    await linkCheckoutSession(tx, waker({ maxAttempts: 10 }), { id: p.checkoutSessionId, subscription: contested, named: p.subscriptionId });
     holder = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(tx)).rows[0]!.pid;
     await released;
   });

@@ -16,6 +16,7 @@ import { claimEvents } from '../../src/events/event-store.js';
 import { refundedCharge, sampleEvent } from '../../src/stripe/sample-events.js';
 import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
 import { FulfilmentBatcher } from '../../src/fulfilment/fulfilment-batcher.js';
+import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
 import { serviceDispatch } from '../support/handlers.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
@@ -38,15 +39,26 @@ async function runJobs(maxAttempts = options.maxAttempts): Promise<void> {
   await waitFor('graphile-worker to settle the jobs it ran', async () => (await fulfilmentJobs(database.db)).every((job) => job.locked_at === null));
 }
 
-test("an event whose wait runs out ends 'ignored', and its job is done, not kept for a retry", async () => {
+test("an event that waits leaves no job behind, spends no attempt, and ends 'ignored' when its wait gives up", async () => {
   // A refund of a payment no module knows, with a customer (it may pay an invoice of ours): billing waits, and may wait forever.
   const refund = sampleEvent('charge.refunded', { ...refundedCharge({ paymentIntentId: 'pi_never_ours', amount: 4900, currency: 'chf', amountRefunded: 4900 }), customer: 'cus_test_never_ours' });
   await claimEvents(database.db, [incomingEvent(refund)], { maxAttempts: 1 });
 
   await runJobs(1);
+  const parked = await eventRow(database, refund.id);
+  assert.deepEqual([parked.status, parked.attempts], ['processing', 0]);
+  assert.deepEqual(await fulfilmentJobs(database.db), [], 'parked, not kept for a retry');
+  // Not abandoned: the sweep leaves a waiting event alone, however old.
+  await sql`update stripe_events set enqueued_at = now() - interval '1 day' where event_id = ${refund.id}`.execute(database.db);
+  assert.equal((await sweepStaleEvents(database.db, { staleAfterMs: 1_000, maxAttempts: 1 })).reclaimed, 0);
 
+  // WAIT_HOURS later: the sweep runs it once more, and it ends.
+  await sql`update stripe_events set wait_until = now() - interval '1 second' where event_id = ${refund.id}`.execute(database.db);
+  assert.equal((await sweepStaleEvents(database.db, { staleAfterMs: 1_000, maxAttempts: 1 })).waits_expired, 1);
+  await runJobs(1);
   const row = await eventRow(database, refund.id);
-  assert.deepEqual([row.status, row.attempts], ['ignored', 1]);
+  assert.deepEqual([row.status, row.attempts], ['ignored', 0]);
+  assert.match(row.last_error ?? '', /^gave up waiting after \d+ h: /);
   assert.deepEqual(await fulfilmentJobs(database.db), []);
 });
 

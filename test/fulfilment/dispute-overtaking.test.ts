@@ -22,7 +22,7 @@ test('a dispute delivered while its payment is still processing waits for it, th
   const withdrawn = sampleEvent('charge.dispute.funds_withdrawn', disputeObject({ paymentIntentId, amount: order.amount, currency: order.currency, status: 'needs_response' }));
 
   const [early] = await fulfilWith(database, everyModule, [withdrawn]);
-  assert.deepEqual([early!.row.status, early!.row.attempts], ['processing', 1]);
+  assert.deepEqual([early!.row.status, early!.row.attempts], ['processing', 0]);
   assert.match(early!.row.last_error ?? '', new RegExp(`no order paid by payment intent ${paymentIntentId} \\(yet\\): waiting for ${payment.id}, its payment's event`));
 
   const [paid] = await fulfilWith(database, everyModule, [payment]);

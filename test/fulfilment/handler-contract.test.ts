@@ -6,9 +6,11 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { sql, type Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../../src/db/schema.js';
+import { WAIT_HOURS } from '../../src/events/event-waits.js';
 import { PermanentError, RetryLaterError, type EventHandler } from '../../src/fulfilment/handler.js';
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';
+import { endWait } from '../support/factories.js';
 import { fulfilWith } from '../support/handlers.js';
 
 const database = databaseForFile({ maxConnections: 4 });
@@ -23,6 +25,10 @@ const recordEffect = (tx: Transaction<Database>, event: StripeEventRow, by: stri
   sql`insert into effects (event_id, by) values (${event.event_id}, ${by})`.execute(tx);
 const effectsOf = async (eventId: string) =>
   (await sql<{ by: string }>`select by from effects where event_id = ${eventId} order by by`.execute(database.db)).rows.map((r) => r.by);
+
+/** What a parked event waits for, and whether it waits. */
+const waitOf = async (eventId: string) =>
+  (await sql<{ waits_for: string[] | null; waiting: boolean }>`select waits_for, waits_for is not null and status = 'processing' as waiting from stripe_events where event_id = ${eventId}`.execute(database.db)).rows[0];
 
 const writesThen = (outcome: () => ReturnType<EventHandler>, by = 'handler'): EventHandler => async (tx, event) => {
   await recordEffect(tx, event, by);
@@ -52,14 +58,20 @@ describe('one handler', () => {
     assert.deepEqual(await effectsOf(event.id), []);
   });
 
-  test('a RetryLaterError, like any other error, keeps the event processing for a retry, counted, its write rolled back', async () => {
-    for (const error of [new RetryLaterError('the payment is not fulfilled yet'), new Error('connection reset')]) {
-      const event = anEvent();
-      const [done] = await fulfilWith(database, { [TYPE]: writesThen(() => Promise.reject(error)) }, [event]);
-      assert.deepEqual([done!.result.status, done!.row.status, done!.row.attempts], ['processing', 'processing', 1]);
-      assert.equal(done!.row.last_error, error.message);
-      assert.deepEqual(await effectsOf(event.id), []);
-    }
+  test('any other error keeps the event processing for a retry, counted, its write rolled back', async () => {
+    const event = anEvent();
+    const [done] = await fulfilWith(database, { [TYPE]: writesThen(() => Promise.reject(new Error('connection reset'))) }, [event]);
+    assert.deepEqual([done!.result.status, done!.row.status, done!.row.attempts], ['processing', 'processing', 1]);
+    assert.equal(done!.row.last_error, 'connection reset');
+    assert.deepEqual(await effectsOf(event.id), []);
+  });
+
+  test('a RetryLaterError parks the event: processing, no attempt spent, waiting for its keys, with its reason', async () => {
+    const event = anEvent();
+    const notYet = () => Promise.reject(new RetryLaterError('the payment is not fulfilled yet', { waitsFor: ['payment_intent:pi_x'] }));
+    const [done] = await fulfilWith(database, { [TYPE]: notYet }, [event], { maxAttempts: 1 });
+    assert.deepEqual([done!.result.status, done!.row.status, done!.row.attempts, done!.row.last_error], ['processing', 'processing', 0, 'the payment is not fulfilled yet']);
+    assert.deepEqual(await waitOf(event.id), { waits_for: ['payment_intent:pi_x'], waiting: true });
   });
 
   test('on the last attempt a transient error ends the event failed', async () => {
@@ -74,13 +86,18 @@ describe('one handler', () => {
     assert.deepEqual([done!.row.status, done!.row.last_error], ['ignored', 'not one of our payments']);
   });
 
-  test('a RetryLaterError that may wait forever ends ignored, with its message, when the attempts run out', async () => {
+  test('a RetryLaterError that may wait forever ends ignored, with its message, when its wait gives up', async () => {
     const event = anEvent();
-    const waitForPayment = () => Promise.reject(new RetryLaterError('no payment pi_x known yet', { ignoreWhenExhausted: true }));
+    const waitForPayment = () => Promise.reject(new RetryLaterError('no payment pi_x known yet', { waitsFor: ['payment_intent:pi_x'], ignoreWhenExhausted: true }));
     const [first] = await fulfilWith(database, { [TYPE]: waitForPayment }, [event], { maxAttempts: 2 });
     assert.equal(first!.row.status, 'processing');
+    // Waits do not spend attempts: a third run within the wait still waits.
+    const [again] = await fulfilWith(database, { [TYPE]: waitForPayment }, [event], { maxAttempts: 2 });
+    assert.deepEqual([again!.row.status, again!.row.attempts], ['processing', 0]);
+    await endWait(database, event.id);
     const [last] = await fulfilWith(database, { [TYPE]: waitForPayment }, [event], { maxAttempts: 2 });
-    assert.deepEqual([last!.row.status, last!.row.attempts, last!.row.last_error], ['ignored', 2, 'no payment pi_x known yet']);
+    assert.deepEqual([last!.row.status, last!.row.attempts], ['ignored', 0]);
+    assert.match(last!.row.last_error ?? '', /^gave up waiting after \d+ h: no payment pi_x known yet$/);
   });
 
   test('a type no module lists is stored and ends ignored', async () => {
@@ -104,17 +121,18 @@ describe('modules sharing a type', () => {
 
   test('a RetryLaterError yields to a module that acted: the event is done, with that module’s write', async () => {
     const event = anEvent();
-    const notYet = () => Promise.reject(new RetryLaterError('no order for this payment yet'));
+    const notYet = () => Promise.reject(new RetryLaterError('no order for this payment yet', { waitsFor: ['payment_intent:pi_x'] }));
     const [done] = await fulfilWith(database, [{ [TYPE]: notYet }, { [TYPE]: writesThen(() => Promise.resolve({ status: 'processed' }), 'b') }], [event]);
     assert.equal(done!.row.status, 'processed');
     assert.deepEqual(await effectsOf(event.id), ['b']);
   });
 
-  test('when no module acted, a RetryLaterError keeps the event for a retry', async () => {
+  test('when no module acted, a RetryLaterError parks the event', async () => {
     const event = anEvent();
-    const notYet = () => Promise.reject(new RetryLaterError('no order for this payment yet'));
+    const notYet = () => Promise.reject(new RetryLaterError('no order for this payment yet', { waitsFor: ['payment_intent:pi_x'] }));
     const [done] = await fulfilWith(database, [{ [TYPE]: notYet }, { [TYPE]: () => Promise.resolve({ status: 'ignored' }) }], [event]);
     assert.deepEqual([done!.row.status, done!.row.last_error], ['processing', 'no order for this payment yet']);
+    assert.deepEqual(await waitOf(event.id), { waits_for: ['payment_intent:pi_x'], waiting: true });
   });
 
   test("when every module says it is not its own, the event ends 'ignored' at once with every reason given", async () => {
@@ -128,15 +146,19 @@ describe('modules sharing a type', () => {
     assert.deepEqual([done!.row.status, done!.row.attempts, done!.row.last_error], ['ignored', 0, 'no order paid by pi_x; no invoice paid by pi_x']);
   });
 
-  test("when several wait, the event says for what each waits, and ends 'ignored' only if every one may", async () => {
+  test("when several wait, the event waits for what each waits for, and ends 'ignored' only if every one may", async () => {
     for (const [mayIgnore, ends] of [[true, 'ignored'], [false, 'failed']] as const) {
       const event = anEvent();
       const handlers = [
-        { [TYPE]: () => Promise.reject(new RetryLaterError('no order yet', { ignoreWhenExhausted: true })) },
-        { [TYPE]: () => Promise.reject(new RetryLaterError('no invoice yet', { ignoreWhenExhausted: mayIgnore })) },
+        { [TYPE]: () => Promise.reject(new RetryLaterError('no order yet', { waitsFor: ['order:o'], ignoreWhenExhausted: true })) },
+        { [TYPE]: () => Promise.reject(new RetryLaterError('no invoice yet', { waitsFor: ['invoice:i'], ignoreWhenExhausted: mayIgnore })) },
       ];
+      const [parked] = await fulfilWith(database, handlers, [event], { maxAttempts: 1 });
+      assert.deepEqual([parked!.row.status, parked!.row.last_error], ['processing', 'no order yet; no invoice yet']);
+      assert.deepEqual(await waitOf(event.id), { waits_for: ['invoice:i', 'order:o'], waiting: true });
+      await endWait(database, event.id);
       const [done] = await fulfilWith(database, handlers, [event], { maxAttempts: 1 });
-      assert.deepEqual([done!.row.status, done!.row.last_error], [ends, 'no order yet; no invoice yet']);
+      assert.deepEqual([done!.row.status, done!.row.last_error], [ends, `gave up waiting after ${WAIT_HOURS} h: no order yet; no invoice yet`]);
     }
   });
 

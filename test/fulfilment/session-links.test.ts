@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { recordOrderPayments, type OrderPayment } from '../../src/modules/credits/order-payment.js';
+import { waker } from '../../src/events/event-waits.js';
 import { attachCheckoutSession, createOrder } from '../../src/modules/credits/orders.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { checkoutSession, randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
@@ -58,7 +59,7 @@ test('a session naming an order that has stored no session id waits, and pays it
   assert.match(waiting.last_error ?? '', new RegExp(`names order "${order.order_id}" .*waiting for the Checkout Session id`));
   await assertUnpaid(order);
 
-  await attachCheckoutSession(file.database.db, order.order_id, sessionId);
+  await attachCheckoutSession(file.database.db, order.order_id, sessionId, waker({ maxAttempts: 10 }));
   assert.equal((await finishedEvent(file.database, event.id, { timeoutMs: RETRY_TIMEOUT_MS })).status, 'processed');
   assert.deepEqual(await grantsOf(file.database, order.order_id), [{ event_id: event.id, credits: order.credits }]);
 });

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { thinNotification } from '../../src/stripe/sample-events.js';
-import { finishedEvent, givenOrder, grantsOf, paidEvent, waitingEvent } from '../support/factories.js';
+import { finishedEvent, givenOrder, grantsOf, paidEvent, retryingEvent } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -32,7 +32,7 @@ describe('the fetch of a thin notification fails', () => {
     file.service.stripe.failNext(2); // the SDK's try and its one retry
     assert.equal((await file.service.deliver(thin)).status, 200);
 
-    const waiting = await waitingEvent(file.database, thin.id);
+    const waiting = await retryingEvent(file.database, thin.id);
     assert.match(waiting.last_error ?? '', /api_error|Simulated Stripe outage/);
     const row = await finishedEvent(file.database, thin.id, { timeoutMs: 20_000 });
     assert.equal(row.status, 'processed');
@@ -51,7 +51,7 @@ describe('the fetch of a thin notification fails', () => {
       const snapshot = paidEvent(other);
       assert.equal((await file.service.deliver(snapshot)).status, 200);
       assert.equal((await finishedEvent(file.database, snapshot.id, { timeoutMs: 20_000 })).status, 'processed');
-      const waiting = await waitingEvent(file.database, thin.id, { timeoutMs: 20_000 });
+      const waiting = await retryingEvent(file.database, thin.id, { timeoutMs: 20_000 });
       assert.match(waiting.last_error ?? '', /did not answer thin_fetch_event in time/);
     } finally {
       file.service.stripe.setDelay(0);
@@ -79,7 +79,7 @@ describe('the fetch of a thin notification fails', () => {
         assert.equal((await file.service.deliver(arrival.thin)).status, 200);
         arrivals.push(arrival);
       }
-      for (const { thin } of arrivals) await waitingEvent(file.database, thin.id, { timeoutMs: 20_000 });
+      for (const { thin } of arrivals) await retryingEvent(file.database, thin.id, { timeoutMs: 20_000 });
     } finally {
       file.service.stripe.failNext(0);
     }

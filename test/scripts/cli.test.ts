@@ -53,7 +53,7 @@ test('status --json has the admin API shape and exits 0 when nothing failed', as
   const { code, stdout } = await script('status', ['--json']);
   assert.equal(code, 0);
   const status = JSON.parse(stdout) as Record<string, unknown>;
-  assert.deepEqual(Object.keys(status).sort(), ['by_type', 'counts', 'events_queued', 'failed', 'history_counted_at', 'jobs_queued', 'last_sweep_at', 'notifications', 'oldest_processing_age_seconds']);
+  assert.deepEqual(Object.keys(status).sort(), ['by_type', 'counts', 'events_queued', 'failed', 'history_counted_at', 'jobs_queued', 'last_sweep_at', 'notifications', 'oldest_processing_age_seconds', 'waiting']);
 });
 
 test('status counts events by type and status within --since', async () => {

@@ -4,6 +4,7 @@ import type { StripeEventRow } from '../../src/db/schema.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { findEvent, type IncomingEvent } from '../../src/events/event-store.js';
 import { getQuota, type Quota } from '../../src/modules/ledger/account-credits.js';
+import { waker } from '../../src/events/event-waits.js';
 import { attachCheckoutSession, createOrder, findOrder } from '../../src/modules/credits/orders.js';
 import { checkoutSession, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { toIncomingEvent } from '../../src/stripe/webhook-event.js';
@@ -27,7 +28,7 @@ export async function givenOrder(database: TestDatabase, overrides: { accountId?
   });
   if (!order) throw new Error(`the package ${overrides.packageId ?? 'starter'} is missing from the test database, or archived`);
   const checkoutSessionId = `cs_test_${order.order_id}`;
-  await attachCheckoutSession(database.db, order.order_id, checkoutSessionId);
+  await attachCheckoutSession(database.db, order.order_id, checkoutSessionId, waker({ maxAttempts: 10 }));
   return { ...order, checkout_session_id: checkoutSessionId };
 }
 
@@ -76,13 +77,31 @@ export async function refusedAtOnce(database: TestDatabase, eventId: string, ids
   return row;
 }
 
-/** Polls until the worker has tried the event at least once and left it waiting ('processing') for its retry; returns its row. */
-export async function waitingEvent(database: TestDatabase, eventId: string, options: { timeoutMs?: number } = {}): Promise<StripeEventRow> {
+/** Polls until the worker has tried the event at least once and left it 'processing' for graphile-worker's retry (a transient failure); returns its row. */
+export async function retryingEvent(database: TestDatabase, eventId: string, options: { timeoutMs?: number } = {}): Promise<StripeEventRow> {
   return waitFor(`event ${eventId} to wait for a retry`, async () => {
     const row = await findEvent(database.db, eventId);
     if (row && row.status !== 'processing') throw new Error(`event ${eventId} ended ${row.status}: ${row.last_error ?? ''}`);
     return row !== undefined && row.attempts >= 1 && row;
   }, options);
+}
+
+/**
+ * Polls until the worker has run the event and parked it ('processing', waiting for what it names:
+ * src/events/event-waits.ts); returns its row and what it waits for.
+ */
+export async function waitingEvent(database: TestDatabase, eventId: string, options: { timeoutMs?: number } = {}): Promise<StripeEventRow & { waits_for: string[] }> {
+  return waitFor(`event ${eventId} to wait`, async () => {
+    const row = await findEvent(database.db, eventId);
+    if (row && row.status !== 'processing') throw new Error(`event ${eventId} ended ${row.status}: ${row.last_error ?? ''}`);
+    const wait = await database.db.selectFrom('stripe_events').select('waits_for').where('event_id', '=', eventId).executeTakeFirst();
+    return row !== undefined && wait?.waits_for != null && { ...row, waits_for: wait.waits_for };
+  }, options);
+}
+
+/** A parked event's wait past its deadline, as if WAIT_HOURS had gone by: its next run ends it. */
+export async function endWait(database: TestDatabase, eventId: string): Promise<void> {
+  await database.db.updateTable('stripe_events').set({ wait_until: new Date(Date.now() - 1_000) }).where('event_id', '=', eventId).execute();
 }
 
 export async function grantsOf(database: TestDatabase, orderId: string): Promise<Array<{ event_id: string; credits: number }>> {

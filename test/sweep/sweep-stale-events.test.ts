@@ -190,7 +190,7 @@ describe('which rows the sweep takes', () => {
     assert.equal(before.length, 0);
     await sweepStaleEvents(database.db, options);
     const { rows } = await sql<{ last_result: unknown }>`select last_result from maintenance_runs where name = 'sweep'`.execute(database.db);
-    assert.deepEqual(rows[0]?.last_result, { reclaimed: 2, failed: 1, batches: 1 });
+    assert.deepEqual(rows[0]?.last_result, { reclaimed: 2, failed: 1, waits_expired: 0, batches: 1 });
   });
 
   test('--limit bounds the rows taken in one run', async () => {

@@ -8,7 +8,7 @@
  * @typedef {{ event_id: string, type: string, status: string, attempts: number, last_error: string | null, received_at: string }} EventSummary
  * @typedef {{ endpoint: string, pending: number, failed: number, oldest_pending_age_seconds: number | null }} EndpointSummary
  * @typedef {{ enabled: boolean, endpoints: EndpointSummary[] }} NotificationStatus
- * @typedef {{ counts: Record<string, number>, history_counted_at: string, oldest_processing_age_seconds: number | null, jobs_queued: number, events_queued: number, last_sweep_at: string | null,
+ * @typedef {{ counts: Record<string, number>, history_counted_at: string, waiting: number, oldest_processing_age_seconds: number | null, jobs_queued: number, events_queued: number, last_sweep_at: string | null,
  *   notifications: NotificationStatus }} InboxStatus
  * @typedef {{ minute: string, received: number, finished: number, failed: number }} MinuteCounts
  * @typedef {{ kind: string, id: string, fields: Record<string, string | number | boolean | null> }} BusinessRecord

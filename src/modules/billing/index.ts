@@ -28,13 +28,13 @@ export const billingModule = defineModule({
   settings: billingSettings,
   migrations: new URL('../../../sql/billing/', import.meta.url),
   tables: ['plans', 'subscriptions', 'invoice_grants', 'invoice_payments'] satisfies Array<keyof BillingTables>,
-  handlers: (settings, { notifications }) => ({
-    'invoice.paid': invoicePaid(notifications),
-    'invoice_payment.paid': invoicePaymentPaid,
+  handlers: (settings, { notifications, wake }) => ({
+    'invoice.paid': invoicePaid({ notifications, wake }),
+    'invoice_payment.paid': invoicePaymentPaid(wake),
     'customer.subscription.created': subscriptionChanged(notifications),
     'customer.subscription.updated': subscriptionChanged(notifications),
     'customer.subscription.deleted': subscriptionChanged(notifications),
-    'checkout.session.completed': subscriptionCheckoutCompleted,
+    'checkout.session.completed': subscriptionCheckoutCompleted(wake),
     'invoice.payment_failed': invoicePaymentFailed,
     // The same payment as invoice.paid, told again: granting on it too would grant twice.
     'invoice.payment_succeeded': recordOnly,

@@ -11,15 +11,16 @@
 // balance grants: its period is paid. A grant is told to the app as subscription.period_paid in
 // the same transaction (docs/notifications.md).
 import type { Transaction } from 'kysely';
-import { objectOf, PermanentError, RetryLaterError, type EventHandler, type Notifications } from '../../business-module.js';
-import { addGrants, notifyAccounts } from '../ledger/index.js';
+import { objectOf, PermanentError, RetryLaterError, type EventHandler, type HandlerContext, type Wake } from '../../business-module.js';
+import { addGrants, notifyAccounts, paymentWaitKey } from '../ledger/index.js';
 import { stripeInvoice, stripeInvoicePayment, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { lockLinkedSubscription } from './subscription-links.js';
+import { invoiceWaitKey, linkWaitKey } from './subscriptions.js';
 import { withBillingTables, type BillingDatabase } from './tables.js';
 
 const GRANTING_BILLING_REASONS: ReadonlySet<string> = new Set(['subscription_create', 'subscription_cycle']);
 
-export const invoicePaid = (notifications: Notifications): EventHandler => async (transaction, event) => {
+export const invoicePaid = ({ notifications, wake }: HandlerContext): EventHandler => async (transaction, event) => {
   const invoice = objectOf(stripeInvoice, event);
   const details = invoice.subscription_details;
   if (!details) return { status: 'ignored', reason: `invoice ${invoice.id} is not a subscription invoice (a one-off invoice): not started by POST /api/subscriptions` };
@@ -32,9 +33,12 @@ export const invoicePaid = (notifications: Notifications): EventHandler => async
     if (details.metadata !== undefined) {
       return { status: 'ignored', reason: `invoice ${invoice.id} of Stripe subscription ${details.subscription}: no subscription of ours is linked to it and its subscription metadata names none: not started by POST /api/subscriptions` };
     }
-    throw new RetryLaterError(`invoice ${invoice.id} of Stripe subscription ${details.subscription} carries no subscription metadata and is not tied to a subscription of ours (yet)`, { ignoreWhenExhausted: true });
+    throw new RetryLaterError(`invoice ${invoice.id} of Stripe subscription ${details.subscription} carries no subscription metadata and is not tied to a subscription of ours (yet)`, {
+      waitsFor: [linkWaitKey(details.subscription)],
+      ignoreWhenExhausted: true,
+    });
   }
-  await linkPayments(tx, invoice.id, invoice.payment_intents);
+  await linkPayments(tx, wake, invoice.id, invoice.payment_intents);
 
   if (!invoice.billing_reason || !GRANTING_BILLING_REASONS.has(invoice.billing_reason)) {
     return { status: 'ignored', reason: `billing_reason ${invoice.billing_reason ?? 'null'} does not grant credits` };
@@ -63,6 +67,8 @@ export const invoicePaid = (notifications: Notifications): EventHandler => async
     .executeTakeFirst();
   if (granted) {
     await addGrants(tx, [{ accountId: subscription.account_id, credits: subscription.credits }]);
+    // A dispute or a refund of this payment that overtook it waits for the grant (docs/events.md).
+    await wake(tx, [...invoice.payment_intents.map(paymentWaitKey), invoiceWaitKey(invoice.id)]);
     const at = (seconds: number | null) => (seconds === null ? null : new Date(seconds * 1000).toISOString());
     await notifyAccounts(tx, notifications, [
       {
@@ -88,18 +94,24 @@ export const invoicePaid = (notifications: Notifications): EventHandler => async
 };
 
 /** invoice_payment.paid: which PaymentIntent paid which invoice, so its refunds find the grant. */
-export const invoicePaymentPaid: EventHandler = async (transaction, event) => {
+export const invoicePaymentPaid = (wake: Wake): EventHandler => async (transaction, event) => {
   const payment = objectOf(stripeInvoicePayment, event);
   if (!payment.payment.payment_intent) return { status: 'ignored', reason: `invoice ${payment.invoice} was paid without a PaymentIntent` };
-  await linkPayments(withBillingTables(transaction), payment.invoice, [payment.payment.payment_intent]);
+  await linkPayments(withBillingTables(transaction), wake, payment.invoice, [payment.payment.payment_intent]);
   return { status: 'processed' };
 };
 
-async function linkPayments(tx: Transaction<BillingDatabase>, invoiceId: string, paymentIntents: readonly string[]): Promise<void> {
+/**
+ * Records which PaymentIntents paid the invoice. A refund or dispute of one of them that arrived
+ * first, when the invoice's grant is already there, waits for no more than this link: woken.
+ */
+async function linkPayments(tx: Transaction<BillingDatabase>, wake: Wake, invoiceId: string, paymentIntents: readonly string[]): Promise<void> {
   if (paymentIntents.length === 0) return;
-  await tx
+  const linked = await tx
     .insertInto('invoice_payments')
     .values(paymentIntents.map((payment_intent_id) => ({ payment_intent_id, invoice_id: invoiceId })))
     .onConflict((oc) => oc.column('payment_intent_id').doNothing())
+    .returning('payment_intent_id')
     .execute();
+  if (linked.length > 0) await wake(tx, linked.map((row) => paymentWaitKey(row.payment_intent_id)));
 }

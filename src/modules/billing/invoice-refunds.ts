@@ -6,16 +6,21 @@
 // A charge linked to no grant is judged by what it carries (the ledger's chargeOwnership): another
 // sale's ends 'ignored' at once, one that may be an invoice's of ours waits for its link.
 import type { Transaction } from 'kysely';
-import { objectOf, PermanentError, quoted, refundedCharge, RetryLaterError, type EventHandler, type FinishOutcome, type Notifications, type RefundedCharge } from '../../business-module.js';
-import { chargeOwnership, notifyAccounts, revocationTarget, takeBackCredits, type RefundPolicy } from '../ledger/index.js';
-import { findSubscription } from './subscriptions.js';
+import { lockWaitKeys, objectOf, PermanentError, quoted, refundedCharge, RetryLaterError, type EventHandler, type FinishOutcome, type Notifications, type RefundedCharge } from '../../business-module.js';
+import { chargeOwnership, notifyAccounts, paymentWaitKey, revocationTarget, takeBackCredits, type RefundPolicy } from '../ledger/index.js';
+import { findSubscription, invoiceWaitKey } from './subscriptions.js';
 import { withBillingTables, type BillingDatabase, type InvoiceGrantRow } from './tables.js';
 
 export function invoiceChargeRefunded(policy: RefundPolicy, notifications: Notifications): EventHandler {
   return async (transaction, event) => {
     const charge = objectOf(refundedCharge, event);
     const tx = withBillingTables(transaction);
-    const grant = await lockGrantOfPayment(tx, charge.payment_intent, charge.invoice);
+    let grant = await lockGrantOfPayment(tx, charge.payment_intent, charge.invoice);
+    if (!grant && grantWaitKeys(charge).length > 0) {
+      // Before the look that may decide to wait: the payment's wake cannot slip in between.
+      await lockWaitKeys(transaction, grantWaitKeys(charge));
+      grant = await lockGrantOfPayment(tx, charge.payment_intent, charge.invoice);
+    }
     if (!grant) return unlinkedCharge(tx, charge);
     const refunded = Math.min(grant.amount_paid, Math.max(grant.refunded_amount, charge.amount_refunded));
     const target = Math.max(grant.revocation_target, revocationTarget(policy, { amount: grant.amount_paid, credits: grant.credits }, refunded));
@@ -67,21 +72,28 @@ export async function lockGrantOfPayment(tx: Transaction<BillingDatabase>, payme
     .executeTakeFirst();
 }
 
+/** What would find a charge's grant, and so wakes a refund waiting for it: its PaymentIntent's link, or the invoice an older API version names. */
+function grantWaitKeys(charge: RefundedCharge): string[] {
+  return [...(charge.payment_intent === null ? [] : [paymentWaitKey(charge.payment_intent)]), ...(typeof charge.invoice === 'string' ? [invoiceWaitKey(charge.invoice)] : [])];
+}
+
 /** A charge that no granted invoice is linked to: not ours (ignored), maybe ours and early (wait), or a wrong claim (refused). */
 async function unlinkedCharge(tx: Transaction<BillingDatabase>, charge: RefundedCharge): Promise<FinishOutcome> {
   const whose = chargeOwnership(charge);
   const ungranted = charge.payment_intent === null ? `charge ${charge.id}` : `no granted invoice paid by payment intent ${charge.payment_intent}`;
+  if (whose.verdict === 'not_ours') return { status: 'ignored', reason: `${ungranted}: ${whose.reason}` };
+  // With neither a PaymentIntent nor an invoice, no grant can ever be found for it.
+  const waitsFor = grantWaitKeys(charge);
+  if (waitsFor.length === 0) return { status: 'ignored', reason: `${ungranted}: it names neither a PaymentIntent nor an invoice` };
   switch (whose.verdict) {
-    case 'not_ours':
-      return { status: 'ignored', reason: `${ungranted}: ${whose.reason}` };
     case 'cannot_tell':
       // The refund can arrive before the payment's link or grant; if it never does, it was not ours.
-      throw new RetryLaterError(`${ungranted} (yet): ${whose.reason}`, { ignoreWhenExhausted: true });
+      throw new RetryLaterError(`${ungranted} (yet): ${whose.reason}`, { waitsFor, ignoreWhenExhausted: true });
     case 'ours': {
       if (whose.subscriptionId === undefined) return { status: 'ignored', reason: `${whose.reason}: a package's payment, not a subscription's` };
       const named = await findSubscription(tx, whose.subscriptionId);
       if (!named) throw new PermanentError(`unknown subscription ${quoted(whose.subscriptionId)} in the metadata of charge ${charge.id}`);
-      throw new RetryLaterError(`${whose.reason}, but ${ungranted} (yet): waiting for the invoice of ${named.subscription_id} it paid`);
+      throw new RetryLaterError(`${whose.reason}, but ${ungranted} (yet): waiting for the invoice of ${named.subscription_id} it paid`, { waitsFor });
     }
   }
 }

@@ -22,7 +22,7 @@ const subscriptionBody = z.strictObject({
 export function billingApiRoutes(context: ModuleRouteContext<BillingSettings>): Router {
   const db = withBillingTables(context.db);
   const { checkoutSuccessUrl: successUrl, checkoutCancelUrl: cancelUrl } = context.settings;
-  const calls: BillingCallDeps = { db, stripeCalls: context.stripeCalls, notifications: context.notifications, successUrl, cancelUrl };
+  const calls: BillingCallDeps = { db, stripeCalls: context.stripeCalls, notifications: context.notifications, wake: context.wake, successUrl, cancelUrl };
   const router = Router();
   router.param('id', checkIdParam);
 

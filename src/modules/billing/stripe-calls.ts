@@ -2,7 +2,7 @@
 // invariant 9), so every retry of the same operation, from any process, does it once.
 import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';
-import type { Notifications, StripeCallFailure, StripeCalls } from '../../business-module.js';
+import type { Notifications, StripeCallFailure, StripeCalls, Wake } from '../../business-module.js';
 import { stripeSubscription, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { applyState, requestRefresh, stateOf } from './subscription-state.js';
 import { lockSubscription, storeCheckoutSession } from './subscriptions.js';
@@ -18,6 +18,8 @@ export interface BillingCallDeps {
   stripeCalls: StripeCalls;
   /** A cancel's new state is told to the app (subscription.updated) in the transaction that applies it. */
   notifications: Notifications;
+  /** Wakes a session's completion that arrived before its id was stored. */
+  wake: Wake;
   successUrl: string;
   cancelUrl: string;
 }
@@ -60,7 +62,7 @@ export async function openSubscriptionCheckout(deps: BillingCallDeps, subscripti
     ),
   );
   if (call.outcome !== 'done') return call;
-  await storeCheckoutSession(deps.db, subscription.subscription_id, call.value.id);
+  await storeCheckoutSession(deps.db, subscription.subscription_id, call.value.id, deps.wake);
   return { outcome: 'created', checkoutSessionId: call.value.id, url: call.value.url };
 }
 

@@ -3,7 +3,7 @@
 // Stripe's subscription, and nothing else does (subscription-links.ts); customer.subscription.
 // created|updated|deleted carry the subscription itself; invoice.payment_failed means the status
 // is changing, so the subscription is fetched from Stripe.
-import { objectOf, type EventHandler, type Notifications } from '../../business-module.js';
+import { objectOf, type EventHandler, type Notifications, type Wake } from '../../business-module.js';
 import { stripeInvoice, stripeSubscription, subscriptionCheckoutSession, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { linkCheckoutSession, lockLinkedSubscription } from './subscription-links.js';
 import { applyState, requestRefresh, stateOf } from './subscription-state.js';
@@ -21,11 +21,11 @@ export const subscriptionChanged = (notifications: Notifications): EventHandler 
   return { status: 'processed' };
 };
 
-export const subscriptionCheckoutCompleted: EventHandler = async (transaction, event) => {
+export const subscriptionCheckoutCompleted = (wake: Wake): EventHandler => async (transaction, event) => {
   const session = objectOf(subscriptionCheckoutSession, event);
   if (session.mode !== 'subscription') return { status: 'ignored' };
   const tx = withBillingTables(transaction);
-  const subscription = await linkCheckoutSession(tx, { id: session.id, subscription: session.subscription, named: session.metadata?.[SUBSCRIPTION_ID_KEY] });
+  const subscription = await linkCheckoutSession(tx, wake, { id: session.id, subscription: session.subscription, named: session.metadata?.[SUBSCRIPTION_ID_KEY] });
   if (!subscription) return notOurs(`subscription Checkout Session ${session.id}`);
   return { status: 'processed' };
 };

@@ -10,9 +10,9 @@
 // accounts; and metadata alone never links: an event that names an unlinked row of ours waits for
 // that row's own checkout to link it, and fails when it never does.
 import type { Transaction } from 'kysely';
-import { isUniqueViolation, PermanentError, quoted, RetryLaterError } from '../../business-module.js';
+import { isUniqueViolation, lockWaitKeys, PermanentError, quoted, RetryLaterError, type Wake } from '../../business-module.js';
 import { SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
-import { lockSubscription } from './subscriptions.js';
+import { linkWaitKey, lockSubscription, sessionWaitKey } from './subscriptions.js';
 import type { BillingDatabase, SubscriptionRow } from './tables.js';
 
 const NAMES = `metadata.${SUBSCRIPTION_ID_KEY}`;
@@ -24,14 +24,21 @@ const unknownSubscription = (named: string, what: string) => new PermanentError(
  * is linked to none and `named` (our id from the object's metadata) names none. Throws a
  * PermanentError when the metadata contradicts a link (or names an unknown id), and a
  * RetryLaterError when it names a row of ours that is not linked yet: the checkout that links it
- * may arrive later, as Stripe delivers in any order.
+ * may arrive later, as Stripe delivers in any order, and wakes it. Found unlinked, the link's wait
+ * key is locked and the link looked up again, so that a link committing meanwhile is either seen
+ * or wakes the wait (src/events/event-waits.ts); a linked subscription pays nothing for that.
  */
 export async function lockLinkedSubscription(
   tx: Transaction<BillingDatabase>,
   stripeSubscriptionId: string,
   named: string | undefined,
 ): Promise<SubscriptionRow | undefined> {
-  const linked = await tx.selectFrom('subscriptions').selectAll().where('stripe_subscription_id', '=', stripeSubscriptionId).forUpdate().executeTakeFirst();
+  const lockLinked = () => tx.selectFrom('subscriptions').selectAll().where('stripe_subscription_id', '=', stripeSubscriptionId).forUpdate().executeTakeFirst();
+  let linked = await lockLinked();
+  if (!linked) {
+    await lockWaitKeys(tx, [linkWaitKey(stripeSubscriptionId)]);
+    linked = await lockLinked();
+  }
   if (linked) {
     if (named !== undefined && named !== linked.subscription_id) {
       throw new PermanentError(`Stripe subscription ${stripeSubscriptionId} is linked to ${linked.subscription_id}, but its ${NAMES} names ${quoted(named)}: refused`);
@@ -49,6 +56,7 @@ export async function lockLinkedSubscription(
   throw new RetryLaterError(
     `Stripe subscription ${stripeSubscriptionId} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} was never linked to it: ` +
       `waiting for the checkout.session.completed of ${row.subscription_id}'s Checkout Session ${row.checkout_session_id ?? '(none stored)'}, which links it`,
+    { waitsFor: [linkWaitKey(stripeSubscriptionId)] },
   );
 }
 
@@ -63,9 +71,10 @@ export interface CompletedCheckout {
 /**
  * Links our subscription whose stored Checkout Session completed to the Stripe subscription the
  * session started, and returns it (locked); undefined for a session that is not ours (no row
- * stored it, and its metadata names none). The one place a link is made.
+ * stored it, and its metadata names none). The one place a link is made; the subscription's
+ * events that arrived first wait for it, and are woken in the same transaction.
  */
-export async function linkCheckoutSession(tx: Transaction<BillingDatabase>, session: CompletedCheckout): Promise<SubscriptionRow | undefined> {
+export async function linkCheckoutSession(tx: Transaction<BillingDatabase>, wake: Wake, session: CompletedCheckout): Promise<SubscriptionRow | undefined> {
   const row = await lockByCheckoutSession(tx, session);
   if (!row || session.subscription === null || row.stripe_subscription_id === session.subscription) return row;
   const refused = (why: string) => `Checkout Session ${session.id} of ${row.subscription_id} started Stripe subscription ${session.subscription}, but ${why}: refused`;
@@ -84,6 +93,7 @@ export async function linkCheckoutSession(tx: Transaction<BillingDatabase>, sess
     if (isUniqueViolation(error, 'subscriptions_stripe_subscription_id_key')) throw new PermanentError(refused('that was linked to another subscription of ours meanwhile'), { cause: error });
     throw error;
   }
+  await wake(tx, [linkWaitKey(session.subscription)]);
   return { ...row, stripe_subscription_id: session.subscription };
 }
 
@@ -105,6 +115,9 @@ async function lockByCheckoutSession(tx: Transaction<BillingDatabase>, session: 
     throw new PermanentError(`Checkout Session ${session.id} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} opened Checkout Session ${row.checkout_session_id}: refused`);
   }
   // POST /api/subscriptions stores the id once Stripe answers; a request that died in between
-  // stores it when retried with the same Idempotency-Key (Stripe answers with the same session).
-  throw new RetryLaterError(`Checkout Session ${session.id} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} has stored no Checkout Session id: waiting for the Checkout Session id (a retry of POST /api/subscriptions with the same Idempotency-Key stores it)`);
+  // stores it when retried with the same Idempotency-Key (Stripe answers with the same session),
+  // and wakes this event. The row lock, taken before the look, keeps the two in turn.
+  throw new RetryLaterError(`Checkout Session ${session.id} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} has stored no Checkout Session id: waiting for the Checkout Session id (a retry of POST /api/subscriptions with the same Idempotency-Key stores it)`, {
+    waitsFor: [sessionWaitKey(row.subscription_id)],
+  });
 }

@@ -4,11 +4,19 @@
 // cancellation) kept by subscription-state.ts.
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
+import type { Wake } from '../../business-module.js';
 import type { BillingDatabase, PlanRow, SubscriptionRow } from './tables.js';
 
 export async function listPlans(db: Kysely<BillingDatabase>): Promise<PlanRow[]> {
   return db.selectFrom('plans').selectAll().where('active', '=', true).orderBy('amount').execute();
 }
+
+/** What an event of a Stripe subscription that is not linked yet waits for: the link (subscription-links.ts). */
+export const linkWaitKey = (stripeSubscriptionId: string) => `stripe_subscription:${stripeSubscriptionId}`;
+/** What a refund that names an invoice (older API versions) waits for: the invoice's grant. */
+export const invoiceWaitKey = (invoiceId: string) => `invoice:${invoiceId}`;
+/** What a checkout.session.completed that names a subscription without its session id waits for. */
+export const sessionWaitKey = (subscriptionId: string) => `subscription:${subscriptionId}`;
 
 const newSubscriptionId = () => `subscr_${randomUUID().replaceAll('-', '')}`;
 
@@ -47,13 +55,17 @@ export async function lockSubscription(tx: Transaction<BillingDatabase>, subscri
  * Stores the id of the Checkout Session that POST /api/subscriptions opened, as soon as Stripe
  * answers: that session's completion is the only thing that links the row to a Stripe
  * subscription (subscription-links.ts). An id once stored is kept: every retry sends the same
- * outbound key, so Stripe answers with the same session.
+ * outbound key, so Stripe answers with the same session. The session's completion may have
+ * arrived first and wait for it: woken in the same transaction.
  */
-export async function storeCheckoutSession(db: Kysely<BillingDatabase>, subscriptionId: string, checkoutSessionId: string): Promise<void> {
-  await db
-    .updateTable('subscriptions')
-    .set({ checkout_session_id: checkoutSessionId })
-    .where('subscription_id', '=', subscriptionId)
-    .where('checkout_session_id', 'is', null)
-    .execute();
+export async function storeCheckoutSession(db: Kysely<BillingDatabase>, subscriptionId: string, checkoutSessionId: string, wake: Wake): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const stored = await tx
+      .updateTable('subscriptions')
+      .set({ checkout_session_id: checkoutSessionId })
+      .where('subscription_id', '=', subscriptionId)
+      .where('checkout_session_id', 'is', null)
+      .executeTakeFirst();
+    if (stored.numUpdatedRows > 0n) await wake(tx, [sessionWaitKey(subscriptionId)]);
+  });
 }

@@ -9,8 +9,8 @@
 // another sale's ends 'ignored' at once; one whose metadata names an order of ours waits for that
 // order's payment, or is refused when the order is unknown or was paid by another PaymentIntent.
 import type { Transaction } from 'kysely';
-import { objectOf, PermanentError, quoted, refundedCharge, RetryLaterError, type EventHandler, type FinishOutcome, type Notifications, type RefundedCharge } from '../../business-module.js';
-import { chargeOwnership, notifyAccounts, revocationTarget, type RefundPolicy } from '../ledger/index.js';
+import { lockWaitKeys, objectOf, PermanentError, quoted, refundedCharge, RetryLaterError, type EventHandler, type FinishOutcome, type Notifications, type RefundedCharge } from '../../business-module.js';
+import { chargeOwnership, notifyAccounts, paymentWaitKey, revocationTarget, type RefundPolicy } from '../ledger/index.js';
 import { revokeCredits } from './credit-revocations.js';
 import { findOrder } from './orders.js';
 import { withCreditTables, type CreditsDatabase } from './tables.js';
@@ -19,7 +19,13 @@ export function chargeRefunded(policy: RefundPolicy, notifications: Notification
   return async (transaction, event) => {
     const tx = withCreditTables(transaction);
     const charge = objectOf(refundedCharge, event);
-    const orders = charge.payment_intent === null ? [] : await tx.selectFrom('orders').selectAll().where('payment_intent_id', '=', charge.payment_intent).forUpdate().execute();
+    const paidBy = (paymentIntent: string) => tx.selectFrom('orders').selectAll().where('payment_intent_id', '=', paymentIntent).forUpdate().execute();
+    let orders = charge.payment_intent === null ? [] : await paidBy(charge.payment_intent);
+    if (orders.length === 0 && charge.payment_intent !== null) {
+      // Before the look that may decide to wait: the payment's wake cannot slip in between.
+      await lockWaitKeys(transaction, [paymentWaitKey(charge.payment_intent)]);
+      orders = await paidBy(charge.payment_intent);
+    }
     if (orders.length > 1) throw new PermanentError(`payment intent ${charge.payment_intent} names ${orders.length} orders`);
     const order = orders[0];
     if (!order) return unlinkedCharge(tx, charge);
@@ -64,5 +70,7 @@ async function unlinkedCharge(tx: Transaction<CreditsDatabase>, charge: Refunded
     throw new PermanentError(`charge ${charge.id} of payment intent ${charge.payment_intent ?? '(none)'} names order ${named.order_id} in its metadata, but ${named.order_id} was paid by ${named.payment_intent_id ?? 'no payment intent yet'}: refused`);
   }
   // The refund overtook its payment's checkout.session.completed, which stores the PaymentIntent.
-  throw new RetryLaterError(`${whose.reason}, but ${named.order_id} is not paid by payment intent ${charge.payment_intent} (yet): waiting for its checkout.session.completed`);
+  throw new RetryLaterError(`${whose.reason}, but ${named.order_id} is not paid by payment intent ${charge.payment_intent} (yet): waiting for its checkout.session.completed`, {
+    waitsFor: [paymentWaitKey(charge.payment_intent)],
+  });
 }

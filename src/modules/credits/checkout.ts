@@ -5,7 +5,7 @@
 // order creates one session, whose id is stored as soon as Stripe answers: only that session pays
 // the order (order-payment.ts). No transaction is open during the call.
 import type { Kysely } from 'kysely';
-import type { StripeCallFailure, StripeCalls } from '../../business-module.js';
+import type { StripeCallFailure, StripeCalls, Wake } from '../../business-module.js';
 import { checkoutSessionKey } from './idempotency-keys.js';
 import { attachCheckoutSession } from './orders.js';
 import type { CreditsDatabase, OrderRow } from './tables.js';
@@ -13,6 +13,7 @@ import type { CreditsDatabase, OrderRow } from './tables.js';
 export interface CheckoutDeps {
   db: Kysely<CreditsDatabase>;
   stripeCalls: StripeCalls;
+  wake: Wake;
   successUrl: string;
   cancelUrl: string;
 }
@@ -44,6 +45,6 @@ export async function openCheckoutSession(deps: CheckoutDeps, order: OrderRow): 
       ),
   );
   if (call.outcome !== 'done') return call;
-  await attachCheckoutSession(deps.db, order.order_id, call.value.id);
+  await attachCheckoutSession(deps.db, order.order_id, call.value.id, deps.wake);
   return { outcome: 'created', checkoutSessionId: call.value.id, url: call.value.url };
 }

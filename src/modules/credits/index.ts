@@ -29,18 +29,18 @@ export const creditsModule = defineModule({
   // Empty so far: its tables were created by the core's sql/0001 and sql/0003, before modules had migrations.
   migrations: new URL('../../../sql/credits/', import.meta.url),
   tables: ['packages', 'orders', 'credit_grants', 'credit_revocations'] satisfies Array<keyof CreditTables>,
-  handlers: (settings, { notifications }) => ({
-    'checkout.session.completed': { batch: checkoutSessionPaid(notifications) },
-    'checkout.session.async_payment_succeeded': { batch: checkoutSessionPaid(notifications) },
+  handlers: (settings, context) => ({
+    'checkout.session.completed': { batch: checkoutSessionPaid(context) },
+    'checkout.session.async_payment_succeeded': { batch: checkoutSessionPaid(context) },
     // The same payment as the session's, told again: a second cashier would grant twice.
     'payment_intent.succeeded': recordOnly,
     'charge.succeeded': recordOnly,
     'checkout.session.async_payment_failed': recordOnly,
     'checkout.session.expired': recordOnly,
-    'charge.refunded': chargeRefunded(settings.refundPolicy, notifications),
+    'charge.refunded': chargeRefunded(settings.refundPolicy, context.notifications),
     // A package's Price or Product archived at Stripe archives the package (src/modules/catalog/).
     ...catalogPriceHandlers(packageCatalog),
-    ...Object.fromEntries(DISPUTE_EVENT_TYPES.map((type) => [type, chargeDisputed(settings, notifications)])),
+    ...Object.fromEntries(DISPUTE_EVENT_TYPES.map((type) => [type, chargeDisputed(settings, context.notifications)])),
   }),
   apiRoutes: creditsApiRoutes,
   adminRoutes: creditsAdminRoutes,

@@ -2,6 +2,7 @@
 // Stripe is called, so a session Stripe knows about always names an order we know about.
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type { Wake } from '../../business-module.js';
 import type { CreditsDatabase, OrderRow, PackageRow } from './tables.js';
 
 export async function listPackages(db: Kysely<CreditsDatabase>): Promise<PackageRow[]> {
@@ -38,16 +39,23 @@ export async function findOrder(db: Kysely<CreditsDatabase>, orderId: string, op
   return query.executeTakeFirst();
 }
 
+/** What a checkout.session.completed that names an order without its session id waits for. */
+export const orderWaitKey = (orderId: string) => `order:${orderId}`;
+
 /**
  * Stores the id of the Checkout Session opened for the order, as soon as Stripe answers: only the
  * order that stored a session is paid by it (order-payment.ts). An id once stored is kept: every
- * retry sends the same outbound key, so Stripe answers with the same session.
+ * retry sends the same outbound key, so Stripe answers with the same session. The session's
+ * completion may have arrived first and wait for it: woken in the same transaction.
  */
-export async function attachCheckoutSession(db: Kysely<CreditsDatabase>, orderId: string, checkoutSessionId: string): Promise<void> {
-  await db
-    .updateTable('orders')
-    .set({ checkout_session_id: checkoutSessionId })
-    .where('order_id', '=', orderId)
-    .where('checkout_session_id', 'is', null)
-    .execute();
+export async function attachCheckoutSession(db: Kysely<CreditsDatabase>, orderId: string, checkoutSessionId: string, wake: Wake): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const stored = await tx
+      .updateTable('orders')
+      .set({ checkout_session_id: checkoutSessionId })
+      .where('order_id', '=', orderId)
+      .where('checkout_session_id', 'is', null)
+      .executeTakeFirst();
+    if (stored.numUpdatedRows > 0n) await wake(tx, [orderWaitKey(orderId)]);
+  });
 }

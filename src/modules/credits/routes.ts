@@ -24,7 +24,7 @@ const refundBody = z.strictObject({ amount: z.number().int().positive('must be a
 export function creditsApiRoutes(context: ModuleRouteContext<CreditsSettings>): Router {
   const db = withCreditTables(context.db);
   const { checkoutSuccessUrl: successUrl, checkoutCancelUrl: cancelUrl } = context.settings;
-  const checkout: CheckoutDeps = { db, stripeCalls: context.stripeCalls, successUrl, cancelUrl };
+  const checkout: CheckoutDeps = { db, stripeCalls: context.stripeCalls, wake: context.wake, successUrl, cancelUrl };
   const router = Router();
   router.param('id', checkIdParam);
 

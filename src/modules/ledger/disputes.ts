@@ -16,7 +16,7 @@
 // one dispute per purchase is what we expect, but the claim is asked of all of them.
 import { sql, type Transaction } from 'kysely';
 import { z } from 'zod';
-import { defineSettings, objectOf, payloadHolds, RetryLaterError, stripeDispute, type Database, type EventHandler, type Notifications, type StripeDispute, type StripeEventRow } from '../../business-module.js';
+import { defineSettings, lockWaitKeys, objectOf, payloadHolds, RetryLaterError, stripeDispute, type Database, type EventHandler, type Notifications, type StripeDispute, type StripeEventRow } from '../../business-module.js';
 import { addGrants, takeBackCredits } from './account-credits.js';
 import { notifyAccounts } from './account-notifications.js';
 import { revocationTarget, type RefundPolicy } from './refund-policy.js';
@@ -172,26 +172,51 @@ export async function moveRevocation(tx: Transaction<Database>, accountId: strin
 type Policies = { refundPolicy: RefundPolicy; disputePolicy: DisputePolicy };
 
 /**
+ * The key a wait for a payment is woken by: what an event waits for when it names a PaymentIntent
+ * no purchase of ours is known to be paid by yet. The module that records such a payment wakes it.
+ */
+export const paymentWaitKey = (paymentIntent: string) => `payment_intent:${paymentIntent}`;
+
+/**
  * The handler of the dispute types for a module that sells credits. `lockPurchase` finds, and
- * locks, the module's purchase that `paymentIntent` paid (none: not the module's); `what` names
+ * locks, the module's purchase that `paymentIntent` paid (none: not the module's, or not yet);
+ * `mayStillPay` tells whether the module has a purchase in flight that a payment it has not
+ * learnt of yet could turn out to pay (an order whose Checkout Session is open); `what` names
  * such a purchase in the reason of a dispute that is not the module's (`order`).
+ *
+ * A dispute carries no metadata of ours, only its PaymentIntent, and can arrive before the
+ * payment's own event (Stripe retrying that one after an outage, or reconcile claiming it after a
+ * failover lost it). So a dispute of a payment no purchase names waits for that payment while
+ * the payment's event is stored unfinished, or while the module has a purchase in flight; it is
+ * applied when the payment is recorded, whichever came first. With nothing in flight it is
+ * another sale's, and ends 'ignored' at once.
  */
 export function disputeHandler(
   policies: Policies,
   notifications: Notifications,
   what: string,
-  lockPurchase: (tx: Transaction<Database>, paymentIntent: string) => Promise<DisputedPurchase | undefined>,
+  purchases: {
+    lockPurchase: (tx: Transaction<Database>, paymentIntent: string) => Promise<DisputedPurchase | undefined>;
+    mayStillPay: (tx: Transaction<Database>) => Promise<boolean>;
+  },
 ): EventHandler {
   return async (tx, event) => {
     const dispute = objectOf(stripeDispute, event);
     const paymentIntent = dispute.payment_intent;
     if (paymentIntent === null) return { status: 'ignored', reason: `dispute ${dispute.id}: charge ${dispute.charge} has no PaymentIntent, so is no payment of ours` };
-    const purchase = await lockPurchase(tx, paymentIntent);
+    let purchase = await purchases.lockPurchase(tx, paymentIntent);
     if (!purchase) {
-      const unlinked = `dispute ${dispute.id}: no ${what} paid by payment intent ${paymentIntent}`;
-      const awaited = await unfinishedPaymentEvent(tx, paymentIntent);
-      if (awaited !== undefined) throw new RetryLaterError(`${unlinked} (yet): waiting for ${awaited}, its payment's event`, { ignoreWhenExhausted: true });
-      return { status: 'ignored', reason: unlinked };
+      // Before the look that may decide to wait: the payment's wake cannot slip in between.
+      const key = paymentWaitKey(paymentIntent);
+      await lockWaitKeys(tx, [key]);
+      purchase = await purchases.lockPurchase(tx, paymentIntent);
+      if (!purchase) {
+        const unlinked = `dispute ${dispute.id}: no ${what} paid by payment intent ${paymentIntent}`;
+        const awaited = await unfinishedPaymentEvent(tx, paymentIntent);
+        if (awaited !== undefined) throw new RetryLaterError(`${unlinked} (yet): waiting for ${awaited}, its payment's event`, { waitsFor: [key], ignoreWhenExhausted: true });
+        if (await purchases.mayStillPay(tx)) throw new RetryLaterError(`${unlinked} (yet): waiting for its payment's event, as a ${what} of ours is still being paid`, { waitsFor: [key], ignoreWhenExhausted: true });
+        return { status: 'ignored', reason: `${unlinked}, and none is being paid` };
+      }
     }
     await settleDispute(tx, notifications, policies, { dispute: { ...dispute, payment_intent: paymentIntent }, event, purchase });
     return { status: 'processed' };
