@@ -7,9 +7,8 @@ import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { consumeCredit } from '../../src/modules/ledger/account-credits.js';
 import { refundedCharge, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase } from '../support/database.js';
-import { eventRow, finishedEvent, givenOrder, orderRow, paidEvent, paidOrder, quotaOf, waitingEvent } from '../support/factories.js';
+import { finishedEvent, givenOrder, orderRow, paidEvent, paidOrder, quotaOf, waitingEvent } from '../support/factories.js';
 import { serviceForFile, startTestService } from '../support/service.js';
-import { waitFor } from '../support/wait-for.js';
 
 const file = serviceForFile();
 
