@@ -43,6 +43,8 @@ export type { Logger } from './logger.js';
 export type { NewNotification, Notifications } from './notifications/outbox.js';
 // Settings a module declares in its folder, read at start-up with the core's.
 export { defineSettings, httpUrl, type Setting, type SettingsTable, type SettingValues } from './config.js';
+// Free text from outside, checked at the edge for what Postgres can store (a catalog item's name).
+export { postgresText } from './db/postgres-text.js';
 // HTTP, for a module's routes.ts only: input checks and inbound Idempotency-Keys.
 export { badRequest, checkIdParam, idempotencyKeyHeader, optionalEmail, optionalIdempotencyKey } from './http/validation.js';
 export { countKeys, createThenCall, runIdempotent, sendResult, stripeCallFailed, type HttpResult } from './http/idempotent-request.js';

@@ -47,3 +47,11 @@ export function isUniqueViolation(error: unknown, constraint: string): boolean {
 export function isInsufficientPrivilege(error: unknown): boolean {
   return errorChain(error).some((e) => codeOf(e) === '42501');
 }
+
+/**
+ * True when a number outgrew its column or type (SQLSTATE 22003, numeric_value_out_of_range): a
+ * grant past what an integer balance holds. The same write fails the same way on every attempt.
+ */
+export function isNumericValueOutOfRange(error: unknown): boolean {
+  return errorChain(error).some((e) => codeOf(e) === '22003');
+}

@@ -4,7 +4,7 @@
 // one wrapper that turns a PermanentError into 'failed' and leaves everything else to
 // graphile-worker's backoff, with the attempt counted on the event row either way.
 import type { Kysely } from 'kysely';
-import { isDatabaseUnavailable } from '../db/pg-errors.js';
+import { isDatabaseUnavailable, isNumericValueOutOfRange } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
 import { lockForFulfilment, markFinished, recordFailure, type FinishOutcome } from '../events/event-store.js';
 import { parkWaiting } from '../events/event-waits.js';
@@ -173,7 +173,8 @@ async function fulfilLocked(db: Kysely<Database>, eventIds: readonly string[], o
  * counts only a row still 'processing' under the job this attempt read). (A savepoint would keep
  * the lock, at one more round trip per event.)
  */
-async function recordFailedAttempt(db: Kysely<Database>, event: StripeEventRow, error: unknown, options: FulfilOptions): Promise<FulfilResult> {
+async function recordFailedAttempt(db: Kysely<Database>, event: StripeEventRow, thrown: unknown, options: FulfilOptions): Promise<FulfilResult> {
+  const error = permanentIfOutOfRange(thrown);
   const failure = { message: describeError(error), permanent: error instanceof PermanentError };
   const status = await recordFailure(db, event, failure, options);
   return {
@@ -183,4 +184,13 @@ async function recordFailedAttempt(db: Kysely<Database>, event: StripeEventRow, 
     receivedAt: event.received_at,
     error: error instanceof Error ? error : new Error(describeError(error)),
   };
+}
+
+/**
+ * A number that outgrew its column (a grant past what an account's integer balance holds) fails
+ * the same way on every attempt: a PermanentError that names it, not ten retries over hours.
+ */
+function permanentIfOutOfRange(error: unknown): unknown {
+  if (error instanceof PermanentError || !isNumericValueOutOfRange(error)) return error;
+  return new PermanentError('numeric_value_out_of_range (SQLSTATE 22003): a balance or count would exceed what its integer column holds (at most 2147483647); retrying cannot help', { cause: error });
 }

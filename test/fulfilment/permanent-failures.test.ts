@@ -4,9 +4,9 @@
 // MAX_ATTEMPTS, so a transient classification would leave the row 'processing' instead.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { checkoutSession, sampleEvent } from '../../src/stripe/sample-events.js';
-
-import { finishedEvent, givenOrder, grantsOf, orderRow, paidEvent } from '../support/factories.js';
+import { finishedEvent, givenOrder, grantsOf, newAccountId, orderRow, paidEvent } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
 
 const file = serviceForFile();
@@ -52,6 +52,27 @@ describe('a paid checkout session that cannot be fulfilled fails at once', () =>
       assert.equal(await granted(order.account_id), 0);
     });
   }
+
+  test('a grant past what a balance holds: failed on attempt 1 as numeric_value_out_of_range, the balance untouched', async () => {
+    // The catalog refuses more than 1,000,000 credits; a row forged past that in SQL still may
+    // not loop on "integer out of range" (account_credits.granted is a Postgres integer).
+    await sql`insert into packages (package_id, name, amount, currency, credits) values ('forged_max', 'Forged', 4900, 'chf', 2147483647)`.execute(file.database.db);
+    const accountId = newAccountId();
+    const first = await givenOrder(file.database, { packageId: 'forged_max', accountId });
+    const firstEvent = paidEvent(first);
+    assert.equal((await file.service.deliver(firstEvent)).status, 200);
+    assert.equal((await finishedEvent(file.database, firstEvent.id)).status, 'processed');
+
+    const second = await givenOrder(file.database, { packageId: 'forged_max', accountId });
+    const event = paidEvent(second);
+    assert.equal((await file.service.deliver(event)).status, 200);
+    const row = await finishedEvent(file.database, event.id);
+    assert.deepEqual([row.status, row.attempts], ['failed', 1], `${row.status} after ${row.attempts} attempt(s): ${row.last_error}`);
+    assert.match(row.last_error ?? '', /numeric_value_out_of_range .*: integer out of range$/);
+    assert.equal((await orderRow(file.database, second.order_id)).status, 'pending');
+    assert.deepEqual(await grantsOf(file.database, second.order_id), []);
+    assert.equal(await granted(accountId), 2147483647);
+  });
 
   test('a failed event is visible to ops through the admin API', async () => {
     const order = await givenOrder(file.database);

@@ -24,6 +24,9 @@ describe('POST /admin/api/packages', () => {
       [{ ...thesis, amount: 19.5 }, /^amount: /],
       [{ ...thesis, currency: 'xyz' }, /^currency: must be an ISO currency code Stripe accepts/],
       [{ ...thesis, credits: -1 }, /^credits: must be a positive integer/],
+      // What a balance (a Postgres integer) can hold: 2147483647 credits granted once, then overflow.
+      [{ ...thesis, credits: 2_147_483_647 }, /^credits: must be a positive integer of at most 1000000$/],
+      [{ ...thesis, credits: 1_000_001 }, /^credits: must be a positive integer of at most 1000000$/],
       [{ ...thesis, name: ' ' }, /^name: /],
       [{ ...thesis, stripe_price_id: 'prod_x' }, /^stripe_price_id: /],
       [{ ...thesis, interval: 'month' }, /interval/],
@@ -33,6 +36,20 @@ describe('POST /admin/api/packages', () => {
       assert.equal(reply.status, 400, JSON.stringify(body));
       assert.match(reply.body.error as string, error);
     }
+  });
+
+  test('a NUL character in the name is a 400 naming it, and nothing is written (Postgres text cannot store one)', async () => {
+    const reply = await admin('POST', '/packages', { ...thesis, id: 'nul_name', name: 'Thesis\u0000check' });
+    assert.equal(reply.status, 400);
+    assert.match(reply.body.error as string, /^name: must not contain a NUL character/);
+    assert.ok(!((await admin('GET', '/packages')).body as unknown as Array<{ id: string }>).some((p) => p.id === 'nul_name'));
+    await admin('POST', '/packages', { ...thesis, id: 'nul_rename' });
+    const renamed = await admin('PATCH', '/packages/nul_rename', { name: 'Renamed\u0000' });
+    assert.equal(renamed.status, 400);
+    assert.match(renamed.body.error as string, /^name: must not contain a NUL character/);
+    const plan = await admin('POST', '/plans', { ...thesis, id: 'nul_plan', name: '\u0000', interval: 'month' });
+    assert.equal(plan.status, 400);
+    assert.match(plan.body.error as string, /^name: must not contain a NUL character/);
   });
 
   test('needs the admin token', async () => {

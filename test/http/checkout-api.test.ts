@@ -185,6 +185,10 @@ describe('bad input is a 400 naming the field, with no order and no Stripe call'
     ['an unknown extra field', (accountId) => ({ package_id: 'starter', account_id: accountId, coupon: 'FREE' }), /coupon/],
     ['a malformed email', (accountId) => ({ package_id: 'starter', account_id: accountId, email: 'not-an-email' }), /email/],
     ['an unknown package_id', (accountId) => ({ package_id: 'platinum', account_id: accountId }), /package_id/],
+    // Postgres text cannot store a NUL character: refused here, never a 500 from the insert.
+    ['a NUL in account_id', (accountId) => ({ package_id: 'starter', account_id: `${accountId}\u0000` }), /^account_id: /],
+    ['a NUL in email', (accountId) => ({ package_id: 'starter', account_id: accountId, email: 'buyer\u0000@example.com' }), /^email: /],
+    ['a NUL in package_id', (accountId) => ({ package_id: 'starter\u0000', account_id: accountId }), /^package_id: /],
   ];
   for (const [name, body, field] of cases) {
     test(name, async () => {

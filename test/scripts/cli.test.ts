@@ -218,6 +218,9 @@ describe('catalog', () => {
     const bad = await script('catalog', [...add.slice(0, -1), 'ten']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /error: --credits: must be a positive integer/);
+    const huge = await script('catalog', [...add.slice(0, -1), '2147483647']);
+    assert.equal(huge.code, 2);
+    assert.match(huge.stderr, /error: --credits: must be a positive integer of at most 1000000/);
     assert.equal((await script('catalog', ['sell'])).code, 2);
 
     const added = await script('catalog', add);

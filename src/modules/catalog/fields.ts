@@ -1,6 +1,8 @@
 // What a package or plan is made of, checked at the edge (the admin API, npm run catalog) with
-// errors that name the field; the tables' CHECK constraints hold the same rules again.
+// errors that name the field; the tables' CHECK constraints hold the same rules again, but for
+// MAX_CREDITS (what the balances can hold, see there).
 import { z } from 'zod';
+import { postgresText } from '../../business-module.js';
 
 /**
  * The currencies Stripe accepts for a charge (docs.stripe.com/currencies), lower case as Stripe
@@ -16,9 +18,16 @@ const STRIPE_CURRENCIES = new Set(`
 
 /** The id the selling application names it by: as packages_id_shape and plans_id_shape check it. */
 export const catalogId = z.string().regex(/^[a-z0-9_-]{1,64}$/, 'must be 1-64 characters of a-z, 0-9, _ and -');
+/**
+ * The most credits a package, or a plan's period, grants. An account's balance
+ * (account_credits.granted) is a Postgres integer, at most 2,147,483,647: this leaves room for
+ * 2,147 of the largest packages on one account. A grant that would still not fit (or one from a
+ * row forged past this bound in SQL) ends its event 'failed' at once, numeric_value_out_of_range.
+ */
+const MAX_CREDITS = 1_000_000;
 // Postgres' integer: a larger amount or count would be refused by the column, as a 500.
-const positiveInteger = (what: string) => z.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`).max(2_147_483_647);
-const catalogName = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+const positiveInteger = (what: string, max = 2_147_483_647) => z.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`).max(max, `must be ${what} of at most ${max}`);
+const catalogName = postgresText.trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
 const stripePriceId = z.string().regex(/^price_[A-Za-z0-9_]{1,250}$/, 'must be a Stripe Price id (price_…)');
 
 /** What every package and plan has: POST /admin/api/packages takes exactly these. */
@@ -27,7 +36,7 @@ export const catalogFields = {
   name: catalogName,
   amount: positiveInteger('a positive integer in the currency\'s minor unit (4900 = 49.00)'),
   currency: z.string().transform((c) => c.toLowerCase()).refine((c) => STRIPE_CURRENCIES.has(c), 'must be an ISO currency code Stripe accepts (chf, eur, usd, …)'),
-  credits: positiveInteger('a positive integer'),
+  credits: positiveInteger('a positive integer', MAX_CREDITS),
   stripe_price_id: stripePriceId.optional(),
 };
 
