@@ -12,8 +12,9 @@ import { z } from 'zod';
 import type { StripeEventRow } from '../db/schema.js';
 import type { CallRate } from '../stripe/call-rate.js';
 import type { StripeCalls } from '../stripe/outbound.js';
+import { quoted } from '../quoted.js';
 import { Stripe } from '../stripe/sdk.js';
-import { snapshotTypeOf } from '../stripe/thin-events.js';
+import { apiPathOf, snapshotTypeOf } from '../stripe/thin-events.js';
 import { PermanentError } from './handler.js';
 
 /** The event as its handlers read it: type, payload (and, for a current state, its time) replaced. */
@@ -27,7 +28,12 @@ const storedNotification = z.object({
 });
 
 export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate): FetchThin {
-  const get = async (operation: string, path: string, event: StripeEventRow, context: string | null | undefined): Promise<Record<string, unknown>> => {
+  const get = async (operation: string, url: string, event: StripeEventRow, context: string | null | undefined): Promise<Record<string, unknown>> => {
+    // Fetched with our secret key: never a path outside the API, whatever the stored URL says.
+    const path = apiPathOf(url);
+    if (path === undefined) {
+      throw new PermanentError(`thin event: ${quoted(url)} is not a path of Stripe's /v1/ or /v2/ API once resolved: refused, nothing fetched`);
+    }
     await rate.take();
     try {
       return (await stripeCalls.run(operation, (stripe) =>
