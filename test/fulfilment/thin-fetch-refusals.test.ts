@@ -1,8 +1,9 @@
-// What the worker refuses to fetch for a thin notification. Its
+// What the worker refuses to fetch, or to act on once fetched, for a thin notification. Its
 // related_object.url is fetched with our secret key, so a path that resolves outside Stripe's
 // /v1/ and /v2/ API (dot segments, encoded or not, backslashes, an authority) is refused: 400 at
 // the webhook, and 'failed' with nothing fetched for one stored another way (reconcile stores
-// what Stripe's v2 list holds, an earlier release stored what it took).
+// what Stripe's v2 list holds, an earlier release stored what it took). And what is fetched must
+// be of the service's mode, as a delivered event must.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { claimEvents } from '../../src/events/event-store.js';
@@ -69,5 +70,37 @@ describe('a related_object.url that leaves Stripe’s API', () => {
     assert.equal((await finishedEvent(file.database, thin.id)).status, 'processed');
     assert.deepEqual(await grantsOf(file.database, order.order_id), [{ event_id: thin.id, credits: order.credits }]);
     assert.ok(file.service.stripe.requests.some((r) => r.method === 'GET' && r.path === url));
+  });
+});
+
+describe('what is fetched is of another mode than the service (test mode here)', () => {
+  test('a test-mode notification whose snapshot event is live-mode ends failed, nothing granted', async () => {
+    const { order, event, thin } = await paidThin();
+    file.service.stripe.addEvent({ ...event, livemode: true });
+    assert.equal((await file.service.deliver(thin)).status, 200);
+
+    const row = await refusedAtOnce(file.database, thin.id, [event.id]);
+    assert.match(row.last_error ?? '', /livemode mismatch: .*live-mode.*test-mode/);
+    assert.deepEqual(await grantsOf(file.database, order.order_id), []);
+  });
+
+  test('a test-mode notification whose related object is live-mode ends failed, nothing granted', async () => {
+    const { order, event, thin } = await paidThin({ withSnapshot: false });
+    file.service.stripe.addObject({ ...event.data.object, livemode: true });
+    assert.equal((await file.service.deliver(thin)).status, 200);
+
+    const row = await refusedAtOnce(file.database, thin.id, [thin.related_object!.url]);
+    assert.match(row.last_error ?? '', /livemode mismatch: .*live-mode.*test-mode/);
+    assert.deepEqual(await grantsOf(file.database, order.order_id), []);
+  });
+
+  test('a snapshot event without livemode is refused too: it cannot say it is ours', async () => {
+    const { order, event, thin } = await paidThin();
+    file.service.stripe.addEvent({ ...event, livemode: undefined });
+    assert.equal((await file.service.deliver(thin)).status, 200);
+
+    const row = await refusedAtOnce(file.database, thin.id, [event.id]);
+    assert.match(row.last_error ?? '', /livemode mismatch/);
+    assert.deepEqual(await grantsOf(file.database, order.order_id), []);
   });
 });
