@@ -124,7 +124,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     // once are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog
     // pays its round trips once for several jobs.
     const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config, notifications)) });
-    const fetchThin = thinFetcher(stripeCalls, new CallRate(config.stripeFetchesPerSecond));
+    const fetchThin = thinFetcher(stripeCalls, new CallRate(config.stripeFetchesPerSecond), config.stripeLivemode);
     const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, fetchThin, maxJobs: concurrency, ...(intake && { yieldTo: () => intake.whenIdle(INTAKE_FIRST_MAX_WAIT_MS) }) });
     const fulfilmentLoop = await start('fulfilment', {
       concurrency,

@@ -12,8 +12,9 @@ import { z } from 'zod';
 import type { StripeEventRow } from '../db/schema.js';
 import type { CallRate } from '../stripe/call-rate.js';
 import type { StripeCalls } from '../stripe/outbound.js';
+import { quoted } from '../quoted.js';
 import { Stripe } from '../stripe/sdk.js';
-import { snapshotTypeOf } from '../stripe/thin-events.js';
+import { apiPathOf, snapshotTypeOf } from '../stripe/thin-events.js';
 import { PermanentError } from './handler.js';
 
 /** The event as its handlers read it: type, payload (and, for a current state, its time) replaced. */
@@ -26,8 +27,21 @@ const storedNotification = z.object({
   context: z.string().nullish(),
 });
 
-export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate): FetchThin {
-  const get = async (operation: string, path: string, event: StripeEventRow, context: string | null | undefined): Promise<Record<string, unknown>> => {
+/** What Stripe answered is of the other mode than our key: like a delivered event of it (dispatch.ts), it never acts here. */
+function refuseOtherMode(what: string, fetchedLivemode: unknown, livemode: boolean): void {
+  if (fetchedLivemode === livemode) return;
+  const mode = (value: unknown) => (typeof value === 'boolean' ? `${value ? 'live' : 'test'}-mode` : 'without a livemode');
+  throw new PermanentError(`livemode mismatch: ${what} is ${mode(fetchedLivemode)}, this service is ${mode(livemode)}`);
+}
+
+/** `livemode`: the mode of our Stripe key, which what is fetched must share. */
+export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate, livemode: boolean): FetchThin {
+  const get = async (operation: string, url: string, event: StripeEventRow, context: string | null | undefined): Promise<Record<string, unknown>> => {
+    // Fetched with our secret key: never a path outside the API, whatever the stored URL says.
+    const path = apiPathOf(url);
+    if (path === undefined) {
+      throw new PermanentError(`thin event: ${quoted(url)} is not a path of Stripe's /v1/ or /v2/ API once resolved: refused, nothing fetched`);
+    }
     await rate.take();
     try {
       return (await stripeCalls.run(operation, (stripe) =>
@@ -55,10 +69,14 @@ export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate): FetchThin
     const { snapshot_event: snapshotEvent, related_object: related, context } = notification.data;
     if (snapshotEvent) {
       const snapshot = await get('thin_fetch_event', `/v1/events/${encodeURIComponent(snapshotEvent)}`, event, context);
+      // Every Stripe event says its mode; one that does not cannot show it is ours.
+      refuseOtherMode(`snapshot event ${snapshotEvent}`, snapshot.livemode, livemode);
       return { ...event, type, payload: snapshot };
     }
     const began = Math.floor(Date.now() / 1000);
     const object = await get('thin_fetch_related_object', related.url, event, context);
+    // An object that says its mode (most do) must be of ours.
+    if ('livemode' in object) refuseOtherMode(`the object at ${quoted(related.url)}`, object.livemode, livemode);
     return {
       ...event,
       type,

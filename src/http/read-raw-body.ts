@@ -1,10 +1,12 @@
-// Reads a request body as raw bytes, up to a limit and a deadline, and stops reading the moment
+// Reads a request body as raw bytes, up to a limit and a deadline, and stops keeping it the moment
 // either is passed. body-parser enforces its limit while streaming too, but then reads off (and
 // discards) the rest of the request before it lets the 413 go out: a client streaming an endless
 // chunked body would hold the connection until Node's request timeout. Here the answer goes out
-// at once and the connection is closed behind it.
+// at once, and the connection closes behind it once the rest of the body is drained, within a
+// bound (drain-refused-body.ts says why).
 import type { Request, Response } from 'express';
 import type { BodyBudget } from './body-budget.js';
+import { drainRefusedBody } from './drain-refused-body.js';
 
 export type BodyRead =
   /** Its bytes are held in the budget until `release()`: call it once the body is verified. */
@@ -31,14 +33,14 @@ export function readRawBody(req: Request, res: Response, { limitBytes, deadlineM
   // Stripe does not compress, and a compressed body would dodge the limit until inflated.
   const encoding = req.headers['content-encoding']?.trim().toLowerCase();
   if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
-    return Promise.resolve(reject(res, 415, BODY_COMPRESSED));
+    return Promise.resolve(reject(req, res, 415, BODY_COMPRESSED));
   }
   // Node has already refused a malformed Content-Length (400) before we get here, and never
   // passes on more bytes than it declares.
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > limitBytes) return Promise.resolve(reject(res, 413, BODY_TOO_LARGE));
+  if (declared > limitBytes) return Promise.resolve(reject(req, res, 413, BODY_TOO_LARGE));
   // A declared length is taken whole before a byte is read (body-budget.ts says why).
-  if (!budget.take(client, declared)) return Promise.resolve(reject(res, 503, BODIES_BUSY));
+  if (!budget.take(client, declared)) return Promise.resolve(reject(req, res, 503, BODIES_BUSY));
   let held = declared;
   const release = () => budget.give(client, held);
 
@@ -52,11 +54,7 @@ export function readRawBody(req: Request, res: Response, { limitBytes, deadlineM
       if (result.kind !== 'body') release();
       resolve(result);
     };
-    const stop = (status: 408 | 413 | 503, error: string) => {
-      // Stop pulling bytes off the socket; the rest of the body is never read.
-      req.pause();
-      finish(reject(res, status, error));
-    };
+    const stop = (status: 408 | 413 | 503, error: string) => finish(reject(req, res, status, error));
     const onData = (chunk: Buffer) => {
       if (received + chunk.length > limitBytes) return stop(413, BODY_TOO_LARGE);
       // A chunked body declares nothing: its bytes are taken as they come.
@@ -75,10 +73,11 @@ export function readRawBody(req: Request, res: Response, { limitBytes, deadlineM
   });
 }
 
-function reject(res: Response, status: 408 | 413 | 415 | 503, error: string): BodyRead {
+function reject(req: Request, res: Response, status: 408 | 413 | 415 | 503, error: string): BodyRead {
   // The unread rest of the body would otherwise be parsed as the next request on this
-  // connection: Node closes it once the answer is out.
+  // connection: Node closes it once the answer is out, and the rest is drained first.
   res.set('Connection', 'close');
+  drainRefusedBody(req);
   if (status === 503) res.set('Retry-After', '1');
   return { kind: 'rejected', status, error };
 }

@@ -17,3 +17,35 @@ export function isThinType(type: string): boolean {
 export function snapshotTypeOf(type: string): string | undefined {
   return isV1ThinType(type) ? type.slice(V1_PREFIX.length) : undefined;
 }
+
+/**
+ * Stands in for STRIPE_API_BASE when a path is resolved: only the resolved path is kept. https,
+ * because for the special schemes the URL standard (and so Node) takes `\` for `/`.
+ */
+const RESOLVED_AGAINST = new URL('https://api.stripe.invalid');
+/** What a server may decode before it splits a path: `.`, `/`, `\`, and `%` itself (`%252e`, decoded twice). */
+const ENCODED_SEPARATOR = /%(?:2e|2f|5c|25)/gi;
+
+/**
+ * The path to GET for a thin notification's `related_object.url`, resolved the way a server
+ * resolves it, or undefined when that lands outside Stripe's /v1/ and /v2/ API. The worker fetches
+ * it with our secret key, so `/v1/../../x` must not reach another path of Stripe's host: what a
+ * server may decode is decoded first, the dot segments are resolved (the URL standard's way), and
+ * the resolved path (with any query) is what is fetched, so what is checked is what is sent.
+ * Backslashes and a leading `//` (an authority, another host) are refused outright; Stripe's
+ * URLs are plain paths of ids.
+ */
+export function apiPathOf(url: string): string | undefined {
+  // Printable ASCII only: the URL standard drops tabs and newlines, which could make `/\t/host`
+  // an authority after this check.
+  if (!/^\/[\x21-\x7e]*$/.test(url)) return undefined;
+  let decoded = url;
+  for (let previous = ''; decoded !== previous; ) {
+    previous = decoded;
+    decoded = decoded.replace(ENCODED_SEPARATOR, (escape) => decodeURIComponent(escape));
+  }
+  if (decoded.includes('\\') || decoded.startsWith('//')) return undefined;
+  const resolved = new URL(decoded, RESOLVED_AGAINST);
+  if (resolved.origin !== RESOLVED_AGAINST.origin || !/^\/v[12]\//.test(resolved.pathname)) return undefined;
+  return resolved.pathname + resolved.search;
+}

@@ -4,7 +4,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { IncomingEvent } from '../events/event-store.js';
-import { isV1ThinType } from './thin-events.js';
+import { apiPathOf, isV1ThinType } from './thin-events.js';
 
 /** Stripe's default: a signature older (or newer) than five minutes is a possible replay. */
 const SIGNATURE_TOLERANCE_SECONDS = 300;
@@ -57,8 +57,9 @@ const thinShape = z
       .object({
         id: printable(MAX_ID_LENGTH),
         type: printable(MAX_ID_LENGTH),
-        // Fetched from Stripe's API by the worker: a path of it, never another host.
-        url: printable(2048).regex(/^\/v[12]\//),
+        // Fetched by the worker with our secret key: a path of Stripe's /v1/ or /v2/ API once
+        // resolved, never another path of its host, nor another host.
+        url: printable(2048).refine((url) => apiPathOf(url) !== undefined),
       })
       .nullish(),
     snapshot_event: printable(MAX_ID_LENGTH).nullish(),
