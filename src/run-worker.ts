@@ -84,6 +84,8 @@ export interface WorkerOptions {
   stallAfterMs?: number;
   /** For tests that must see new jobs arrive by LISTEN/NOTIFY alone: poll this rarely. */
   pollIntervalMs?: number;
+  /** For tests of throttling: the notifications' backoff (delivery-pump.ts). */
+  notificationRetryDelayMs?: (attempt: number) => number;
 }
 
 // Runners that each fetch only their own tasks. Fulfilment calls Stripe only to fetch a thin
@@ -174,6 +176,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
         observe: metrics.notificationAttempts,
         givesWayTo: intake ? [fulfilment, intake] : [fulfilment],
         stallAfterMs: options.stallAfterMs,
+        ...(options.notificationRetryDelayMs && { retryDelayMs: options.notificationRetryDelayMs }),
       });
     }
   } catch (error) {

@@ -21,3 +21,16 @@ export function nominalRetryDelayMs(attempt: number): number {
 export function retryDelayMs(attempt: number, random: number = Math.random()): number {
   return Math.round(nominalRetryDelayMs(attempt) * (1 - JITTER + 2 * JITTER * random));
 }
+
+/**
+ * The longest an app's Retry-After holds a delivery back. An hour covers a deploy or a rate
+ * limit's window, and from the 10th attempt the backoff waits longer than that anyway; a longer
+ * ask (a proxy's default, a day's maintenance page, a typo) would otherwise hold every
+ * notification of the endpoint, taken at its word, for as long as it says.
+ */
+export const LONGEST_RETRY_AFTER_MS = 3_600_000;
+
+/** What the app's Retry-After holds its endpoint back by: the ask, capped. */
+export function honouredRetryAfterMs(askedMs: number): number {
+  return Math.min(askedMs, LONGEST_RETRY_AFTER_MS);
+}

@@ -14,6 +14,10 @@
 // A worker killed mid-attempt leaves leases that run out: the sweep frees those deliveries
 // (reclaim.ts) and the next batch takes them, so an attempt in flight is retried, never lost.
 //
+// An app that answers 429 (or 502/503/504) with Retry-After is overloaded or being deployed: the
+// delivery's next attempt waits as long as it asks (capped, never less than its backoff), and so
+// do the endpoint's other pending deliveries, not sent into an app that said it cannot take them.
+//
 // At least once, not exactly once: an app that took a notification and died before answering gets
 // it again, with the same webhook-id and body; receivers deduplicate on webhook-id.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,7 +26,7 @@ import type { Database, DeliveryStatus } from '../db/schema.js';
 import { describeError } from '../error-chain.js';
 import type { Logger } from '../logger.js';
 import { judgeProgress, type JobLoopStatus } from '../worker/job-loop-watchdog.js';
-import { retryDelayMs } from './backoff.js';
+import { honouredRetryAfterMs, retryDelayMs } from './backoff.js';
 import { endpointLabel } from './endpoint-label.js';
 import { createSender, type AttemptResult } from './send.js';
 
@@ -66,6 +70,8 @@ export interface PumpDeps {
   givesWayTo?: readonly { busyShare(): number }[];
   /** Tests of a stall: its threshold (src/worker/job-loop-watchdog.ts). */
   stallAfterMs?: number;
+  /** Tests of throttling: the backoff after the n-th failed attempt, shorter than backoff.ts's. */
+  retryDelayMs?: (attempt: number) => number;
 }
 
 export interface DeliveryPump {
@@ -91,9 +97,11 @@ interface Recorded {
   status: DeliveryStatus;
   error: string | null;
   retryInMs: number;
+  /** The app's Retry-After, as honoured: its endpoint's other deliveries wait as long. */
+  holdMs: number | null;
 }
 
-export function startDeliveryPump({ db, config, logger, observe, givesWayTo = [], stallAfterMs }: PumpDeps): DeliveryPump {
+export function startDeliveryPump({ db, config, logger, observe, givesWayTo = [], stallAfterMs, retryDelayMs: backoff = retryDelayMs }: PumpDeps): DeliveryPump {
   const sender = createSender({ secrets: config.appWebhookSecrets, timeoutMs: config.appWebhookTimeoutMs });
   const leaseMs = config.appWebhookTimeoutMs + LEASE_MARGIN_MS;
   const inFlight = new Set<Promise<void>>();
@@ -103,14 +111,22 @@ export function startDeliveryPump({ db, config, logger, observe, givesWayTo = []
 
   const deliver = async (leased: LeasedDelivery[]) => {
     const attempts = await Promise.all(
-      leased.map(async (delivery) => outcomeOf(delivery, await sender.send(delivery.endpoint, { id: delivery.notification_id, body: delivery.body }), config.appWebhookMaxAttempts)),
+      leased.map(async (delivery) => outcomeOf(delivery, await sender.send(delivery.endpoint, { id: delivery.notification_id, body: delivery.body }), config.appWebhookMaxAttempts, backoff)),
     );
     await recordAttempts(db, attempts);
     lastProgress = performance.now();
-    for (const { delivery, result, status, error } of attempts) {
+    for (const { delivery, result, status, error, holdMs } of attempts) {
       const endpoint = endpointLabel(delivery.endpoint);
       observe({ endpoint, type: delivery.type, outcome: status === 'pending' ? 'retry' : status }, result.durationMs / 1000);
-      const line = { notificationId: delivery.notification_id, type: delivery.type, endpoint, attempt: delivery.attempts, statusCode: result.statusCode, durationMs: result.durationMs };
+      const line = {
+        notificationId: delivery.notification_id,
+        type: delivery.type,
+        endpoint,
+        attempt: delivery.attempts,
+        statusCode: result.statusCode,
+        durationMs: result.durationMs,
+        ...(holdMs !== null && { retryAfterSeconds: holdMs / 1000 }),
+      };
       if (status === 'delivered') logger.debug(line, 'notification delivered');
       else if (status === 'failed') logger.error({ ...line, error }, 'notification failed: no attempt is left (npm run notifications -- --status failed)');
       else logger.warn({ ...line, error }, 'notification delivery failed: will retry');
@@ -185,23 +201,37 @@ async function leaseDue(db: Kysely<Database>, leaseMs: number): Promise<LeasedDe
 
 /**
  * Where the delivery goes next: delivered, failed (its attempts ran out, or the app answered 410
- * Gone for it), or pending until its retry.
+ * Gone for it), or pending until its retry: after its backoff, or the app's Retry-After if later.
+ *
+ * A throttled attempt counts as one of APP_WEBHOOK_MAX_ATTEMPTS. Its wait is never shorter than
+ * the backoff, so throttling only stretches a delivery's life beyond the ~3 days the attempts
+ * promise (an app asking for an hour eleven times has used eleven of 23); it never shortens it.
+ * Not counted, an app answering 429 for good would keep its notifications pending for good, out
+ * of the dead letter that shows ops something is wrong.
  */
-function outcomeOf(delivery: LeasedDelivery, result: AttemptResult, maxAttempts: number): Recorded {
+function outcomeOf(delivery: LeasedDelivery, result: AttemptResult, maxAttempts: number, backoff: (attempt: number) => number): Recorded {
   const gone = result.statusCode === 410;
   const status: DeliveryStatus = result.delivered ? 'delivered' : gone || delivery.attempts >= maxAttempts ? 'failed' : 'pending';
-  const error = gone ? `${result.error ?? 'HTTP 410'} (410 Gone: not retried)` : result.error;
-  return { delivery, result, status, error, retryInMs: retryDelayMs(delivery.attempts) };
+  const holdMs = result.retryAfterMs === null ? null : honouredRetryAfterMs(result.retryAfterMs);
+  const error = gone
+    ? `${result.error ?? 'HTTP 410'} (410 Gone: not retried)`
+    : holdMs === null
+      ? result.error
+      : `${result.error ?? `HTTP ${result.statusCode}`} (Retry-After: ${holdMs / 1000} s${holdMs < (result.retryAfterMs ?? 0) ? ', capped' : ''})`;
+  return { delivery, result, status, error, retryInMs: Math.max(backoff(delivery.attempts), holdMs ?? 0), holdMs };
 }
 
 /**
  * Records the attempts and moves each delivery on, in one statement. Only the attempt that holds
- * the lease moves it: `attempts` is the lease's number.
+ * the lease moves it: `attempts` is the lease's number. An endpoint that answered with a
+ * Retry-After has its other pending deliveries put off as long.
  */
 async function recordAttempts(db: Kysely<Database>, attempts: readonly Recorded[]): Promise<void> {
   const rows = JSON.stringify(
-    attempts.map(({ delivery, result, status, error, retryInMs }) => ({
+    attempts.map(({ delivery, result, status, error, retryInMs, holdMs }) => ({
       id: delivery.delivery_id,
+      endpoint: delivery.endpoint,
+      hold_ms: holdMs,
       attempt: delivery.attempts,
       status,
       status_code: result.statusCode,
@@ -212,11 +242,22 @@ async function recordAttempts(db: Kysely<Database>, attempts: readonly Recorded[
   );
   await sql`
     with recorded as (
-      select id, attempt, status, status_code, error, duration_ms, retry_in_ms from jsonb_to_recordset(${rows}::jsonb)
-        as r(id text, attempt int, status text, status_code int, error text, duration_ms int, retry_in_ms int)
+      select id, endpoint, hold_ms, attempt, status, status_code, error, duration_ms, retry_in_ms from jsonb_to_recordset(${rows}::jsonb)
+        as r(id text, endpoint text, hold_ms int, attempt int, status text, status_code int, error text, duration_ms int, retry_in_ms int)
     ), logged as (
       insert into notification_attempts (delivery_id, started_at, duration_ms, status_code, error)
       select id, now() - make_interval(secs => duration_ms::float8 / 1000), duration_ms, status_code, error from recorded
+    ), held as (
+      -- Only deliveries no attempt holds, so never a row the update below moves. SKIP LOCKED: one
+      -- that another pump is leasing right now goes (its own answer will say), and two endpoints
+      -- held back at once by two pumps never wait on each other's rows.
+      select d.delivery_id, h.until from notification_deliveries d
+      join (select endpoint, max(now() + make_interval(secs => hold_ms::float8 / 1000)) as until from recorded where hold_ms > 0 group by endpoint) h
+        on d.endpoint = h.endpoint
+      where d.status = 'pending' and d.leased_until is null and d.next_attempt_at < h.until
+      for update of d skip locked
+    ), put_off as (
+      update notification_deliveries d set next_attempt_at = held.until from held where d.delivery_id = held.delivery_id
     )
     update notification_deliveries d set
       status = r.status,

@@ -13,6 +13,7 @@ import { Webhook } from 'standardwebhooks';
 import { describeError } from '../error-chain.js';
 import { quoted } from '../quoted.js';
 import { SERVICE_VERSION } from '../version.js';
+import { askedRetryAfterMs } from './retry-after.js';
 
 /** Of a response body, only this much is read, and its start quoted in the error: it is the app's, not ours to store. */
 const RESPONSE_READ_LIMIT_BYTES = 1024;
@@ -33,6 +34,8 @@ export interface AttemptResult {
   /** Why it did not count as delivered. */
   readonly error: string | null;
   readonly durationMs: number;
+  /** How long the app asked to wait before the next attempt (retry-after.ts); null when it did not. */
+  readonly retryAfterMs: number | null;
 }
 
 export interface Sender {
@@ -54,15 +57,16 @@ export function createSender({ secrets, timeoutMs }: { secrets: readonly string[
     const started = performance.now();
     const at = new Date();
     const signal = AbortSignal.timeout(timeoutMs);
-    const result = (delivered: boolean, statusCode: number | null, error: string | null): AttemptResult => ({
+    const result = (delivered: boolean, statusCode: number | null, error: string | null, retryAfterMs: number | null = null): AttemptResult => ({
       delivered,
       statusCode,
       error,
       durationMs: Math.round(performance.now() - started),
+      retryAfterMs,
     });
     const url = new URL(endpoint);
     try {
-      const { status, head } = await post(url, {
+      const { status, head, retryAfter } = await post(url, {
         agent: agents[url.protocol === 'https:' ? 'https:' : 'http:'],
         headers: {
           'content-type': 'application/json',
@@ -77,7 +81,7 @@ export function createSender({ secrets, timeoutMs }: { secrets: readonly string[
       });
       if (status >= 200 && status < 300) return result(true, status, null);
       const said = head.trim() === '' ? '' : `: ${quoted(head)}`;
-      return result(false, status, `HTTP ${status}${said}`);
+      return result(false, status, `HTTP ${status}${said}`, askedRetryAfterMs(status, retryAfter));
     } catch (error) {
       if (signal.aborted) return result(false, null, `no answer within ${timeoutMs / 1000} s`);
       return result(false, null, describeError(error));
@@ -93,17 +97,22 @@ export function createSender({ secrets, timeoutMs }: { secrets: readonly string[
 }
 
 /**
- * POSTs and reads the status and up to RESPONSE_READ_LIMIT_BYTES of the answer; the rest is never
+ * POSTs and reads the status, the Retry-After header and up to RESPONSE_READ_LIMIT_BYTES of the answer; the rest is never
  * read. The signal covers the answer's body too: an app that sends its headers and then hangs
  * holds the attempt no longer than one that never answers.
  */
-function post(url: URL, options: { agent: Agent; headers: OutgoingHttpHeaders; body: string; signal: AbortSignal }): Promise<{ status: number; head: string }> {
+function post(url: URL, options: { agent: Agent; headers: OutgoingHttpHeaders; body: string; signal: AbortSignal }): Promise<{ status: number; head: string; retryAfter: string | undefined }> {
   const { body, ...requestOptions } = options;
   return new Promise((resolve, reject) => {
     const request = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', ...requestOptions }, (response) => {
       const chunks: Buffer[] = [];
       let size = 0;
-      const answered = () => resolve({ status: response.statusCode ?? 0, head: Buffer.concat(chunks).subarray(0, RESPONSE_READ_LIMIT_BYTES).toString('utf8') });
+      const answered = () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          head: Buffer.concat(chunks).subarray(0, RESPONSE_READ_LIMIT_BYTES).toString('utf8'),
+          retryAfter: response.headers['retry-after'],
+        });
       response.on('data', (chunk: Buffer) => {
         chunks.push(chunk);
         size += chunk.byteLength;

@@ -23,6 +23,7 @@ import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import { queueSweepSoon } from '../sweep/sweep-stale-events.js';
 import { addJob } from '../worker/job-queue.js';
+import { forgetCursors } from './reconcile-cursors.js';
 import { RECONCILE_TASK, reconcileTask } from './reconcile-events.js';
 
 /** graphile-worker's identifier for the watch's task: stored in every queued job, so it stays. */
@@ -132,9 +133,11 @@ export async function checkDatabaseIdentity(db: Kysely<Database>, options: Ident
 
 /**
  * Queues one `reconcile_events` job to run now, with RECONCILE_JOB_KEY: while one such job waits,
- * another replaces it rather than adding a second. In the caller's transaction.
+ * another replaces it rather than adding a second. In the caller's transaction. It reads from the
+ * newest, not on from where a run stopped: what a failover lost is the newest.
  */
 async function queueReconcile(tx: Transaction<Database>): Promise<void> {
+  await forgetCursors(tx);
   await addJob(tx, RECONCILE_TASK, {}, { key: RECONCILE_JOB_KEY, maxAttempts: RECONCILE_JOB_ATTEMPTS });
 }
 

@@ -7,7 +7,7 @@
 // id is the primary key), so running it twice changes nothing.
 //
 // Everything of it is here: the worker task `reconcile_events` and its schedule, the bounded run
-// and what it records. One function, three callers: the cron task, the same task queued when the
+// and what it records, and where a run cut short stopped (reconcile-cursors.ts). One function, three callers: the cron task, the same task queued when the
 // database's identity changed (database-identity.ts), and `npm run reconcile`.
 import type { Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
@@ -19,6 +19,7 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { CallRate } from '../stripe/call-rate.js';
 import { toIncomingEvent, toIncomingNotification, type ThinNotification } from '../stripe/webhook-event.js';
+import { readCursors, saveCursors, type ReconcileCursors, type ReconcileList } from './reconcile-cursors.js';
 
 /** Stripe's Events API lists events of the last 30 days only. */
 export const STRIPE_EVENTS_RETENTION_DAYS = 30;
@@ -38,6 +39,12 @@ export interface ReconcileOptions {
   maxCalls?: number;
   /** Paces the list calls; unpaced unless given. */
   callRate?: CallRate;
+  /**
+   * Reads each list on from where the last resuming run ran out of calls, and leaves where this
+   * one does (reconcile_cursors): the scheduled runs, so that a window holding more than maxCalls
+   * pages is read whole over several runs. The script reads from the newest and moves no cursor.
+   */
+  resume?: boolean;
   /** Logs a line only when the run claimed something or was cut short. */
   logger?: Logger;
   metrics?: Pick<Metrics, 'reconciledEvents'>;
@@ -49,8 +56,10 @@ export interface ReconcileResult {
   claimed: number;
   /** Stripe list calls made (each a page of up to 100 events). */
   calls: number;
-  /** maxCalls ran out before the lists did: the oldest part of the window was not read. */
+  /** maxCalls ran out before the lists did: the oldest part of the window was not read (by a resuming run: not yet). */
   truncated: boolean;
+  /** It went on with a pass over the window that an earlier run started, rather than from the newest. */
+  resumed: boolean;
   dry_run: boolean;
   event_ids: string[];
 }
@@ -66,10 +75,10 @@ interface V2Page {
   next_page_url: string | null;
 }
 
-/** One list call's events, and the call for the next page (none after the last). */
+/** One list call's events, and where the next page starts (none after the last): a cursor. */
 interface Page {
   events: IncomingEvent[];
-  next: (() => Promise<Page>) | undefined;
+  next: string | undefined;
 }
 
 /**
@@ -97,6 +106,7 @@ export const reconcileTask = {
         maxAttempts: config.maxAttempts,
         maxCalls: config.reconcileMaxCalls,
         callRate,
+        resume: true,
         logger,
         metrics,
       });
@@ -124,12 +134,18 @@ interface ReconcileTaskDeps {
 
 /**
  * Lists Stripe's events created since `options.since`, newest first, page by page, claiming each
- * page's missing ones before the next call; stops after `maxCalls` calls (`truncated`). Unless a
- * dry run, records the run (maintenance_runs, metrics) and logs a line if it claimed something
- * (those events had been lost) or was cut short.
+ * page's missing ones before the next call; stops after `maxCalls` calls (`truncated`). A
+ * resuming run starts each list where the last one stopped, if it did. Unless a dry run, records
+ * the run (maintenance_runs, metrics) and logs a line if it claimed something (those events had
+ * been lost), was cut short, or finished a window that earlier runs had started.
  */
 export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, options: ReconcileOptions): Promise<ReconcileResult> {
-  const result: ReconcileResult = { listed: 0, missing: 0, claimed: 0, calls: 0, truncated: false, dry_run: options.dryRun ?? false, event_ids: [] };
+  const result: ReconcileResult = { listed: 0, missing: 0, claimed: 0, calls: 0, truncated: false, resumed: false, dry_run: options.dryRun ?? false, event_ids: [] };
+  const resume = (options.resume ?? false) && !result.dry_run;
+  const cursors: ReconcileCursors = resume ? await readCursors(db) : new Map();
+  // Where this run leaves each list, for the next one while the pass is not over.
+  const leaves = new Map(cursors);
+  result.resumed = cursors.size > 0;
   const lists = options.lists ?? 'both';
   const maxCalls = options.maxCalls ?? Infinity;
   const claimMissing = async (page: IncomingEvent[]) => {
@@ -145,23 +161,41 @@ export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, opti
       result.event_ids.push(...missing.map((e) => e.eventId));
     }
   };
-  const claimAll = async (first: () => Promise<Page>) => {
-    for (let call: (() => Promise<Page>) | undefined = first; call; ) {
+  // Pages from the list's cursor, else from the newest, to the start of the window; a list this
+  // pass already read to there is skipped. Out of calls first, the run leaves where the next page
+  // starts (or, before the list's first page, the cursor it found).
+  const claimAll = async (list: ReconcileList, read: (from: string | undefined) => Promise<Page>) => {
+    const found = cursors.get(list);
+    if (found === null) return;
+    let from = found;
+    for (let first = true; ; first = false) {
       if (result.calls >= maxCalls) {
         result.truncated = true;
+        if (from !== undefined) leaves.set(list, from);
         return;
       }
       await options.callRate?.take();
       result.calls++;
-      const page = await call();
+      const page = await read(from).catch(async (error: unknown) => {
+        // An event that aged out of Stripe's 30 days, or a page token that expired: the cursor is
+        // no use now, and reading from the newest again loses nothing (claims are idempotent).
+        if (from === undefined || !first || !isInvalidRequest(error)) throw error;
+        options.logger?.warn({ list, resumeFrom: from, error: (error as Error).message }, `Stripe refused the ${list} list's cursor where the last reconcile stopped: reading it from the newest`);
+        result.calls++;
+        return read(undefined);
+      });
       result.listed += page.events.length;
       await claimMissing(page.events);
-      call = page.next;
+      from = page.next;
+      if (from === undefined) {
+        leaves.set(list, null);
+        return;
+      }
     }
   };
   // Not the bytes of a webhook delivery (there was none), but the same object.
   if (lists !== 'thin') {
-    const snapshotPage = (startingAfter?: string) => async (): Promise<Page> => {
+    const snapshotPage = async (startingAfter: string | undefined): Promise<Page> => {
       const page = await stripe.events.list({
         created: { gte: Math.floor(options.since.getTime() / 1000) },
         limit: PAGE_SIZE,
@@ -171,39 +205,49 @@ export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, opti
       const last = page.data.at(-1);
       return {
         events: page.data.map((event) => toIncomingEvent(event, Buffer.from(JSON.stringify(event)))),
-        next: page.has_more && last ? snapshotPage(last.id) : undefined,
+        next: page.has_more && last ? last.id : undefined,
       };
     };
-    await claimAll(snapshotPage());
+    await claimAll('snapshot', snapshotPage);
   }
   if (lists !== 'snapshot') {
     // A thin destination's notifications: the v2 list, paged by its own next_page_url, which
     // carries the page token and the filters (the SDK's own pager follows it the same way). Its
     // `created` filter takes an RFC 3339 time, as every v2 timestamp (the SDK types it as a number).
     const created = { gte: options.since.toISOString() } as unknown as Stripe.RangeQueryParam;
-    const thinPage = (url?: string) => async (): Promise<Page> => {
+    const thinPage = async (url: string | undefined): Promise<Page> => {
       const page: V2Page = url === undefined ? await stripe.v2.core.events.list({ created, limit: PAGE_SIZE }) : ((await stripe.rawRequest('GET', url)) as V2Page);
       return {
         events: page.data.map((notification) => toIncomingNotification(notification as ThinNotification, Buffer.from(JSON.stringify(notification)))),
-        next: page.next_page_url ? thinPage(page.next_page_url) : undefined,
+        next: page.next_page_url ?? undefined,
       };
     };
-    await claimAll(thinPage());
+    await claimAll('thin', thinPage);
   }
+  // The pass is over once every list was read to the start of the window: the next run starts anew.
+  if (resume) await saveCursors(db, result.truncated ? leaves : new Map());
   if (!result.dry_run) await recordRun(db, result, options);
   return result;
 }
 
 async function recordRun(db: Kysely<Database>, result: ReconcileResult, options: ReconcileOptions): Promise<void> {
-  const { listed, missing, claimed, calls, truncated } = result;
-  await recordMaintenanceRun(db, 'reconcile', { listed, missing, claimed, calls, truncated });
+  const { listed, missing, claimed, calls, truncated, resumed } = result;
+  await recordMaintenanceRun(db, 'reconcile', { listed, missing, claimed, calls, truncated, resumed });
   options.metrics?.reconciledEvents.inc(claimed);
   // Each claimed event had been acknowledged to Stripe, or never delivered, and was not here: lost.
   if (claimed > 0) options.logger?.warn({ listed, missing, claimed, calls, since: options.since }, 'reconcile claimed events Stripe has and we had lost');
   if (truncated) {
+    const then = options.resume ? 'the next run reads on from there; to read it in one run, raise' : 'raise';
     options.logger?.warn(
-      { listed, calls, since: options.since },
-      `reconcile stopped after ${calls} Stripe list calls, before the start of its window: raise RECONCILE_MAX_CALLS (or lower RECONCILE_WINDOW_HOURS)`,
+      { listed, calls, resumed, since: options.since },
+      `reconcile stopped after ${calls} Stripe list calls, before the start of its window: ${then} RECONCILE_MAX_CALLS (or lower RECONCILE_WINDOW_HOURS)`,
     );
+  } else if (resumed) {
+    options.logger?.info({ listed, calls, since: options.since }, 'reconcile read on to the start of its window: a pass over it, started by an earlier run, is complete');
   }
+}
+
+/** Stripe refused the request itself (4xx invalid_request_error): asking again will not help. */
+function isInvalidRequest(error: unknown): boolean {
+  return (error as { type?: unknown } | null)?.type === 'StripeInvalidRequestError';
 }

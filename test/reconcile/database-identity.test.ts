@@ -56,12 +56,16 @@ test('the first check records the identity; an empty database is not reconciled,
   assert.equal(await queuedReconciles(), 0);
 });
 
-test('a changed identity queues one reconcile, however many workers notice it at once', async () => {
+test('a changed identity queues one reconcile, from the newest, however many workers notice it at once', async () => {
+  // A pass over a large window half read: what a failover lost is the newest, read first.
+  await sql`insert into reconcile_cursors (list, resume_from) values ('snapshot', 'evt_halfway')`.execute(database.db);
   await restoredFromAnotherServer();
   const checks = await Promise.all(Array.from({ length: 4 }, () => checkDatabaseIdentity(database.db, { reconcile: true })));
   assert.equal(checks.filter((c) => c.changed).length, 1);
   assert.equal(checks.filter((c) => c.reconcileQueued).length, 1);
   assert.equal(await queuedReconciles(), 1);
+  const { rows: cursors } = await sql`select * from reconcile_cursors`.execute(database.db);
+  assert.deepEqual(cursors, [], 'the queued reconcile starts a new pass');
   assert.notDeepEqual(checks.find((c) => c.changed)!.previous, checks[0]!.current);
   // Without STRIPE_SECRET_KEY the change is recorded, and nothing is queued.
   await clearQueue();

@@ -29,8 +29,8 @@ export interface ReceivedNotification {
   answered: number | 'hung';
 }
 
-/** What to answer one request: a status (and body), or never. */
-export type Answer = { status: number; body?: string } | 'hang';
+/** What to answer one request: a status (and body, and headers such as Retry-After), or never. */
+export type Answer = { status: number; body?: string; headers?: Record<string, string> } | 'hang';
 
 export interface NotificationReceiver {
   readonly url: string;
@@ -102,7 +102,7 @@ export async function startNotificationReceiver(options: { secret?: string; path
       return;
     }
     request.answered = answer.status;
-    res.writeHead(answer.status, { 'content-type': 'text/plain' }).end(answer.body ?? '');
+    res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers }).end(answer.body ?? '');
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
