@@ -26,9 +26,9 @@ export { newPackage, packageCatalog } from './package-catalog.js';
 export const creditsModule = defineModule({
   name: 'credits',
   settings: creditsSettings,
-  // Empty so far: its tables were created by the core's sql/0001 and sql/0003, before modules had migrations.
+  // Its first tables were created by the core's sql/0001 and sql/0003, before modules had migrations.
   migrations: new URL('../../../sql/credits/', import.meta.url),
-  tables: ['packages', 'orders', 'credit_grants', 'credit_revocations'] satisfies Array<keyof CreditTables>,
+  tables: ['packages', 'orders', 'credit_grants', 'credit_revocations', 'refund_requests'] satisfies Array<keyof CreditTables>,
   handlers: (settings, context) => ({
     'checkout.session.completed': { batch: checkoutSessionPaid(context) },
     'checkout.session.async_payment_succeeded': { batch: checkoutSessionPaid(context) },

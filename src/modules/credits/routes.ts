@@ -84,7 +84,8 @@ export function creditsAdminRoutes(context: ModuleRouteContext<CreditsSettings>)
   router.use(catalogAdminRoutes(packageCatalog, newPackage, context));
 
   // The caller's Idempotency-Key is required: it fixes the refund's number and amount when first
-  // seen, so a retried request never refunds twice (refunds.ts).
+  // seen, so a retried request never refunds twice. Its amount is held back in the same
+  // transaction, so refunds asked at once never ask Stripe for more than the order (refunds.ts).
   router.post('/orders/:id/refund', async (req, res) => {
     const key = idempotencyKeyHeader.safeParse(req.headers['idempotency-key']);
     if (!key.success) {
@@ -102,7 +103,7 @@ export function creditsAdminRoutes(context: ModuleRouteContext<CreditsSettings>)
       leaseMs: context.idempotencyLeaseMs,
       async register(tx) {
         const plan = await planRefund(withCreditTables(tx), orderId, body.data.amount, () => countKeys(tx, 'refund', { orderId }));
-        return plan.outcome === 'planned' ? { subject: plan.refund } : refusedRefund(plan);
+        return plan.outcome === 'planned' ? { subject: plan.refund } : refusedRefund(orderId, plan);
       },
       async execute(refund: PlannedRefund) {
         return refundAnswer(refund.orderId, await createRefund({ db, stripeCalls: context.stripeCalls }, refund));
@@ -124,18 +125,38 @@ function checkoutAnswer(orderId: string, outcome: CheckoutOutcome): HttpResult {
   return { status: 201, body: { order_id: orderId, checkout_session_id: outcome.checkoutSessionId, url: outcome.url } };
 }
 
-function refusedRefund(plan: Exclude<RefundPlan, { outcome: 'planned' }>): HttpResult {
+/**
+ * Why a refund is not asked of Stripe. An amount over the order's can never be right (400); one
+ * over what is left conflicts with the order's other refunds (409), and the answer says how much
+ * may still be asked.
+ */
+function refusedRefund(orderId: string, plan: Exclude<RefundPlan, { outcome: 'planned' }>): HttpResult {
   switch (plan.outcome) {
     case 'order_not_found':
       return { status: 404, body: { error: 'order not found' } };
     case 'not_paid':
       return { status: 409, body: { error: 'order is not paid: there is nothing to refund' } };
     case 'amount_out_of_range':
-      return { status: 400, body: { error: `amount must be between 1 and ${plan.left} (what is left of ${plan.orderAmount} ${plan.currency})` } };
+      return { status: 400, body: { error: `amount must be at most the order's ${plan.orderAmount} ${plan.currency}` } };
+    case 'exceeds_refundable': {
+      const order = `order ${orderId} (${plan.orderAmount} ${plan.currency})`;
+      const error = plan.left === 0
+        ? `nothing is left to refund of ${order}: it is refunded, or other refunds have asked Stripe for all of it`
+        : `amount ${plan.wanted} is more than the ${plan.left} ${plan.currency} left to refund of ${order}: the rest is refunded, or other refunds have asked Stripe for it; ask for at most ${plan.left}`;
+      return { status: 409, body: { error, order_id: orderId, refundable_amount: plan.left } };
+    }
   }
 }
 
 function refundAnswer(orderId: string, outcome: RefundOutcome): HttpResult {
-  if (outcome.outcome !== 'created') return stripeCallFailed(outcome, 'create the refund', { order_id: orderId });
-  return { status: 201, body: { order_id: orderId, refund_id: outcome.refundId, amount: outcome.amount, status: outcome.status } };
+  switch (outcome.outcome) {
+    case 'created':
+      return { status: 201, body: { order_id: orderId, refund_id: outcome.refundId, amount: outcome.amount, status: outcome.status } };
+    case 'stripe_busy':
+    case 'stripe_failed':
+      return stripeCallFailed(outcome, 'create the refund', { order_id: orderId });
+    default:
+      // A retry after a failed call, whose amount other refunds have taken meanwhile.
+      return refusedRefund(orderId, outcome);
+  }
 }

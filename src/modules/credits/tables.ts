@@ -1,6 +1,7 @@
-// Kysely's view of the credits module's tables (created by the core's sql/0001 and sql/0003, before
-// modules had their own migrations; their changes go in sql/credits/). Its code reaches them
-// through `withCreditTables(db)`; the account balances they grant into are the ledger's.
+// Kysely's view of the credits module's tables (the first four created by the core's sql/0001 and
+// sql/0003, before modules had their own migrations; changes and new tables go in sql/credits/).
+// Its code reaches them through `withCreditTables(db)`; the account balances they grant into are
+// the ledger's.
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database, Defaulted } from '../../business-module.js';
 
@@ -51,6 +52,19 @@ export interface CreditRevocationsTable {
   updated_at: Defaulted<Date>;
 }
 
+export type RefundRequestStatus = 'requested' | 'succeeded' | 'failed';
+
+/** A refund asked through the admin API, held back before Stripe is called (sql/credits/0030). */
+export interface RefundRequestsTable {
+  order_id: string;
+  seq: number;
+  amount: number;
+  status: Defaulted<RefundRequestStatus>;
+  stripe_refund_id: string | null;
+  created_at: Defaulted<Date>;
+  updated_at: Defaulted<Date>;
+}
+
 // A type, not an interface: Kysely's withTables wants a record type.
 export type CreditTables = {
   packages: PackagesTable;
@@ -59,6 +73,8 @@ export type CreditTables = {
   credit_grants: CreditGrantsTable;
   /** Written by credit-revocations.ts only. */
   credit_revocations: CreditRevocationsTable;
+  /** Written by refunds.ts only. */
+  refund_requests: RefundRequestsTable;
 };
 
 export type CreditsDatabase = Database & CreditTables;
