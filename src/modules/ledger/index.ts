@@ -13,7 +13,7 @@ export const ledgerModule = defineModule({
   name: 'ledger',
   // account_credits was created by the core's sql/0001, before modules had migrations; its changes are here.
   migrations: new URL('../../../sql/ledger/', import.meta.url),
-  tables: ['account_credits', 'disputes'] satisfies Array<keyof LedgerTables>,
+  tables: ['account_credits', 'disputes', 'account_runs'] satisfies Array<keyof LedgerTables>,
   apiRoutes: ledgerApiRoutes,
 });
 
