@@ -11,6 +11,7 @@ const database = databaseForFile();
 
 const CHECK_VIOLATION = '23514';
 const UNIQUE_VIOLATION = '23505';
+const FOREIGN_KEY_VIOLATION = '23503';
 
 async function assertRefused(statement: RawBuilder<unknown>, code: string, constraint: string): Promise<void> {
   await assert.rejects(statement.execute(database.db), (error: { code?: string; constraint?: string }) => {
@@ -68,6 +69,15 @@ describe('the credit ledger', () => {
     const accountId = `acct_schema_${process.pid}`;
     await sql`insert into account_credits (account_id, granted, used) values (${accountId}, 2, 2)`.execute(database.db);
     await assertRefused(sql`update account_credits set used = used + 1 where account_id = ${accountId}`, CHECK_VIOLATION, 'account_credits_used_within_granted');
+  });
+
+  test('a run uses a positive quantity of an existing balance', async () => {
+    const accountId = `acct_schema_runs_${process.pid}`;
+    await sql`insert into account_credits (account_id, granted) values (${accountId}, 2)`.execute(database.db);
+    const run = (runId: string, account: string, quantity: number) => sql`insert into account_runs (run_id, account_id, quantity) values (${runId}, ${account}, ${quantity})`;
+    await run('run_schema_legal', accountId, 1).execute(database.db);
+    await assertRefused(run('run_schema_zero', accountId, 0), CHECK_VIOLATION, 'account_runs_quantity_positive');
+    await assertRefused(run('run_schema_no_balance', `${accountId}_none`, 1), FOREIGN_KEY_VIOLATION, 'account_runs_account_id_fkey');
   });
 });
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
-import { consumeCredit } from '../../src/modules/ledger/account-credits.js';
+import { consumeCredits } from '../../src/modules/ledger/runs.js';
 import { withLedgerTables } from '../../src/modules/ledger/tables.js';
 import { disputeObject, randomStripeId, refundedCharge, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase } from '../support/database.js';
@@ -49,7 +49,7 @@ async function secondOrderOf(account: string) {
 describe('a dispute of a package order', () => {
   test('withdrawn takes the unused credits back once; reinstated gives them back once; created and closed record the state', async () => {
     const order = await paidOrder(file.database, file.service);
-    for (let i = 0; i < 10; i++) assert.ok(await consumeCredit(file.database.db, order.account_id));
+    for (let i = 0; i < 10; i++) assert.ok(await consumeCredits(file.database.db, order.account_id, 1));
     const dispute = disputeOf(order);
 
     assert.equal((await deliverAndFinish(dispute.event('charge.dispute.created', 'needs_response', 0))).status, 'processed');

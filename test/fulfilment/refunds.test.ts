@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
-import { consumeCredit } from '../../src/modules/ledger/account-credits.js';
+import { consumeCredits } from '../../src/modules/ledger/runs.js';
 import { refundedCharge, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase } from '../support/database.js';
 import { finishedEvent, givenOrder, orderRow, paidEvent, paidOrder, quotaOf, waitingEvent } from '../support/factories.js';
@@ -36,7 +36,7 @@ describe('charge.refunded', () => {
 
   test('credits already used are not clawed back: quota never goes below zero', async () => {
     const order = await paidOrder(file.database, file.service);
-    for (let i = 0; i < 10; i++) assert.ok(await consumeCredit(file.database.db, order.account_id));
+    for (let i = 0; i < 10; i++) assert.ok(await consumeCredits(file.database.db, order.account_id, 1));
     await deliverAndFinish(refundEvent(order, order.amount));
     assert.deepEqual(await quotaOf(file.database, order.account_id), { account_id: order.account_id, granted: 10, used: 10, remaining: 0 });
   });

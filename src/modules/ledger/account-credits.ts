@@ -1,5 +1,6 @@
-// An account's quota, and the one writer of its running balance (account_credits): grants add to
-// it, revocations take back from it, runs use it. Quota = granted - used. What was granted for
+// An account's quota, and the writer of its running balance (account_credits): grants add to it,
+// revocations take back from it; runs use it and reversals give back (runs.ts, which records each
+// run with the balance it moves). Quota = granted - used. What was granted for
 // what (an order, a paid invoice) is the granting module's own record (credits' credit_grants,
 // billing's invoice_grants), kept in the same transaction as the balance it adds to.
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
@@ -18,21 +19,6 @@ export async function getQuota(db: Kysely<Database>, accountId: string): Promise
   const granted = row?.granted ?? 0;
   const used = row?.used ?? 0;
   return { account_id: accountId, granted, used, remaining: granted - used };
-}
-
-/**
- * Consumes one credit, or returns undefined when none is left. One conditional UPDATE: the row
- * lock serialises concurrent consumers of an account, and the re-checked predicate means the
- * balance can never go below zero (also a CHECK constraint).
- */
-export async function consumeCredit(db: Kysely<Database>, accountId: string): Promise<{ remaining: number } | undefined> {
-  return withLedgerTables(db)
-    .updateTable('account_credits')
-    .set({ used: sql`used + 1` })
-    .where('account_id', '=', accountId)
-    .whereRef('used', '<', 'granted')
-    .returning(sql<number>`granted - used`.as('remaining'))
-    .executeTakeFirst();
 }
 
 /**

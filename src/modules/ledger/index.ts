@@ -1,8 +1,9 @@
 // The account ledger: each account's balance of credits (account_credits), which every module
 // that sells credits grants into and takes back from, and which the selling application reads
-// (GET /api/accounts/:id/quota) and uses (POST /api/accounts/:id/runs). It handles no event: the
-// modules that sell (credits, billing) record what they granted for what, and move the balance in
-// the same transaction through the functions below, and tell the app of it (notifyAccounts: the
+// (GET /api/accounts/:id/quota) and uses (POST /api/accounts/:id/runs: each run is recorded in
+// account_runs, listed and reversible once, runs.ts). It handles no event: the modules that sell
+// (credits, billing) record what they granted for what, and move the balance in the same
+// transaction through the functions below, and tell the app of it (notifyAccounts: the
 // account's balance and sequence in every outcome notification). It also keeps the one record of
 // each dispute of a purchase (disputes.ts), which either selling module writes.
 import { defineModule } from '../../business-module.js';
@@ -13,12 +14,12 @@ export const ledgerModule = defineModule({
   name: 'ledger',
   // account_credits was created by the core's sql/0001, before modules had migrations; its changes are here.
   migrations: new URL('../../../sql/ledger/', import.meta.url),
-  tables: ['account_credits', 'disputes'] satisfies Array<keyof LedgerTables>,
+  tables: ['account_credits', 'disputes', 'account_runs'] satisfies Array<keyof LedgerTables>,
   apiRoutes: ledgerApiRoutes,
 });
 
 // What the modules that sell credits use.
-export { addGrants, consumeCredit, getQuota, grantsAdded, takeBackCredits, type Quota } from './account-credits.js';
+export { addGrants, getQuota, grantsAdded, takeBackCredits, type Quota } from './account-credits.js';
 export { accountId } from './account-id.js';
 export { DISPUTE_EVENT_TYPES, disputeHandler, disputePolicySettings, moveRevocation, paymentWaitKey, type CreditsMoved, type DisputedPurchase, type DisputePolicy, type Revocation } from './disputes.js';
 export { chargeOwnership, ORDER_ID_KEY, SUBSCRIPTION_ID_KEY, type ChargeClues, type ChargeOwnership } from './charge-ownership.js';

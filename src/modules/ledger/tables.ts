@@ -1,7 +1,8 @@
 // Kysely's view of the ledger's tables: account_credits (created by sql/0001, before modules had
-// their own migrations; its changes go in sql/ledger/), which only account-credits.ts (the
-// balance) and account-notifications.ts (the count of notifications) write, and disputes
-// (sql/ledger/0022), which only disputes.ts writes.
+// their own migrations; its changes go in sql/ledger/), which only account-credits.ts (grants and
+// revocations), runs.ts (credits used and given back) and account-notifications.ts (the count of
+// notifications) write; disputes (sql/ledger/0022), which only disputes.ts writes; and
+// account_runs (sql/ledger/0027), which only runs.ts writes.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Defaulted } from '../../business-module.js';
 
@@ -29,12 +30,22 @@ export interface DisputesTable {
   updated_at: Defaulted<Date>;
 }
 
+export interface AccountRunsTable {
+  run_id: string;
+  account_id: string;
+  quantity: number;
+  created_at: Defaulted<Date>;
+  reversed_at: Date | null;
+}
+
 // A type, not an interface: Kysely's withTables wants a record type.
 export type LedgerTables = {
-  /** Written by account-credits.ts only: the running balance. */
+  /** The running balance: grants and revocations by account-credits.ts, runs by runs.ts. */
   account_credits: AccountCreditsTable;
   /** Written by disputes.ts only. */
   disputes: DisputesTable;
+  /** Written by runs.ts only, with the balance it moves. */
+  account_runs: AccountRunsTable;
 };
 
 export type LedgerDatabase = Database & LedgerTables;

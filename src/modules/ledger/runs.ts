@@ -1,0 +1,107 @@
+// What an account's credits were used for. Each use (POST /api/accounts/:id/runs) is a run: a row
+// of account_runs (sql/ledger/0027) inserted by the statement that moves the balance, so there is
+// never a run without its credits used, nor credits used without their run. A run is reversed at
+// most once, which gives its credits back. Runs are business records: nothing prunes them.
+//
+// Each write is one statement (data-modifying CTEs), so it is whole on a plain connection as well
+// as in the caller's transaction (an Idempotency-Key's, src/http/idempotent-request.ts). Locks are
+// taken in one order: a run locks its balance's row only; a reversal its run's row, then the
+// balance's.
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely, type NotNull } from 'kysely';
+import type { Database } from '../../business-module.js';
+import { withLedgerTables } from './tables.js';
+
+const newRunId = () => `run_${randomUUID().replaceAll('-', '')}`;
+
+/** A run as GET /api/accounts/:id/runs lists it. */
+export interface Run {
+  run_id: string;
+  quantity: number;
+  created_at: Date;
+  reversed_at: Date | null;
+}
+
+/** What a run answers: its id, the credits it used and the balance it left. */
+export interface ConsumedRun {
+  runId: string;
+  quantity: number;
+  remaining: number;
+}
+
+/**
+ * Uses `quantity` credits of the account and records the run; undefined, with nothing used, when
+ * fewer are left. The conditional UPDATE's row lock serialises the account's runs and its
+ * predicate is re-checked once the lock is had, so the balance never goes below zero (also a CHECK
+ * constraint); the run is inserted only from the balance row the UPDATE moved.
+ */
+export async function consumeCredits(db: Kysely<Database>, accountId: string, quantity: number): Promise<ConsumedRun | undefined> {
+  const { rows } = await sql<ConsumedRun>`
+    with consumed as (
+      update account_credits set used = used + ${quantity}
+      where account_id = ${accountId} and granted - used >= ${quantity}
+      returning account_id, granted - used as remaining
+    ), recorded as (
+      insert into account_runs (run_id, account_id, quantity)
+      select ${newRunId()}::text, account_id, ${quantity}::int from consumed
+      returning run_id, quantity
+    )
+    select recorded.run_id as "runId", recorded.quantity, consumed.remaining from recorded, consumed`.execute(db);
+  return rows[0];
+}
+
+export type Reversal =
+  | { outcome: 'reversed'; quantity: number; remaining: number; reversedAt: Date }
+  /** Reversed before, by another request: its credits were given back then, and are not again. */
+  | { outcome: 'already_reversed'; reversedAt: Date }
+  /** No run of this id belongs to the account. */
+  | { outcome: 'not_found' };
+
+/**
+ * Gives a run's credits back, once: marking the run reversed and giving its credits back are one
+ * statement, conditional on the run not being reversed yet. A concurrent second reversal waits on
+ * the run's row lock, re-checks, and finds it reversed: it gives nothing.
+ */
+export async function reverseRun(db: Kysely<Database>, accountId: string, runId: string): Promise<Reversal> {
+  const { rows } = await sql<{ quantity: number; remaining: number; reversed_at: Date }>`
+    with reversed as (
+      update account_runs set reversed_at = now()
+      where run_id = ${runId} and account_id = ${accountId} and reversed_at is null
+      returning account_id, quantity, reversed_at
+    )
+    update account_credits set used = account_credits.used - reversed.quantity
+    from reversed
+    where account_credits.account_id = reversed.account_id
+    returning reversed.quantity, account_credits.granted - account_credits.used as remaining, reversed.reversed_at`.execute(db);
+  const reversal = rows[0];
+  if (reversal) return { outcome: 'reversed', quantity: reversal.quantity, remaining: reversal.remaining, reversedAt: reversal.reversed_at };
+  // Its id is known only once it committed, so a run this statement did not reverse was reversed before, or is not the account's.
+  const before = await withLedgerTables(db)
+    .selectFrom('account_runs')
+    .select('reversed_at')
+    .where('run_id', '=', runId)
+    .where('account_id', '=', accountId)
+    .where('reversed_at', 'is not', null)
+    .$narrowType<{ reversed_at: NotNull }>()
+    .executeTakeFirst();
+  return before ? { outcome: 'already_reversed', reversedAt: before.reversed_at } : { outcome: 'not_found' };
+}
+
+/**
+ * A page of the account's runs, newest first, after the run `after` (the last of the previous
+ * page); undefined when `after` names no run of the account. One more row than asked tells
+ * whether there is a next page.
+ */
+export async function listRuns(db: Kysely<Database>, accountId: string, page: { limit: number; after: string | undefined }): Promise<{ runs: Run[]; nextCursor: string | null } | undefined> {
+  const ledger = withLedgerTables(db);
+  let query = ledger.selectFrom('account_runs').select(['run_id', 'quantity', 'created_at', 'reversed_at']).where('account_id', '=', accountId);
+  if (page.after !== undefined) {
+    const cursor = await ledger.selectFrom('account_runs').select('run_id').where('run_id', '=', page.after).where('account_id', '=', accountId).executeTakeFirst();
+    if (!cursor) return undefined;
+    // Compared in SQL: created_at has microseconds, which a JavaScript Date would drop.
+    query = query.where(sql<boolean>`(created_at, run_id) < (select created_at, run_id from account_runs where run_id = ${page.after})`);
+  }
+  const rows = await query.orderBy('created_at', 'desc').orderBy('run_id', 'desc').limit(page.limit + 1).execute();
+  const runs = rows.slice(0, page.limit);
+  return { runs, nextCursor: rows.length > page.limit ? runs[runs.length - 1]!.run_id : null };
+}
