@@ -1,0 +1,100 @@
+// Events that overtake what they need, through the webhook and the real worker (issue: a dispute
+// before its payment, a paid subscription stuck 'pending'): each is parked without spending an
+// attempt, however small MAX_ATTEMPTS is, runs as soon as what it waits for commits, and is
+// applied once, whichever arrived first. The lock protocol that keeps a wake from being lost is
+// raced in test/events/event-waits.test.ts.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { PERIOD_SECONDS, periodEvents, subscriptionObject } from '../../src/modules/billing/sample-events.js';
+import { disputeObject, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
+import { finishedEvent, givenOrder, paidEvent, quotaOf, waitingEvent } from '../support/factories.js';
+import { notifyingServiceForFile, receivedWhere } from '../support/notification-receiver.js';
+import { checkoutCompleted, subscribedThroughApi } from '../support/subscriptions.js';
+import { waitFor } from '../support/wait-for.js';
+
+// One attempt each: before waits were parked, every early event here ended after its first try.
+const file = notifyingServiceForFile({ MAX_ATTEMPTS: '1' });
+
+/** The app received `type` about the account, verified, exactly once (after the outbox's row is written once). */
+async function toldOnce(type: string, accountId: string): Promise<void> {
+  const [told] = await waitFor(`${type} for ${accountId}`, receivedWhere(file.receiver, (n) => n.type === type && n.data.account_id === accountId && n.verified));
+  assert.ok(told);
+  assert.equal((await notificationsOf(type, accountId)).length, 1);
+}
+
+const notificationsOf = async (type: string, accountId: string) =>
+  (await file.database.db.selectFrom('notifications').select('business_key').where('type', '=', type).where('account_id', '=', accountId).execute()).map((n) => n.business_key);
+
+async function delivered(event: SampleEvent): Promise<SampleEvent> {
+  assert.equal((await file.service.deliver(event)).status, 200);
+  return event;
+}
+
+async function processed(event: SampleEvent): Promise<void> {
+  const row = await finishedEvent(file.database, event.id);
+  assert.equal(row.status, 'processed', `${event.type}: ${row.status}, ${row.last_error}`);
+}
+
+test("a dispute delivered before its order's checkout.session.completed waits for it, then takes the credits back once, and tells the app once", async () => {
+  const order = await givenOrder(file.database);
+  const payment = paidEvent(order);
+  const paymentIntentId = (payment.data.object as { payment_intent: string }).payment_intent;
+  const dispute = (type: string, status: string) => sampleEvent(type, disputeObject({ paymentIntentId, amount: order.amount, currency: order.currency, status, disputeId: `dp_test_${order.order_id}` }));
+  const created = await delivered(dispute('charge.dispute.created', 'needs_response'));
+  const withdrawn = await delivered(dispute('charge.dispute.funds_withdrawn', 'needs_response'));
+  for (const early of [created, withdrawn]) {
+    const row = await waitingEvent(file.database, early.id);
+    assert.deepEqual([row.attempts, row.waits_for], [0, [`payment_intent:${paymentIntentId}`]], `${early.type} waits, spending nothing`);
+    assert.match(row.last_error ?? '', /no order paid by payment intent \S+ \(yet\): waiting for its payment's event/);
+  }
+
+  await delivered(payment);
+  await processed(payment);
+  await processed(created);
+  await processed(withdrawn);
+  assert.deepEqual(await quotaOf(file.database, order.account_id), { account_id: order.account_id, granted: 0, used: 0, remaining: 0 });
+  assert.deepEqual(await notificationsOf('order.disputed', order.account_id), [`order.disputed:dp_test_${order.order_id}`]);
+  await toldOnce('order.disputed', order.account_id);
+
+  // Stripe resends both: nothing more is taken, nothing more is told.
+  for (const again of [created, withdrawn]) await processed(await delivered(sampleEvent(again.type, again.data.object, { created: again.created })));
+  assert.equal((await quotaOf(file.database, order.account_id)).granted, 0);
+  assert.equal((await notificationsOf('order.disputed', order.account_id)).length, 1);
+});
+
+test("a dispute of a renewal delivered before that period's invoice.paid waits for it, then takes that period's credits back once", async () => {
+  const subscription = await subscribedThroughApi(file);
+  const start = Math.floor(Date.now() / 1000) - 120;
+  const first = periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS });
+  for (const event of first) await delivered(event);
+  for (const event of first) await finishedEvent(file.database, event.id);
+  assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
+
+  const renewal = periodEvents(subscription, { cycle: 2, lastAt: start + 60, periodEnd: start + 2 * PERIOD_SECONDS });
+  const paymentIntentId = (renewal.find((e) => e.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
+  const withdrawn = await delivered(sampleEvent('charge.dispute.funds_withdrawn', disputeObject({ paymentIntentId, amount: subscription.amount, currency: subscription.currency, status: 'needs_response' })));
+  assert.equal((await waitingEvent(file.database, withdrawn.id)).attempts, 0);
+
+  for (const event of renewal) await delivered(event);
+  await processed(withdrawn);
+  // 100 for each period, the renewal's taken back.
+  assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
+  await toldOnce('subscription.period_disputed', subscription.accountId);
+});
+
+test("a subscription's first events before the checkout that links it wait for it, and the subscription is not left 'pending'", async () => {
+  const subscription = await subscribedThroughApi(file);
+  const start = Math.floor(Date.now() / 1000) - 60;
+  const created = await delivered(sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'active', periodEnd: start + PERIOD_SECONDS }), { created: start }));
+  const row = await waitingEvent(file.database, created.id);
+  assert.deepEqual([row.attempts, row.waits_for], [0, [`stripe_subscription:${subscription.stripeSubscriptionId}`]]);
+  // Well past what the old retry schedule gave it (one attempt): still waiting, not dead.
+  assert.equal((await file.service.call('GET', `/api/subscriptions/${subscription.subscriptionId}`)).body.status, 'pending');
+
+  const link = await delivered(checkoutCompleted(subscription));
+  await processed(link);
+  await processed(created);
+  const reply = await file.service.call('GET', `/api/subscriptions/${subscription.subscriptionId}`);
+  assert.equal(reply.body.status, 'active');
+  assert.equal(reply.body.stripe_subscription_id, subscription.stripeSubscriptionId);
+});
