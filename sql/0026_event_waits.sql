@@ -1,7 +1,7 @@
 -- 0026: an event that waits for something still to come (a dispute before its payment's
 -- checkout.session.completed, a subscription's events before the checkout that links it) is parked
 -- instead of retried: it names what it waits for and until when, spends no attempt while it waits,
--- and is run again the moment what it waits for commits (docs/design.md, "Waiting").
+-- and is run again the moment what it waits for commits (docs/events.md, "Waiting for what comes later").
 --
 -- waits_for: the keys it waits for, e.g. {payment_intent:pi_…}; meaningful only while the row is
 --   'processing' (a release before this one may finish the row without clearing it).

@@ -4,7 +4,7 @@
 // retried: it names what it waits for (keys such as `payment_intent:pi_…`), spends no attempt
 // while it waits, and is run again in the transaction that commits what it waited for. If that
 // never comes, it ends when the wait gives up (WAIT_HOURS), 'ignored' or 'failed' with its reason
-// (docs/design.md, "Waiting"; sql/0026).
+// (docs/events.md, "Waiting for what comes later"; sql/0026).
 //
 // The protocol that keeps a wake from being lost between a waiter and a waker (sql/0026 says why
 // it works): a handler that may wait on key K calls lockWaitKeys([K]) and only then reads whether

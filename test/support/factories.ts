@@ -4,7 +4,7 @@ import type { StripeEventRow } from '../../src/db/schema.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { findEvent, type IncomingEvent } from '../../src/events/event-store.js';
 import { getQuota, type Quota } from '../../src/modules/ledger/account-credits.js';
-import { waker } from '../../src/events/event-waits.js';
+import { noWaiters } from './no-waiters.js';
 import { attachCheckoutSession, createOrder, findOrder } from '../../src/modules/credits/orders.js';
 import { checkoutSession, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { toIncomingEvent } from '../../src/stripe/webhook-event.js';
@@ -28,7 +28,7 @@ export async function givenOrder(database: TestDatabase, overrides: { accountId?
   });
   if (!order) throw new Error(`the package ${overrides.packageId ?? 'starter'} is missing from the test database, or archived`);
   const checkoutSessionId = `cs_test_${order.order_id}`;
-  await attachCheckoutSession(database.db, order.order_id, checkoutSessionId, waker({ maxAttempts: 10 }));
+  await attachCheckoutSession(database.db, order.order_id, checkoutSessionId, noWaiters);
   return { ...order, checkout_session_id: checkoutSessionId };
 }
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { billingModule } from '../../src/modules/billing/index.js';
 import { checkoutSessionObject, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
-import { waker } from '../../src/events/event-waits.js';
+import { noWaiters } from './no-waiters.js';
 import { createSubscription, storeCheckoutSession } from '../../src/modules/billing/subscriptions.js';
 import { randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import type { TestDatabase } from './database.js';
@@ -32,7 +32,7 @@ export async function givenSubscription(database: TestDatabase, { linked = false
   const row = await createSubscription(database.db, { planId: 'pro_monthly', accountId, email: null });
   if (!row) throw new Error('the pro_monthly plan is missing from the test database');
   const checkoutSessionId = `cs_test_${row.subscription_id}`;
-  await storeCheckoutSession(database.db, row.subscription_id, checkoutSessionId, waker({ maxAttempts: 10 }));
+  await storeCheckoutSession(database.db, row.subscription_id, checkoutSessionId, noWaiters);
   const subscription = { subscriptionId: row.subscription_id, stripeSubscriptionId: randomStripeId('sub'), amount: row.amount, currency: row.currency, accountId, checkoutSessionId };
   if (linked) {
     const [done] = await fulfilWith(database, handlersOf(billingModule), [checkoutCompleted(subscription)]);
