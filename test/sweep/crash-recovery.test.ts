@@ -36,21 +36,26 @@ test('a worker killed mid-handler: its event is reclaimed by the sweep and fulfi
   // Hold the order row so the first worker blocks inside its fulfilment transaction.
   const blocker = new pg.Client({ connectionString: file.database.url });
   await blocker.connect();
-  await blocker.query('begin');
-  await blocker.query('select 1 from orders where order_id = $1 for update', [order.order_id]);
+  try {
+    await blocker.query('begin');
+    await blocker.query('select 1 from orders where order_id = $1 for update', [order.order_id]);
 
-  const first = await file.start();
-  assert.equal(await deliver(first.url, event), 200);
-  await waitFor('the worker to block on the order row', async () => {
-    const { rows } = await blocker.query(
-      "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()",
-    );
-    return rows.length > 0;
-  });
-  first.process.kill('SIGKILL');
-  assert.equal(await first.exited, 'SIGKILL');
-  await blocker.query('rollback');
-  await blocker.end();
+    const first = await file.start();
+    assert.equal(await deliver(first.url, event), 200);
+    await waitFor('the worker to block on the order row', async () => {
+      const { rows } = await blocker.query(
+        "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()",
+      );
+      return rows.length > 0;
+    });
+    first.process.kill('SIGKILL');
+    assert.equal(await first.exited, 'SIGKILL');
+  } finally {
+    // Also when an assertion failed: a transaction left open would keep the file's database from
+    // being dropped, and the run would hang instead of failing.
+    await blocker.query('rollback').catch(() => {});
+    await blocker.end();
+  }
 
   // The kill rolled everything back: claimed, not fulfilled.
   const stuck = await file.database.db.selectFrom('stripe_events').selectAll().where('event_id', '=', event.id).executeTakeFirstOrThrow();
