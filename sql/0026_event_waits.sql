@@ -4,7 +4,8 @@
 -- and is run again the moment what it waits for commits (docs/events.md, "Waiting for what comes later").
 --
 -- waits_for: the keys it waits for, e.g. {payment_intent:pi_…}; meaningful only while the row is
---   'processing' (a release before this one may finish the row without clearing it).
+--   'processing' (finishing a row leaves it as it was, so the finish statement, run for every
+--   event, stays as it is; and a release before this one finishes rows without knowing of it).
 -- wait_until: when the wait gives up (the event then ends 'ignored' or 'failed' with its reason);
 --   set by its first wait, kept across wakes, cleared by a replay.
 alter table stripe_events add column waits_for text[], add column wait_until timestamptz;

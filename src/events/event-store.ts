@@ -150,7 +150,7 @@ export async function markFinished(tx: Transaction<Database>, finished: Readonly
   const eventIds = finished.map((f) => f.eventId);
   await sql`
     update stripe_events e set
-      status = f.status, duplicate_of = f.duplicate_of, last_error = f.reason, finished_at = now(), waits_for = null
+      status = f.status, duplicate_of = f.duplicate_of, last_error = f.reason, finished_at = now()
     from unnest(
       ${eventIds}::text[], ${finished.map((f) => f.outcome.status)}::text[],
       ${finished.map((f) => (f.outcome.status === 'duplicate' ? f.outcome.duplicateOf : null))}::text[],
