@@ -19,6 +19,7 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { CallRate } from '../stripe/call-rate.js';
 import { toIncomingEvent, toIncomingNotification, type ThinNotification } from '../stripe/webhook-event.js';
+import { apiPathOf } from '../stripe/thin-events.js';
 import { readCursors, saveCursors, type ReconcileCursors, type ReconcileList } from './reconcile-cursors.js';
 
 /** Stripe's Events API lists events of the last 30 days only. */
@@ -216,7 +217,7 @@ export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, opti
     // `created` filter takes an RFC 3339 time, as every v2 timestamp (the SDK types it as a number).
     const created = { gte: options.since.toISOString() } as unknown as Stripe.RangeQueryParam;
     const thinPage = async (url: string | undefined): Promise<Page> => {
-      const page: V2Page = url === undefined ? await stripe.v2.core.events.list({ created, limit: PAGE_SIZE }) : ((await stripe.rawRequest('GET', url)) as V2Page);
+      const page: V2Page = url === undefined ? await stripe.v2.core.events.list({ created, limit: PAGE_SIZE }) : ((await stripe.rawRequest('GET', nextPagePath(url))) as V2Page);
       return {
         events: page.data.map((notification) => toIncomingNotification(notification as ThinNotification, Buffer.from(JSON.stringify(notification)))),
         next: page.next_page_url ?? undefined,
@@ -245,6 +246,17 @@ async function recordRun(db: Kysely<Database>, result: ReconcileResult, options:
   } else if (resumed) {
     options.logger?.info({ listed, calls, since: options.since }, 'reconcile read on to the start of its window: a pass over it, started by an earlier run, is complete');
   }
+}
+
+/**
+ * The next page's URL is fetched with our secret key, as a thin event's related_object.url is: it
+ * must stay a path of Stripe's /v1/ or /v2/ API once resolved (apiPathOf), whoever wrote it (the
+ * list's answer, or the cursor a run left in the database).
+ */
+function nextPagePath(url: string): string {
+  const path = apiPathOf(url);
+  if (path === undefined) throw new Error(`Stripe's v2 event list gave a next_page_url that is not a path of its /v1/ or /v2/ API once resolved: ${JSON.stringify(url.slice(0, 200))}; refused, nothing fetched`);
+  return path;
 }
 
 /** Stripe refused the request itself (4xx invalid_request_error): asking again will not help. */
