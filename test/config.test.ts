@@ -190,7 +190,7 @@ describe('valid values', () => {
     assert.deepEqual(config.webhookSecrets, [next, previous]);
   });
 
-  test('defaults are DESIGN’s, in fields that carry their unit', () => {
+  test('defaults are the documented ones (.env.example), in fields that carry their unit', () => {
     const config = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS });
     assert.equal(config.port, 3000);
     assert.equal(config.role, 'all');

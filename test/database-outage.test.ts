@@ -1,9 +1,10 @@
-// A real Postgres outage under load (DESIGN invariants 1 and 7): a throwaway Postgres of this
-// test's own (never the machine's shared server) is stopped for ten seconds while signed events
-// keep arriving at the service, a real process (src/main.ts, which logs and survives the
-// rejection graphile-worker 0.18 leaves unhandled when Postgres goes away mid-job). During the outage the webhook answers 503 promptly and /readyz 503; the service
-// reconnects by itself when Postgres is back; Stripe's retries of what was refused, plus one sweep,
-// leave every order granted exactly once and nothing lost.
+// A real Postgres outage under load (docs/design.md, invariants 1 and 7): a throwaway Postgres of
+// this test's own (never the machine's shared server) is stopped for ten seconds while signed
+// events keep arriving at the service, a real process (src/main.ts, which logs and survives the
+// rejection graphile-worker 0.18 leaves unhandled when Postgres goes away mid-job). During the
+// outage the webhook answers 503 promptly and /readyz 503; the service reconnects by itself when
+// Postgres is back; Stripe's retries of what was refused, plus one sweep, leave every order granted
+// exactly once and nothing lost.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

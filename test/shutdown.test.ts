@@ -1,5 +1,5 @@
-// SIGTERM as Docker and Coolify send it (DESIGN invariant 10): readiness flips to 503 at once,
-// accepted events are never lost, and the process exits 0 within SHUTDOWN_TIMEOUT_SECONDS.
+// SIGTERM as Docker and Coolify send it (docs/design.md, invariant 10): readiness flips to 503 at
+// once, accepted events are never lost, and the process exits 0 within SHUTDOWN_TIMEOUT_SECONDS.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';

@@ -3,7 +3,8 @@
 // (repeats and second Event objects included, failures retried as Stripe retries), SIGKILLs and
 // SIGTERMs processes at random and restarts them, sweeps as ops would, waits for the inbox to
 // drain, and checks: every acknowledged payment granted once, every SIGTERM answered by exit 0
-// (DESIGN invariants 1, 3-7 and 10). Only 127.0.0.1 traffic; only its own database is touched.
+// (docs/design.md, invariants 1, 3-7 and 10). Only 127.0.0.1 traffic; only its own database
+// is touched.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely } from 'kysely';

@@ -2,7 +2,7 @@
 // processes coming and going: `npm run chaos`, and tests of kills, restarts and rolling stops.
 // Kills one at random (never the last one alive), restarts whatever ends until told to stop,
 // and stops them all with SIGTERM at the end, recording every exit that was not the expected one:
-// a SIGTERM must end in exit 0 (DESIGN invariant 10), and no process may end unasked.
+// a SIGTERM must end in exit 0 (docs/design.md, invariant 10), and no process may end unasked.
 //
 // Defaults: three tries per start, a second apart; stopTimeoutMs 15 s for everyone to exit after
 // the final SIGTERM (above SHUTDOWN_TIMEOUT_SECONDS), after which a process is SIGKILLed.

@@ -1,4 +1,4 @@
-// Durations on the command line read like 30m, 1h, 3d (DESIGN); also 45s and 2w.
+// Durations on the command line read like 30m, 1h, 3d; also 45s and 2w.
 import { UsageError } from './script.js';
 
 const UNITS_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };

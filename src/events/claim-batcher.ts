@@ -1,7 +1,7 @@
 // Group commit for webhook claims (src/db/group-commit.ts). Deliveries that arrive while a claim
 // transaction is in flight wait for it and share the next one: one statement inserting the rows
 // and adding their jobs, one commit. Each is answered only after the commit that holds it, so a
-// 2xx still means "stored, with its job" (DESIGN invariant 1).
+// 2xx still means "stored, with its job" (docs/design.md, invariant 1).
 //
 // Why: add_jobs ends in pg_notify, and Postgres serialises notifying commits database-wide (a
 // global lock held through the commit's flush). One claim per transaction therefore caps ingest

@@ -42,11 +42,11 @@ const EVENT_COLUMNS = [
 ] as const satisfies ReadonlyArray<keyof StripeEventsTable>;
 
 /**
- * Claims each event id and enqueues its job in one statement, so in one transaction (DESIGN
- * invariants 1 and 3): when this resolves, every event is durable together with the means to
- * process it. An id that is already stored (a retry, a concurrent delivery, a resend) is
- * 'duplicate' and gets no job. Concurrent claims of one id do not fail: ON CONFLICT waits for the
- * other transaction and then does nothing, so a second delivery never sees an error (an error
+ * Claims each event id and enqueues its job in one statement, so in one transaction
+ * (docs/design.md, invariants 1 and 3): when this resolves, every event is durable together with
+ * the means to process it. An id that is already stored (a retry, a concurrent delivery, a resend)
+ * is 'duplicate' and gets no job. Concurrent claims of one id do not fail: ON CONFLICT waits for
+ * the other transaction and then does nothing, so a second delivery never sees an error (an error
  * would be a 5xx and another retry). Takes a batch so deliveries arriving together can share one
  * commit (claim-batcher.ts).
  *
@@ -122,9 +122,9 @@ export async function claimEvents(
 
 /**
  * Locks the event rows for the whole fulfilment transaction. The lock is the liveness signal the
- * sweep relies on (DESIGN invariant 7): while a worker holds it, the row cannot be reclaimed,
- * whatever its age; when the worker's connection dies, Postgres releases it. Locked in event id
- * order, so two transactions locking overlapping sets cannot deadlock on them.
+ * sweep relies on (docs/design.md, invariant 7): while a worker holds it, the row cannot be
+ * reclaimed, whatever its age; when the worker's connection dies, Postgres releases it. Locked in
+ * event id order, so two transactions locking overlapping sets cannot deadlock on them.
  */
 export async function lockForFulfilment(tx: Transaction<Database>, eventIds: readonly string[]): Promise<StripeEventRow[]> {
   return tx.selectFrom('stripe_events').select(EVENT_COLUMNS).where('event_id', '=', sql<string>`any(${[...eventIds]}::text[])`).orderBy('event_id').forUpdate().execute();
@@ -137,13 +137,13 @@ export async function lockForFulfilment(tx: Transaction<Database>, eventIds: rea
 export type FinishOutcome = { status: 'processed'; reason?: string } | { status: 'ignored'; reason?: string } | { status: 'duplicate'; duplicateOf: string };
 
 /**
- * Commits with the side-effects, in the same transaction (DESIGN invariant 6). One statement for all.
- * Only for rows this transaction locked with lockForFulfilment and found 'processing': the lock
- * keeps them so until commit, and the statement does not check their status again, on purpose.
- * A `status = 'processing'` condition matches the partial index of waiting rows, and with
- * statistics taken while the inbox was quiet (the usual case) the planner scans that whole index
- * for each batch: under a backlog, every batch would read every waiting row. The batch's ids as
- * `event_id = any(...)` leave it the primary key, and the batch's rows only.
+ * Commits with the side-effects, in the same transaction (docs/design.md, invariant 6). One
+ * statement for all. Only for rows this transaction locked with lockForFulfilment and found
+ * 'processing': the lock keeps them so until commit, and the statement does not check their status
+ * again, on purpose. A `status = 'processing'` condition matches the partial index of waiting rows,
+ * and with statistics taken while the inbox was quiet (the usual case) the planner scans that whole
+ * index for each batch: under a backlog, every batch would read every waiting row. The batch's ids
+ * as `event_id = any(...)` leave it the primary key, and the batch's rows only.
  */
 export async function markFinished(tx: Transaction<Database>, finished: ReadonlyArray<{ eventId: string; outcome: FinishOutcome }>): Promise<void> {
   if (finished.length === 0) return;
@@ -200,7 +200,7 @@ export async function recordFailure(
 
 /**
  * Ops replay: back to 'processing' with a fresh attempt budget, and enqueued to run now. Safe on
- * any status, because fulfilment is idempotent by business key (DESIGN invariant 5).
+ * any status, because fulfilment is idempotent by business key (docs/design.md, invariant 5).
  * Returns the ids that exist (and were replayed).
  */
 export async function replayEvents(db: Kysely<Database>, eventIds: readonly string[], options: EnqueueOptions): Promise<string[]> {

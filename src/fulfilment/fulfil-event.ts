@@ -1,7 +1,7 @@
 // Fulfils stored events, one or a job's batch: lock their rows, run the handler for each type, and
-// commit the side-effects together with the status flips (DESIGN invariants 2 and 6). A batch
-// that fails is never recorded as such: each of its events is then fulfilled alone. This is the
-// one wrapper that turns a PermanentError into 'failed' and leaves everything else to
+// commit the side-effects together with the status flips (docs/design.md, invariants 2 and 6). A
+// batch that fails is never recorded as such: each of its events is then fulfilled alone. This is
+// the one wrapper that turns a PermanentError into 'failed' and leaves everything else to
 // graphile-worker's backoff, with the attempt counted on the event row either way.
 import type { Kysely } from 'kysely';
 import { isDatabaseUnavailable, isNumericValueOutOfRange } from '../db/pg-errors.js';

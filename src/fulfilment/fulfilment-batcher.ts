@@ -7,12 +7,13 @@
 // (docs/benchmarks.md). A job that runs alone, at low load, goes at once, unless yieldTo makes it
 // wait for the webhook's claims (ROLE=all, src/service.ts).
 //
-// A batch never changes an outcome. Side-effects and status flips still commit together (DESIGN
-// invariant 6), and fulfilEvents falls back to one event per transaction when a batch fails, so a
-// failure is counted against its own event only. A job on a retry runs alone, so an event that
-// keeps failing costs its own fallback, not its neighbours'. A job waiting here holds no row lock
-// yet: the sweep leaves it alone because graphile-worker fetched it moments ago (DESIGN invariant
-// 7, src/worker/job-queue.ts waitingJobs), and the wait is short next to STALE_AFTER_SECONDS.
+// A batch never changes an outcome. Side-effects and status flips still commit together
+// (docs/design.md, invariant 6), and fulfilEvents falls back to one event per transaction when a
+// batch fails, so a failure is counted against its own event only. A job on a retry runs alone, so
+// an event that keeps failing costs its own fallback, not its neighbours'. A job waiting here holds
+// no row lock yet: the sweep leaves it alone because graphile-worker fetched it moments ago
+// (docs/design.md, invariant 7; src/worker/job-queue.ts waitingJobs), and the wait is short next
+// to STALE_AFTER_SECONDS.
 import type { Kysely } from 'kysely';
 import { GroupCommit } from '../db/group-commit.js';
 import type { Database } from '../db/schema.js';

@@ -1,6 +1,7 @@
 // The handler contract (docs/handlers.md): what a business module gives the fulfilment loop for an
 // event type. A handler runs inside the transaction that finishes the event's row, so whatever it
-// writes commits together with the status it returns, or not at all (DESIGN invariants 2 and 6).
+// writes commits together with the status it returns, or not at all (docs/design.md,
+// invariants 2 and 6).
 import type { Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../db/schema.js';
 import type { FinishOutcome } from '../events/event-store.js';

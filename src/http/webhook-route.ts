@@ -1,6 +1,6 @@
 // POST /webhooks/stripe. Verify, claim, answer. Nothing slow happens here: the 2xx goes out as
-// soon as the event row and its job are committed (DESIGN invariant 1), and the worker does the
-// rest. Every answer is one of a fixed set; Stripe retries anything that is not 2xx.
+// soon as the event row and its job are committed (docs/design.md, invariant 1), and the worker
+// does the rest. Every answer is one of a fixed set; Stripe retries anything that is not 2xx.
 import type { RequestHandler } from 'express';
 import type { ClaimOutcome, IncomingEvent } from '../events/event-store.js';
 import { isDatabaseUnavailable, isPoolBusy } from '../db/pg-errors.js';

@@ -100,7 +100,7 @@ async function inBatches(limit: number, deleteBatch: (limit: number) => Promise<
  * Deletes finished events that finished before `finishedBefore`, one batch. 'processing' and
  * 'failed' rows are never pruned: the first are work in flight, the second wait for ops. Safe
  * for business idempotency: grants are keyed by order, so a pruned event delivered again is
- * claimed anew and ends 'duplicate' (DESIGN invariant 5). Returns the rows deleted.
+ * claimed anew and ends 'duplicate' (docs/design.md, invariant 5). Returns the rows deleted.
  */
 async function pruneFinishedEvents(db: Kysely<Database>, options: { finishedBefore: Date; limit: number }): Promise<number> {
   // SKIP LOCKED: a replay or a late job holding a row keeps it; the next run gets it.
@@ -122,7 +122,7 @@ async function pruneFinishedEvents(db: Kysely<Database>, options: { finishedBefo
 
 /**
  * Deletes one batch of snapshot_claims (sql/0024) older than the events kept: a sibling arriving
- * later is claimed anew, and the business keys make it a duplicate (DESIGN invariant 5).
+ * later is claimed anew, and the business keys make it a duplicate (docs/design.md, invariant 5).
  */
 async function pruneSnapshotClaims(db: Kysely<Database>, options: { claimedBefore: Date; limit: number }): Promise<number> {
   const { numDeletedRows } = await db

@@ -134,9 +134,9 @@ interface ReclaimOptions {
 /**
  * One batch: the sweep's one statement (its own transaction). Takes 'processing' rows last enqueued
  * more than staleAfterMs ago, whose row lock no one holds, and whose job is not waiting to run:
- * - The row lock is the liveness signal (DESIGN invariant 7): a worker holds its event's row lock
- *   for the whole fulfilment transaction, so a live worker is never reclaimed, however slow; a
- *   dead worker's connection ends and Postgres drops its lock (SKIP LOCKED does the rest).
+ * - The row lock is the liveness signal (docs/design.md, invariant 7): a worker holds its event's
+ *   row lock for the whole fulfilment transaction, so a live worker is never reclaimed, however
+ *   slow; a dead worker's connection ends and Postgres drops its lock (SKIP LOCKED does the rest).
  * - A waiting job (queued, in its retry backoff, or fetched by a worker less than staleAfterMs
  *   ago: src/worker/job-queue.ts) means nothing is abandoned; a second job would also cut that
  *   backoff short. Those rows are left alone and not counted.

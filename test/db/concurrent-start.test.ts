@@ -1,5 +1,6 @@
-// Two service processes started at the same instant on an empty database (DESIGN invariant 10):
-// both come up, and each migration is applied exactly once. A start that cannot migrate says why.
+// Two service processes started at the same instant on an empty database (docs/design.md,
+// invariant 10): both come up, and each migration is applied exactly once. A start that cannot
+// migrate says why.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';

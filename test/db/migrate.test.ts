@@ -1,7 +1,8 @@
 // migrate(): two processes starting at once on an empty database apply each migration once
 // (advisory lock), graphile-worker's schema comes along, a later run applies nothing, and an
-// applied migration whose file changed stops start-up (DESIGN invariant 10, STYLE rule 5). A
-// business module's migrations join the core's sequence, and a version taken twice is refused.
+// applied migration whose file changed stops start-up (docs/design.md, invariant 10, and
+// docs/migrations.md). A business module's migrations join the core's sequence, and a version
+// taken twice is refused.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// STYLE rule 3: the database enforces the rules. Each illegal write below is raw SQL, past every
+// The database enforces the rules. Each illegal write below is raw SQL, past every
 // TypeScript check, and Postgres itself refuses it with the named constraint. A legal write of
 // the same shape goes through first, so a refusal cannot come from a broken statement.
 import assert from 'node:assert/strict';

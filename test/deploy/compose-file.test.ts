@@ -1,7 +1,7 @@
 // docker-compose.yml and .env.example, checked without a Docker engine: the compose-spec schema
 // (through dclint, which validates against the spec's JSON schema before its own rules), every
 // variable the service reads present in both files with the service's own defaults, and the
-// shape DESIGN's Deployment section promises.
+// shape docs/deploy.md promises.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

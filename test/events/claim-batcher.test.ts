@@ -1,7 +1,7 @@
-// Group commit keeps the webhook's contract (DESIGN invariants 1 and 3): concurrent claims share
-// transactions, yet each resolves only once its own row and job are committed; a duplicate in the
-// same batch is a duplicate; one bad row does not fail its neighbours; a batch stores each event
-// exactly as it came.
+// Group commit keeps the webhook's contract (docs/design.md, invariants 1 and 3): concurrent claims
+// share transactions, yet each resolves only once its own row and job are committed; a duplicate in
+// the same batch is a duplicate; one bad row does not fail its neighbours; a batch stores each
+// event exactly as it came.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import { sql } from 'kysely';

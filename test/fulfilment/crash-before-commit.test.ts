@@ -1,7 +1,7 @@
 // A worker that dies between claiming an event and committing its fulfilment leaves the event
-// 'processing' with no effect, and the retry fulfils it exactly once (DESIGN invariants 2 and 6).
-// The worker is stopped mid-transaction by a row lock this test holds, then its backend is
-// terminated: to Postgres a killed connection is exactly a crashed worker.
+// 'processing' with no effect, and the retry fulfils it exactly once (docs/design.md,
+// invariants 2 and 6). The worker is stopped mid-transaction by a row lock this test holds, then
+// its backend is terminated: to Postgres a killed connection is exactly a crashed worker.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';

@@ -1,6 +1,7 @@
 // A paid checkout grants the order's credits exactly once, however many deliveries, Event
-// objects, replays or resends reach the worker (DESIGN invariants 3, 4 and 5). The real web and
-// worker wiring runs; outcomes are read where a user sees them (quota API) and in the tables.
+// objects, replays or resends reach the worker (docs/design.md, invariants 3, 4 and 5). The real
+// web and worker wiring runs; outcomes are read where a user sees them (quota API) and in the
+// tables.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';

@@ -1,6 +1,7 @@
 // What the worker does with each kind of event: only a paid checkout session grants; delayed
 // payments grant on async_payment_succeeded; telemetry and unhandled types are stored and
-// finished without touching the ledger; repeating types are never collapsed (DESIGN invariant 4).
+// finished without touching the ledger; repeating types are never collapsed (docs/design.md,
+// invariant 4).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { subscriptionObject } from '../../src/modules/billing/sample-events.js';

@@ -1,7 +1,7 @@
 // A checkout session that can never be fulfilled (unknown order, wrong amount, wrong currency)
-// ends 'failed' on its first attempt with a reason ops can act on, and grants nothing (DESIGN
-// "Event lifecycle": a permanent error is not retried). The service runs with its default
-// MAX_ATTEMPTS, so a transient classification would leave the row 'processing' instead.
+// ends 'failed' on its first attempt with a reason ops can act on, and grants nothing
+// (docs/design.md, "The event lifecycle": a permanent error is not retried). The service runs with
+// its default MAX_ATTEMPTS, so a transient classification would leave the row 'processing' instead.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';

@@ -1,8 +1,9 @@
 // A handler that keeps hitting a transient error counts its attempts on the event row, keeps
 // the event 'processing' for the retry, and ends 'failed' (the dead letter) at MAX_ATTEMPTS,
-// never granting on the way; once the cause is fixed, an ops replay fulfils it once (DESIGN
-// invariants 5, 6 and 8). graphile-worker's backoff (e^n seconds) is too slow for a test, so the
-// attempts are driven by calling fulfilEvent directly; no worker runs on this database.
+// never granting on the way; once the cause is fixed, an ops replay fulfils it once
+// (docs/design.md, invariants 5, 6 and 8). graphile-worker's backoff (e^n seconds) is too slow for
+// a test, so the attempts are driven by calling fulfilEvent directly; no worker runs on this
+// database.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';

@@ -1,5 +1,5 @@
 // /admin/api/*: the operator's JSON API. Bearer ADMIN_TOKEN on every route (the API token is not
-// enough), status in DESIGN's shape, event look-up and replay. The worker role is off so
+// enough), status in its documented shape, event look-up and replay. The worker role is off so
 // delivered events stay 'processing' and every count is the test's own doing.
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';

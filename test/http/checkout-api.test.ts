@@ -1,7 +1,7 @@
-// POST /api/checkout and its neighbours (DESIGN's /api rows and invariant 9): an order is made
-// once per inbound Idempotency-Key, and every call to Stripe for an order carries the outbound
-// key `checkout-session:<order_id>`, across SDK retries and across client retries after a 502.
-// The worker role is off: nothing here needs it.
+// POST /api/checkout and its neighbours (its documented contract and docs/design.md, invariant 9):
+// an order is made once per inbound Idempotency-Key, and every call to Stripe for an order carries
+// the outbound key `checkout-session:<order_id>`, across SDK retries and across client retries
+// after a 502. The worker role is off: nothing here needs it.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';

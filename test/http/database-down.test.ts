@@ -1,7 +1,7 @@
-// DESIGN invariant 1, the unhappy half: when Postgres cannot be reached the webhook answers 503
-// (Stripe retries it) instead of hanging or acknowledging, /readyz says 503 so the proxy stops
-// routing here, and nothing is half-written. The service talks to its database through a TCP
-// link this test can cut: existing connections are reset and new ones refused, as when
+// docs/design.md, invariant 1, the unhappy half: when Postgres cannot be reached the webhook
+// answers 503 (Stripe retries it) instead of hanging or acknowledging, /readyz says 503 so the
+// proxy stops routing here, and nothing is half-written. The service talks to its database through
+// a TCP link this test can cut: existing connections are reset and new ones refused, as when
 // Postgres restarts or its host goes away.
 import assert from 'node:assert/strict';
 import net, { type AddressInfo } from 'node:net';

@@ -1,4 +1,4 @@
-// POST /admin/api/orders/:id/refund (DESIGN invariant 9): the outbound Idempotency-Key is
+// POST /admin/api/orders/:id/refund (docs/design.md, invariant 9): the outbound Idempotency-Key is
 // derived from the order and the refund's sequence, so a retried request never refunds twice and
 // a second partial refund is not mistaken for a replay of the first.
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
 // POST /webhooks/stripe: persist before acknowledge, one event id one row one job, and every
-// bad delivery a 4xx with nothing stored (DESIGN invariants 1 and 3). The worker role is off
-// here so rows stay as the webhook left them.
+// bad delivery a 4xx with nothing stored (docs/design.md, invariants 1 and 3). The worker role is
+// off here so rows stay as the webhook left them.
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
 import { sql } from 'kysely';

@@ -1,6 +1,7 @@
 // Retention deletes only finished events past the window, never work in flight or dead letters,
-// never under 31 days; and a pruned event delivered again still grants nothing (DESIGN invariant 5).
-// The API's Idempotency-Keys past the window go too, except those that number an order's refunds.
+// never under 31 days; and a pruned event delivered again still grants nothing (docs/design.md,
+// invariant 5). The API's Idempotency-Keys past the window go too, except those that number an
+// order's refunds.
 import assert from 'node:assert/strict';
 import { beforeEach, test } from 'node:test';
 import { sql } from 'kysely';

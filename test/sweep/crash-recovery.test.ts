@@ -1,6 +1,6 @@
-// Real processes, real kills (DESIGN invariants 6, 7 and 10): a worker SIGKILLed in the middle of
-// a fulfilment leaves its event 'processing' with no effect; the sweep hands it to another
-// process, which fulfils it exactly once. And two processes taking one stream of duplicated
+// Real processes, real kills (docs/design.md, invariants 6, 7 and 10): a worker SIGKILLed in the
+// middle of a fulfilment leaves its event 'processing' with no effect; the sweep hands it to
+// another process, which fulfils it exactly once. And two processes taking one stream of duplicated
 // deliveries, one of them killed and restarted, grant every order exactly once.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -80,7 +80,7 @@ test('a worker killed mid-handler: its event is reclaimed by the sweep and fulfi
 test('two processes, duplicated deliveries, one killed and restarted: every order granted exactly once', async () => {
   const orders = await Promise.all(Array.from({ length: 60 }, () => givenOrder(file.database)));
   // Each payment: its event delivered to both processes, plus a second Event object for the
-  // same session delivered to either (DESIGN invariants 3 and 4).
+  // same session delivered to either (docs/design.md, invariants 3 and 4).
   const events = orders.flatMap((order) => {
     const first = paidEvent(order, { sessionId: `cs_test_${order.order_id}` });
     const second = paidEvent(order, { sessionId: `cs_test_${order.order_id}` });

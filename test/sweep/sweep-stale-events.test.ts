@@ -1,6 +1,6 @@
-// The sweep against real rows and real graphile-worker jobs (DESIGN invariants 7 and 8): it
-// takes exactly the abandoned rows, at the threshold, never one a live transaction holds, never a
-// failed one, never one whose job waits in its backoff, from this release or the one before; and
+// The sweep against real rows and real graphile-worker jobs (docs/design.md, invariants 7 and 8):
+// it takes exactly the abandoned rows, at the threshold, never one a live transaction holds, never
+// a failed one, never one whose job waits in its backoff, from this release or the one before; and
 // parallel sweeps claim disjoint rows. Jobs are handled through graphile-worker's public interface
 // only: a "dead worker" is a real worker that took its jobs and holds them without working.
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
-// Billing's calls to Stripe, each with an Idempotency-Key derived from our subscription (DESIGN
-// invariant 9), so every retry of the same operation, from any process, does it once.
+// Billing's calls to Stripe, each with an Idempotency-Key derived from our subscription
+// (docs/design.md, invariant 9): every retry of the same operation, from any process, does it once.
 import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';
 import type { Notifications, StripeCallFailure, StripeCalls, Wake } from '../../business-module.js';

@@ -56,7 +56,8 @@ function outcomeOf(event: StripeEventRow, session: CheckoutSession, payment: Ord
   const named = payment.orderId === null ? '' : quoted(payment.orderId);
   switch (result.outcome) {
     case 'no_order':
-      // Not ours is not a failure (DESIGN): a Payment Link, a Dashboard session or another app's.
+      // Not ours is not a failure (docs/design.md): a Payment Link, a Dashboard session or
+      // another app's.
       return { status: 'ignored', reason: `checkout session ${session.id} has no metadata.order_id and no order opened it: not started by POST /api/checkout` };
     case 'unknown_order':
       return new PermanentError(`unknown order ${named} in checkout session ${session.id}`);

@@ -2,7 +2,7 @@
 // order's credits once, into the account ledger (src/modules/ledger/); a refund takes them back
 // per REFUND_POLICY, a dispute per DISPUTE_POLICY (charge-disputed.ts).
 //
-// Once per object (DESIGN invariant 4): checkout.session.completed and
+// Once per object (docs/design.md, invariant 4): checkout.session.completed and
 // checkout.session.async_payment_succeeded. A second Event object for the same session must not
 // grant twice; the order's grant decides, not the event, and the second ends 'duplicate'
 // (docs/events.md). charge.refunded legitimately repeats for one charge (once per refund) and is

@@ -44,7 +44,7 @@ export type PaymentResult =
   | { outcome: 'already_granted'; byEventId: string };
 
 /**
- * Grants once per order (DESIGN invariant 5): the unique key on credit_grants.order_id decides,
+ * Grants once per order (docs/design.md, invariant 5): the unique credit_grants.order_id decides,
  * not a read-then-write. A session pays only the order that stored its id when POST /api/checkout
  * opened it; metadata.order_id is anyone's to write in the Stripe account, so it only has to agree
  * (or be absent), and never finds an order on its own. The orders' row locks (the one that stored

@@ -1,7 +1,7 @@
 // Whose charge is it, told from the charge alone. One Stripe account also carries sales this
 // service never started (Payment Links, Dashboard invoices, other apps): their refunds and
 // disputes are not ours, and must end 'ignored' at once rather than wait hours for a payment of
-// ours that will never come (DESIGN: not ours is not a failure).
+// ours that will never come (docs/design.md, "Not ours is not a failure").
 //
 // A module first looks for its own link (the order that a PaymentIntent paid, the invoice it
 // paid): a link decides, whatever the charge says. Only a charge linked to nothing is asked here,
