@@ -34,7 +34,7 @@ test("an account's balance, grants with what took them back, runs, subscription,
   const { payment_intent_id: paymentIntentId } = await orderRow(file.database, order.order_id);
   const dispute = disputeObject({ paymentIntentId, amount: order.amount, currency: order.currency, status: 'needs_response' });
   await delivered(sampleEvent('charge.dispute.funds_withdrawn', dispute));
-  const run = await file.service.call('POST', `/api/accounts/${account}/runs`, { token: API_TOKEN, body: { quantity: 3 } });
+  const run = await file.service.call('POST', `/api/accounts/${account}/runs`, { body: { quantity: 3 } });
   assert.equal(run.status, 201);
   // Another account's purchase shows nowhere in this one.
   await paidOrder(file.database, file.service);
