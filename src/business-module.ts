@@ -9,6 +9,7 @@
 import type { Router } from 'express';
 import type { Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
+import type { AccountLookups } from './accounts/account-view.js';
 import type { Config, Setting, SettingsTable, SettingValues } from './config.js';
 import type { Database } from './db/schema.js';
 import { waker, type Wake } from './events/event-waits.js';
@@ -37,6 +38,8 @@ export { quoted } from './quoted.js';
 export { addJob as addModuleJob } from './worker/job-queue.js';
 // What the dashboard shows of a module beside an event, and how its search reads payloads.
 export { payloadHolds, type BusinessRecord } from './events/read-model.js';
+// What the dashboard's accounts view shows of a module under an account.
+export type { AccountGrant, AccountRecords, AccountRun } from './accounts/account-view.js';
 export type { StripeCallFailure, StripeCalls } from './stripe/outbound.js';
 export type { Logger } from './logger.js';
 // Outcome notifications to the app (docs/notifications.md), written in the outcome's transaction.
@@ -80,7 +83,7 @@ export interface ModuleRouteContext<S> extends ModuleContext<S> {
 }
 
 /** What a module declares; defineModule turns it into the BusinessModule the core runs. */
-export interface ModuleDefinition<T extends SettingsTable> extends EventLookups {
+export interface ModuleDefinition<T extends SettingsTable> extends EventLookups, AccountLookups {
   /** Short and unique; names the module in logs, task names and docs. */
   readonly name: string;
   /**

@@ -5,6 +5,7 @@
 import type { Router } from 'express';
 import type { Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
+import type { AccountLookups } from './accounts/account-view.js';
 import type { Config, SettingsTable } from './config.js';
 import type { Database } from './db/schema.js';
 import type { EventLookups } from './events/read-model.js';
@@ -33,7 +34,7 @@ export interface TaskContext {
 }
 
 /** A module as the core runs it: made by defineModule, which gives each part its own settings only. */
-export interface BusinessModule extends EventLookups {
+export interface BusinessModule extends EventLookups, AccountLookups {
   readonly name: string;
   /** Read by loadConfig with the core's settings (src/config.ts), into config.moduleSettings[name]. */
   readonly settings?: SettingsTable;

@@ -2,6 +2,7 @@
 // token, or the dashboard's session cookie that signing in with it sets.
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
+import { accountView } from '../accounts/account-view.js';
 import type { BusinessModule, RouteContext } from '../module-interface.js';
 import { DELIVERY_STATUSES } from '../db/schema.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
@@ -17,6 +18,7 @@ import { badRequest, checkIdParam, lookupId } from './validation.js';
 const eventList = z.strictObject({ status: z.enum(['failed', 'stuck']), limit: z.coerce.number().int().min(1).max(500).default(50) });
 const timelineQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(48).default(3) });
 const searchQuery = z.strictObject({ q: z.string().trim().pipe(lookupId) });
+const accountParam = z.object({ account_id: lookupId });
 const notificationList = z.strictObject({
   status: z.enum(DELIVERY_STATUSES).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
@@ -108,6 +110,13 @@ export function adminRoutes(modules: readonly BusinessModule[], context: RouteCo
     const query = searchQuery.safeParse(req.query);
     if (!query.success) return badRequest(res, query.error);
     res.json(await searchEvents(db, query.data.q, modules));
+  });
+
+  // Everything the service holds under one of the app's accounts (src/accounts/account-view.ts).
+  router.get('/admin/api/accounts/:account_id', async (req, res) => {
+    const params = accountParam.safeParse(req.params);
+    if (!params.success) return badRequest(res, params.error);
+    res.json(await accountView(db, params.data.account_id, modules));
   });
 
   // Outcome notifications to the app (docs/notifications.md): newest first, each delivery with its last attempts.

@@ -1,6 +1,6 @@
 // The outbox as ops read and act on it: what is pending or failed per endpoint (status, metrics,
-// the dashboard), the notifications by status or by the event that produced them (each delivery
-// with its attempts), and the replay of a dead letter. The outbox writes (outbox.ts) and the
+// the dashboard), the notifications by status, by the event that produced them or by account
+// (each delivery with its attempts), and the replay of a dead letter. The outbox writes (outbox.ts) and the
 // deliveries move rows (deliver.ts, reclaim.ts); only a replay here moves them back.
 import { sql, type Kysely } from 'kysely';
 import type { Database, DeliveryStatus } from '../db/schema.js';
@@ -77,6 +77,8 @@ export interface NotificationQuery {
   /** Those with a delivery in this status. */
   status?: DeliveryStatus;
   eventId?: string;
+  /** Those about this account (the accounts view). */
+  accountId?: string;
   ids?: readonly string[];
   /** Newest first, at most this many. */
   limit?: number;
@@ -91,6 +93,7 @@ export async function listNotifications(db: Kysely<Database>, query: Notificatio
     );
   }
   if (query.eventId) select = select.where('n.event_id', '=', query.eventId);
+  if (query.accountId) select = select.where('n.account_id', '=', query.accountId);
   if (query.ids) select = select.where('n.notification_id', 'in', query.ids.length > 0 ? query.ids : ['']);
   const notifications = await select.orderBy('n.created_at', 'desc').orderBy('n.notification_id').limit(query.limit ?? 100).execute();
   if (notifications.length === 0) return [];

@@ -1,17 +1,17 @@
 // The ops dashboard in a real browser (Debian's Chromium driven by playwright-core): sign in with
 // the admin token (never in a URL), watch counts change as events arrive, replay a failed event
 // once its cause is fixed and watch it turn processed, see the notification its outcome sent to
-// the app, replay a notification the app refused and watch it turn delivered. Leaves screenshots
-// in artifacts/. Needs /usr/bin/chromium: `npm run test:browser` (CI installs it).
+// the app, replay a notification the app refused and watch it turn delivered, manage the catalog
+// (prices shown as money), look an account up. Leaves screenshots in artifacts/. Needs /usr/bin/chromium: `npm run test:browser` (CI installs it).
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { checkoutSession, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { givenOrder, paidEvent } from '../support/factories.js';
+import { finishedEvent, givenOrder, newAccountId, paidEvent } from '../support/factories.js';
 import { notifyingTo, receivedWhere, startNotificationReceiver, type NotificationReceiver } from '../support/notification-receiver.js';
-import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
+import { ADMIN_TOKEN, API_TOKEN, startTestService, type TestService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
 let database: TestDatabase;
@@ -95,6 +95,9 @@ test('sign in, see events arrive, replay a fixed failure, sign out', async () =>
   await page.click('#search button');
   await page.locator(`#results tr[data-event-id="${orphan.id}"] td.status`).filter({ hasText: 'processed' }).waitFor();
   assert.equal(await page.locator('#chart polyline').count(), 3);
+  // The chart's scale is told beside its legend, whole, not squeezed into the stretched chart.
+  assert.match((await page.locator('#chart-max').textContent()) ?? '', /^top of the chart: \d+\/min$/);
+  assert.equal(await page.locator('#chart text').count(), 0);
 
   // Its detail: the payload as stored, the order it names, and the order.paid its grant told the app.
   const told = await notificationOf({ order_id: 'ord_created_late' });
@@ -167,6 +170,11 @@ test('the catalog page: add a package and a plan, see a refusal naming the field
   await page.goto(`${service.url}/admin`);
   await submitToken(ADMIN_TOKEN);
   await page.locator('#catalog tr[data-catalog-id="starter"]').waitFor();
+  // Prices as money, in each currency's own minor unit.
+  assert.equal(await page.locator('#catalog tr[data-catalog-id="starter"] td.money').textContent(), 'CHF 49.00');
+  // A package has no period: the add form shows a plan's fields only for a plan.
+  const planFields = ['#catalog-interval', '#catalog-interval-count'];
+  for (const field of planFields) assert.equal(await page.locator(field).isVisible(), false, `${field} hidden for a package`);
 
   const fill = async (fields: Record<string, string>) => {
     for (const [id, value] of Object.entries(fields)) await page.fill(`#catalog-${id}`, value);
@@ -179,7 +187,11 @@ test('the catalog page: add a package and a plan, see a refusal naming the field
   const added = page.locator('#catalog tr[data-catalog-id="thesis_check"]');
   await added.locator('td.status').filter({ hasText: 'on sale' }).waitFor();
 
+  await fill({ id: 'yen_pack', name: 'Yen pack', amount: '4900', currency: 'jpy', credits: '10' });
+  await page.locator('#catalog tr[data-catalog-id="yen_pack"] td.money').filter({ hasText: /^JPY 4,900$/ }).waitFor();
+
   await page.selectOption('#catalog-kind', 'plans');
+  for (const field of planFields) assert.equal(await page.locator(field).isVisible(), true, `${field} shown for a plan`);
   await page.selectOption('#catalog-interval', 'week');
   await fill({ id: 'weekly', name: 'Weekly', amount: '500', currency: 'eur', credits: '5', 'interval-count': '2' });
   await page.locator('#catalog tr[data-catalog-id="weekly"]').filter({ hasText: '2 week' }).waitFor();
@@ -191,4 +203,40 @@ test('the catalog page: add a package and a plan, see a refusal naming the field
   await page.screenshot({ path: 'artifacts/dashboard-catalog.png', fullPage: true });
   await added.locator('button.restore').click();
   await added.locator('td.status').filter({ hasText: 'on sale' }).waitFor();
+});
+
+test('the accounts view: find an account, see its balance, its grant with the money paid, its run, and its notification with its sequence', async () => {
+  page = await newPage();
+  await page.goto(`${service.url}/admin`);
+  await submitToken(ADMIN_TOKEN);
+  await card('processed').waitFor();
+  const accountId = newAccountId();
+  const order = await givenOrder(database, { accountId });
+  const paid = paidEvent(order);
+  await service.deliver(paid);
+  assert.equal((await finishedEvent(database, paid.id)).status, 'processed');
+  const run = await service.call('POST', `/api/accounts/${accountId}/runs`, { token: API_TOKEN });
+  assert.equal(run.status, 201);
+
+  await page.fill('#account-id', accountId);
+  await page.click('#account-search button');
+  await page.locator('#account-balance b[data-balance="remaining"]').filter({ hasText: /^39$/ }).waitFor();
+  assert.equal(await page.locator('#account-balance b[data-balance="granted"]').textContent(), '40');
+  assert.equal(await page.locator('#account-balance b[data-balance="used"]').textContent(), '1');
+  const grant = page.locator(`#account-grants tr[data-grant-id="${order.order_id}"] td`);
+  assert.deepEqual((await grant.allTextContents()).slice(0, 4), [`order ${order.order_id}`, '40', '0', 'CHF 49.00']);
+  assert.equal(await grant.nth(5).textContent(), paid.id);
+  assert.deepEqual(await page.locator(`#account-runs tr[data-run-id="${run.body.run_id as string}"] td`).nth(1).textContent(), '1');
+  const notification = page.locator('#account-notifications tr[data-notification-id]');
+  assert.equal(await notification.count(), 1);
+  assert.equal(await notification.locator('td.sequence').textContent(), '1');
+  assert.equal(await notification.locator('td').nth(2).textContent(), 'order.paid');
+  await mkdir('artifacts', { recursive: true });
+  await page.screenshot({ path: 'artifacts/dashboard-account.png', fullPage: true });
+
+  // What is typed is text, never markup: the refusal names the field, and nothing is made of it.
+  await page.fill('#account-id', '<img src=x onerror=alert(1)>');
+  await page.click('#account-search button');
+  await page.locator('#notice').filter({ hasText: /^GET \/accounts\/%3Cimg.* answered 400: account_id: must be an id/ }).waitFor();
+  assert.equal(await page.locator('img').count(), 0);
 });

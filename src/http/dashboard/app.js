@@ -16,9 +16,14 @@
  *   related: EventSummary[], records: BusinessRecord[], notifications: NotificationView[] }} EventDetail
  * @typedef {{ started_at: string, duration_ms: number, status_code: number | null, error: string | null }} AttemptView
  * @typedef {{ endpoint: string, status: string, attempts: number, next_attempt_at: string | null, delivered_at: string | null, attempt_log: AttemptView[] }} DeliveryView
- * @typedef {{ notification_id: string, type: string, event_id: string | null, created_at: string, body: unknown, deliveries: DeliveryView[] }} NotificationView
+ * @typedef {{ notification_id: string, type: string, sequence: number | null, event_id: string | null, created_at: string, body: unknown, deliveries: DeliveryView[] }} NotificationView
  * @typedef {{ id: string, name: string, amount: number, currency: string, credits: number, active: boolean, stripe_price_id: string | null,
  *   interval?: string, interval_count?: number }} CatalogItem
+ * @typedef {{ for: string, id: string, credits: number, taken_back: number, amount: number, currency: string, granted_at: string, event_id: string,
+ *   fields: BusinessRecord['fields'] }} AccountGrant
+ * @typedef {{ run_id: string, quantity: number, created_at: string, reversed_at: string | null }} AccountRun
+ * @typedef {{ account_id: string, balance: { granted: number, used: number, remaining: number }, grants: AccountGrant[], runs: AccountRun[],
+ *   records: BusinessRecord[], notifications: NotificationView[] }} AccountView
  */
 
 /**
@@ -112,6 +117,39 @@ function layOut(text) {
     }
   }
   return out;
+}
+
+/**
+ * An amount in a currency's smallest unit (as Stripe and the catalog keep it) as money: 4900 chf is
+ * CHF 49.00, 4900 jpy is JPY 4,900. Intl knows each currency's minor-unit digits (ISO 4217: 2 for
+ * most, 0 for JPY or KRW, 3 for KWD), which are Stripe's too; a code Intl does not know is shown
+ * as stored.
+ * @param {number} amount
+ * @param {string} currency
+ */
+function money(amount, currency) {
+  try {
+    const format = new Intl.NumberFormat('en', { style: 'currency', currency: currency.toUpperCase(), currencyDisplay: 'code' });
+    const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+    // Intl puts a no-break space after the code: a plain one reads and searches the same.
+    return format.format(amount / 10 ** digits).replace(/\u00a0/g, ' ');
+  } catch {
+    return amount + ' ' + currency;
+  }
+}
+
+/**
+ * A business record's fields as one line; an amount (amount, amount_paid, refunded_amount) as
+ * money in `currency`, or in the record's own currency field.
+ * @param {BusinessRecord['fields']} fields
+ * @param {string} [currency]
+ */
+function describeFields(fields, currency) {
+  const unit = currency ?? (typeof fields.currency === 'string' ? fields.currency : undefined);
+  return Object.entries(fields).map(([name, value]) => {
+    if (typeof value === 'number' && unit && /amount/.test(name)) return name + ' ' + money(value, unit);
+    return name + ' ' + (value == null ? '–' : String(value));
+  }).join(', ');
 }
 
 /**
@@ -240,13 +278,14 @@ function showDelivery(td, delivery) {
  * the list is drawn again (the page refreshes every 5 s).
  * @param {HTMLTableElement} table
  * @param {NotificationView[]} notifications
- * @param {{ emptyText: string, withEvent: boolean, afterReplay: () => Promise<void> }} options
+ * @param {{ emptyText: string, withEvent: boolean, withSequence?: boolean, afterReplay: () => Promise<void> }} options
  *   withEvent: a column for the event that made each one (not in that event's own detail);
+ *   withSequence: a column for each one's per-account sequence (in an account's view);
  *   afterReplay: shows what the replay changed
  */
-function notificationTable(table, notifications, { emptyText, withEvent, afterReplay }) {
+function notificationTable(table, notifications, { emptyText, withEvent, withSequence = false, afterReplay }) {
   const opened = new Set([...table.querySelectorAll('tr[data-notification-id]:has(details[open])')].map((row) => /** @type {HTMLElement} */ (row).dataset.notificationId));
-  const headings = ['notification', 'type', ...(withEvent ? ['event'] : []), 'created', 'deliveries', ''];
+  const headings = ['notification', ...(withSequence ? ['sequence'] : []), 'type', ...(withEvent ? ['event'] : []), 'created', 'deliveries', ''];
   const body = tableBody(table, headings, notifications.length, emptyText);
   for (const n of notifications) {
     const row = body.insertRow();
@@ -255,6 +294,7 @@ function notificationTable(table, notifications, { emptyText, withEvent, afterRe
     details.open = opened.has(n.notification_id);
     details.appendChild(document.createElement('summary')).textContent = n.notification_id;
     details.appendChild(document.createElement('pre')).textContent = JSON.stringify(n.body, null, 2);
+    if (withSequence) cell(row, n.sequence, 'sequence');
     cell(row, n.type);
     if (withEvent) {
       const eventId = n.event_id;
@@ -317,10 +357,7 @@ async function showDetail(eventId) {
   }
   const records = $('detail-records');
   records.replaceChildren();
-  for (const record of detail.records) {
-    const fields = Object.entries(record.fields).map(([name, value]) => name + ' ' + (value == null ? '–' : String(value)));
-    records.appendChild(document.createElement('li')).textContent = record.kind + ' ' + record.id + ': ' + fields.join(', ');
-  }
+  for (const record of detail.records) records.appendChild(document.createElement('li')).textContent = record.kind + ' ' + record.id + ': ' + describeFields(record.fields);
   if (detail.records.length === 0) records.appendChild(document.createElement('li')).textContent = 'none';
   notificationTable($('detail-notifications'), detail.notifications, {
     emptyText: 'None.',
@@ -357,12 +394,9 @@ function drawChart(points) {
     line.dataset.series = key;
     svg.appendChild(line);
   }
-  const label = document.createElementNS('http://www.w3.org/2000/svg', 'text');
-  label.setAttribute('x', '4');
-  label.setAttribute('y', '14');
-  label.setAttribute('font-size', '11');
-  label.textContent = 'max ' + max + '/min';
-  svg.appendChild(label);
+  // The scale is told beside the legend, not drawn in the chart: the chart stretches to the
+  // page's width (preserveAspectRatio none), which would stretch a text in it and cut its top off.
+  $('chart-max').textContent = 'top of the chart: ' + max + '/min';
 }
 
 /**
@@ -379,7 +413,7 @@ function catalogTable(packages, plans) {
     cell(row, kind === 'packages' ? 'package' : 'plan');
     cell(row, item.id);
     cell(row, item.name);
-    cell(row, item.amount + ' ' + item.currency);
+    cell(row, money(item.amount, item.currency), 'money');
     cell(row, item.credits);
     cell(row, item.interval ? item.interval_count + ' ' + item.interval : '');
     cell(row, item.stripe_price_id);
@@ -388,6 +422,15 @@ function catalogTable(packages, plans) {
       await api('PATCH', '/' + kind + '/' + encodeURIComponent(item.id), { active: !item.active });
       await refresh();
     });
+  }
+}
+
+/** Shows the add form's fields of the kind chosen only (a plan's period is not a package's); a hidden field is disabled, so it is never required. */
+function showCatalogFields() {
+  const kind = /** @type {HTMLSelectElement} */ ($('catalog-kind')).value;
+  for (const field of /** @type {NodeListOf<HTMLInputElement | HTMLSelectElement>} */ (document.querySelectorAll('#catalog-add [data-kind]'))) {
+    field.hidden = field.dataset.kind !== kind;
+    field.disabled = field.hidden;
   }
 }
 
@@ -401,6 +444,67 @@ function catalogInput() {
     ...(value('catalog-price') && { stripe_price_id: value('catalog-price') }),
     ...(plan && { interval: value('catalog-interval'), interval_count: Number(value('catalog-interval-count')) }),
   };
+}
+
+/**
+ * The account the Accounts box shows, kept fresh with the rest of the page; none until one is asked for.
+ * @type {string | undefined}
+ */
+let shownAccount;
+
+/**
+ * Shows what the service holds under the account: its balance, grants, runs, other records and
+ * the notifications the app was told of it.
+ * @param {string} accountId
+ */
+async function showAccount(accountId) {
+  /** @type {AccountView} */
+  const view = await api('GET', '/accounts/' + encodeURIComponent(accountId));
+  shownAccount = accountId;
+  const balance = $('account-balance');
+  balance.replaceChildren('account ', Object.assign(document.createElement('b'), { textContent: view.account_id }));
+  for (const name of /** @type {const} */ (['remaining', 'granted', 'used'])) {
+    const b = document.createElement('b');
+    b.dataset.balance = name;
+    b.textContent = String(view.balance[name]);
+    balance.append(' · ' + name + ' ', b);
+  }
+  const grants = tableBody($('account-grants'), ['for', 'credits', 'taken back', 'paid', 'granted', 'event', 'details'], view.grants.length, 'No credits granted.');
+  for (const g of view.grants) {
+    const row = grants.insertRow();
+    row.dataset.grantId = g.id;
+    cell(row, g.for + ' ' + g.id);
+    cell(row, g.credits);
+    cell(row, g.taken_back);
+    cell(row, money(g.amount, g.currency), 'money');
+    cell(row, new Date(g.granted_at).toLocaleString());
+    buttonCell(row, 'event', g.event_id, () => showDetail(g.event_id));
+    cell(row, describeFields(g.fields, g.currency));
+  }
+  const runs = tableBody($('account-runs'), ['run', 'credits', 'at', 'reversed'], view.runs.length, 'No credits used.');
+  for (const r of view.runs) {
+    const row = runs.insertRow();
+    row.dataset.runId = r.run_id;
+    cell(row, r.run_id);
+    cell(row, r.quantity);
+    cell(row, new Date(r.created_at).toLocaleString());
+    cell(row, r.reversed_at ? new Date(r.reversed_at).toLocaleString() : '–');
+  }
+  const records = tableBody($('account-records'), ['kind', 'id', 'details'], view.records.length, 'None.');
+  for (const record of view.records) {
+    const row = records.insertRow();
+    row.dataset.recordId = record.id;
+    cell(row, record.kind);
+    cell(row, record.id);
+    cell(row, describeFields(record.fields));
+  }
+  notificationTable($('account-notifications'), view.notifications, {
+    emptyText: 'None sent.',
+    withEvent: true,
+    withSequence: true,
+    afterReplay: refresh,
+  });
+  $('account').hidden = false;
 }
 
 async function refresh() {
@@ -429,6 +533,7 @@ async function refresh() {
   notificationTable($('notifications'), notifications, { emptyText: 'No ' + notificationStatus.value + ' notifications.', withEvent: true, afterReplay: refresh });
   drawChart(timeline);
   catalogTable(packages, plans);
+  if (shownAccount !== undefined) await showAccount(shownAccount);
   $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
 }
 
@@ -449,8 +554,17 @@ $('catalog-add').addEventListener('submit', (event) => {
   void act(async () => {
     await api('POST', '/' + kind, catalogInput());
     /** @type {HTMLFormElement} */ ($('catalog-add')).reset();
+    showCatalogFields();
     await refresh();
   });
+});
+$('catalog-kind').addEventListener('change', showCatalogFields);
+showCatalogFields();
+$('account-search').addEventListener('submit', (event) => {
+  event.preventDefault();
+  /** @type {HTMLInputElement} */
+  const accountId = $('account-id');
+  void act(() => showAccount(accountId.value.trim()));
 });
 $('search').addEventListener('submit', (event) => {
   event.preventDefault();

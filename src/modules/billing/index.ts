@@ -13,7 +13,7 @@ import { invoiceChargeDisputed } from './invoice-disputes.js';
 import { invoiceChargeRefunded } from './invoice-refunds.js';
 import { invoicePaid, invoicePaymentPaid } from './invoice-paid.js';
 import { planCatalog } from './plan-catalog.js';
-import { eventsOfSubscription, subscriptionOfEvent } from './records.js';
+import { eventsOfSubscription, subscriptionOfEvent, subscriptionsOfAccount } from './records.js';
 import { billingAdminRoutes, billingApiRoutes } from './routes.js';
 import { billingSettings } from './settings.js';
 import { invoicePaymentFailed, subscriptionChanged, subscriptionCheckoutCompleted } from './subscription-events.js';
@@ -48,4 +48,5 @@ export const billingModule = defineModule({
   adminRoutes: billingAdminRoutes,
   eventRecords: subscriptionOfEvent,
   searchEvents: eventsOfSubscription,
+  accountRecords: subscriptionsOfAccount,
 });

@@ -1,8 +1,8 @@
 // What the dashboard shows of billing beside an event: the subscription it names (our id in the
-// metadata, or the Stripe subscription it is about) and the invoice grant it made; and the events
-// that search by our subscription id finds.
+// metadata, or the Stripe subscription it is about) and the invoice grant it made; the events
+// that search by our subscription id finds; and an account's subscriptions and paid periods.
 import type { Kysely } from 'kysely';
-import { payloadHolds, type BusinessRecord, type Database, type StripeEventRow } from '../../business-module.js';
+import { payloadHolds, type AccountRecords, type BusinessRecord, type Database, type StripeEventRow } from '../../business-module.js';
 import { stripeInvoice, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { withBillingTables } from './tables.js';
 
@@ -59,4 +59,44 @@ export async function eventsOfSubscription(db: Kysely<Database>, subscriptionId:
     .limit(50)
     .execute();
   return rows.map((row) => row.event_id);
+}
+
+/** The account's subscriptions, and the credits each paid period (invoice) granted and what was taken back of them. */
+export async function subscriptionsOfAccount(db: Kysely<Database>, accountId: string, limit: number): Promise<AccountRecords> {
+  const billing = withBillingTables(db);
+  const [subscriptions, grants] = await Promise.all([
+    billing
+      .selectFrom('subscriptions')
+      .select(['subscription_id', 'status', 'plan_id', 'stripe_subscription_id', 'current_period_end', 'cancel_at_period_end', 'pause_behavior'])
+      .where('account_id', '=', accountId)
+      .orderBy('created_at', 'desc')
+      .limit(limit)
+      .execute(),
+    billing
+      .selectFrom('invoice_grants')
+      .select(['invoice_id', 'subscription_id', 'credits', 'revoked_credits', 'amount_paid', 'currency', 'refunded_amount', 'billing_reason', 'granted_at', 'event_id'])
+      // Through the account's subscriptions, which subscriptions_account_idx and invoice_grants_subscription_idx serve.
+      .where('subscription_id', 'in', billing.selectFrom('subscriptions').select('subscription_id').where('account_id', '=', accountId))
+      .orderBy('granted_at', 'desc')
+      .limit(limit)
+      .execute(),
+  ]);
+  return {
+    records: subscriptions.map(({ subscription_id, current_period_end, ...fields }) => ({
+      kind: 'subscription',
+      id: subscription_id,
+      fields: { ...fields, current_period_end: current_period_end?.toISOString() ?? null },
+    })),
+    grants: grants.map((g) => ({
+      for: 'period',
+      id: g.invoice_id,
+      credits: g.credits,
+      taken_back: g.revoked_credits,
+      amount: g.amount_paid,
+      currency: g.currency,
+      granted_at: g.granted_at,
+      event_id: g.event_id,
+      fields: { subscription_id: g.subscription_id, billing_reason: g.billing_reason, refunded_amount: g.refunded_amount },
+    })),
+  };
 }

@@ -15,7 +15,7 @@ import { chargeDisputed } from './charge-disputed.js';
 import { chargeRefunded } from './charge-refunded.js';
 import { checkoutSessionPaid } from './checkout-session-paid.js';
 import { packageCatalog } from './package-catalog.js';
-import { eventsOfOrder, orderOfEvent } from './records.js';
+import { eventsOfOrder, grantsOfAccount, orderOfEvent } from './records.js';
 import { creditsAdminRoutes, creditsApiRoutes } from './routes.js';
 import { creditsSettings } from './settings.js';
 import type { CreditTables } from './tables.js';
@@ -46,4 +46,5 @@ export const creditsModule = defineModule({
   adminRoutes: creditsAdminRoutes,
   eventRecords: orderOfEvent,
   searchEvents: eventsOfOrder,
+  accountRecords: grantsOfAccount,
 });

@@ -7,6 +7,7 @@
 // account's balance and sequence in every outcome notification). It also keeps the one record of
 // each dispute of a purchase (disputes.ts), which either selling module writes.
 import { defineModule } from '../../business-module.js';
+import { ledgerOfAccount } from './account-records.js';
 import { ledgerApiRoutes } from './routes.js';
 import type { LedgerTables } from './tables.js';
 
@@ -16,6 +17,7 @@ export const ledgerModule = defineModule({
   migrations: new URL('../../../sql/ledger/', import.meta.url),
   tables: ['account_credits', 'disputes', 'account_runs'] satisfies Array<keyof LedgerTables>,
   apiRoutes: ledgerApiRoutes,
+  accountRecords: ledgerOfAccount,
 });
 
 // What the modules that sell credits use.
