@@ -40,9 +40,10 @@ ENV NODE_ENV=production
 # --expose-gc lets the service hand V8's young generation back when it has nothing to do
 # (src/trim-heap.ts). To change any of the three, set NODE_OPTIONS in .env: it replaces this value.
 ENV NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8 --expose-gc"
-# package.json marks dist/*.js as ES modules ("type": "module"). Files stay owned by root: the
+# package.json marks dist/*.js as ES modules ("type": "module") and names the release /healthz
+# reports; LICENSE goes wherever the code does (MIT asks it). Files stay owned by root: the
 # service writes nothing to disk, and cannot rewrite its own code.
-COPY package.json ./
+COPY package.json LICENSE ./
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 USER node

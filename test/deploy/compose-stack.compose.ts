@@ -467,7 +467,7 @@ test('a rolling deploy with the workers profile: ROLE=web app and two worker con
   await rollingDeploy(t, 'ROLE=web + 2 workers', '0.1.2-next', { web: 'app', workers: 2 });
 });
 
-test('ops commands as the README gives them, stop with exit 0, and data kept across down and up', async (t) => {
+test('ops commands as docs/deploy.md gives them for a container, stop with exit 0, and data kept across down and up', async (t) => {
   const status = JSON.parse(await stack.compose(['exec', '-T', 'app', 'node', 'dist/scripts/status.js', '--json'])) as Record<string, unknown>;
   assert.ok(status, 'status --json prints JSON');
   JSON.parse(await stack.compose(['exec', '-T', 'app', 'node', 'dist/scripts/sweep.js', '--json']));
