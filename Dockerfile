@@ -14,8 +14,9 @@ FROM base AS deps
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
-# Compile src/, tasks/ and scripts/ into dist/, with the SQL migrations and the sample-event
-# fixtures beside the compiled code (both are read relative to it).
+# Compile src/, tasks/ and scripts/ into dist/, with the SQL migrations, the sample-event
+# fixtures and the OpenAPI document (GET /openapi.json) beside the compiled code (all are read
+# relative to it).
 FROM base AS build
 COPY package.json package-lock.json ./
 # No install scripts: compiling needs none, and the `node` dev dependency's would download a
@@ -26,6 +27,7 @@ COPY sql ./sql
 COPY src ./src
 COPY tasks ./tasks
 COPY scripts ./scripts
+COPY docs/openapi.json ./docs/
 RUN npm run build
 
 FROM base AS runtime

@@ -17,6 +17,7 @@ import { proveConnection } from './connection-keep-alive.js';
 import { errorHandler } from './error-handler.js';
 import { healthRoutes } from './health-routes.js';
 import { metricsRoute } from './metrics-route.js';
+import { openApiRoute } from './openapi-route.js';
 import { rateLimits } from './rate-limits.js';
 import type { Readiness } from './readiness.js';
 import { securityHeaders } from './security-headers.js';
@@ -47,6 +48,7 @@ export function buildApp({ config, db, claim, stripeCalls, modules, readiness, l
   app.post('/webhooks/stripe', webhookHandler(webhook, limits.webhookRejections));
   app.use(healthRoutes(readiness));
   app.use(metricsRoute(metrics, config.metricsToken, limits.metricsRejections));
+  app.use(openApiRoute());
   // Limits come before authentication, so guessing a token is limited too.
   app.use('/api', limits.api, provesWithBearer(config.apiToken));
   app.use('/admin', limits.admin);

@@ -121,6 +121,7 @@ test('the build emits src, tasks and scripts with their migrations and fixtures,
   assert.deepEqual(migrations(path.join(dir, 'dist/sql')), migrations(repoPath('sql')), 'dist/sql/ next to dist/src/db/migrate.js');
   assert.ok(migrations(path.join(dir, 'dist/sql')).some((f) => f.startsWith(`billing${path.sep}`)), 'a module folder is copied');
   assert.deepEqual(readdirSync(path.join(dir, 'dist/src/stripe/fixtures')).sort(), readdirSync(repoPath('src/stripe/fixtures')).sort());
+  assert.deepEqual(JSON.parse(readFileSync(path.join(dir, 'dist/docs/openapi.json'), 'utf8')), JSON.parse(readFileSync(repoPath('docs/openapi.json'), 'utf8')), 'GET /openapi.json serves it');
   assert.equal(existsSync(path.join(dir, 'dist/test')), false);
   assert.equal(existsSync(path.join(dir, 'dist/bench')), false);
 });
@@ -173,6 +174,9 @@ test('the image command starts in production, migrates an empty database and tur
   // .env.example leaves METRICS_TOKEN empty: /metrics then takes the admin token, which is worth a warning.
   assert.ok(warnings.some((msg) => String(msg).startsWith('METRICS_TOKEN is unset')), `warnings: ${JSON.stringify(warnings)}`);
   await waitFor('/readyz to answer 200', async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 30_000 });
+  const described = await fetch(`${url}/openapi.json`);
+  assert.equal(described.status, 200, 'the image serves its OpenAPI document');
+  assert.equal(((await described.json()) as { openapi: string }).openapi, '3.1.0');
 });
 
 test("the image's and compose's health checks pass against it, and fail where nothing listens", DEADLINE, async () => {

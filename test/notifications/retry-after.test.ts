@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { createOutbox } from '../../src/notifications/outbox.js';
 import { askedRetryAfterMs } from '../../src/notifications/retry-after.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { notifyingTo, startNotificationReceiver, type NotificationReceiver } from '../support/notification-receiver.js';
+import { notifyingTo, orderPaidNotification, startNotificationReceiver, type NotificationReceiver } from '../support/notification-receiver.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -35,7 +35,7 @@ describe('the app’s Retry-After', () => {
   /** Writes a notification as an outcome would, to `endpoints`; returns its webhook-id. */
   const notify = async (key: string, endpoints = [receiver.url]) => {
     await database.db.transaction().execute((tx) =>
-      createOutbox({ appWebhookUrls: endpoints }).add(tx, [{ type: 'order.paid', key, accountId: 'acct_throttled', sequence: null, eventId: null, data: { key } }]),
+      createOutbox({ appWebhookUrls: endpoints }).add(tx, [orderPaidNotification(key, 'acct_throttled')]),
     );
     const row = await database.db.selectFrom('notifications').select('notification_id').where('business_key', '=', key).executeTakeFirstOrThrow();
     return row.notification_id;

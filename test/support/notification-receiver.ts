@@ -1,13 +1,17 @@
 // A real HTTP receiver of the service's outcome notifications, for the tests: every request is
 // verified with the `standardwebhooks` package (the specification's reference implementation, not
 // our code), and kept with its headers and raw body. What it answers is the test's to set: 204 by
-// default, or any status, a hang, a large body, per request.
+// default, or any status, a hang, a large body, per request. Each verified body is held to its
+// type's schema in docs/openapi.json (support/openapi.ts): one it refuses fails the test that
+// reads what was received, and the file when the receiver closes.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import type { NewNotification } from '../../src/notifications/outbox.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
+import { notificationProblem } from './openapi.js';
 import { startTestService, type TestService } from './service.js';
 
 /** A test signing secret: whsec_ and the base64 of 32 bytes. */
@@ -51,11 +55,19 @@ export async function startNotificationReceiver(options: { secret?: string; path
   const path = options.path ?? '/notifications';
   const hanging = new Set<ServerResponse>();
   const received: ReceivedNotification[] = [];
+  const refused: string[] = [];
+  const described = () => {
+    if (refused.length > 0) throw new Error(refused.join('\n'));
+  };
   const receiver: NotificationReceiver = {
     url: '',
-    received,
+    get received() {
+      described();
+      return received;
+    },
     answer: () => ({ status: 204 }),
     unique() {
+      described();
       const seen = new Map<string, ReceivedNotification>();
       for (const r of received) if (r.verified && !seen.has(r.id)) seen.set(r.id, r);
       return [...seen.values()];
@@ -68,6 +80,7 @@ export async function startNotificationReceiver(options: { secret?: string; path
       server.closeAllConnections();
       server.close();
       await once(server, 'close');
+      described();
     },
   };
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
@@ -84,6 +97,8 @@ export async function startNotificationReceiver(options: { secret?: string; path
       verified = false;
     }
     const parsed = verified ? (JSON.parse(body) as { type: string; data: Record<string, unknown> }) : { type: '', data: {} };
+    const problem = verified ? notificationProblem(parsed) : undefined;
+    if (problem) refused.push(problem);
     const request: ReceivedNotification = {
       id: headers['webhook-id'],
       timestamp: Number(headers['webhook-timestamp']),
@@ -107,6 +122,33 @@ export async function startNotificationReceiver(options: { secret?: string; path
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return Object.assign(receiver, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}` });
+}
+
+/**
+ * An order.paid as the credits module writes it, for a test that writes notifications itself to
+ * test their delivery: the receiver holds every body to docs/openapi.json.
+ */
+export function orderPaidNotification(key: string, accountId: string): NewNotification {
+  const orderId = `ord_${key.replace(/\W/g, '_')}`;
+  return {
+    type: 'order.paid',
+    key,
+    accountId,
+    sequence: 1,
+    eventId: null,
+    data: {
+      account_id: accountId,
+      order_id: orderId,
+      package_id: 'starter',
+      credits: 40,
+      amount: 4900,
+      currency: 'chf',
+      stripe_event_id: `evt_${orderId}`,
+      checkout_session_id: `cs_test_${orderId}`,
+      balance: { granted: 40, used: 0, remaining: 40 },
+      sequence: 1,
+    },
+  };
 }
 
 /** The service's environment for notifications to `receiver`. */

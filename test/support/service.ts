@@ -12,6 +12,7 @@ import { createStripeClient } from '../../src/stripe/client.js';
 import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';
 import { signDelivery } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
+import { checkResponse } from './openapi.js';
 
 export const WEBHOOK_SECRET = 'whsec_test_current_0123456789abcdef';
 export const PREVIOUS_WEBHOOK_SECRET = 'whsec_test_previous_0123456789abcdef';
@@ -78,10 +79,13 @@ export async function startTestService(
     ...(options.workerOptions && { workerOptions: options.workerOptions }),
   });
 
+  // Every answer is held to docs/openapi.json where it describes the route (support/openapi.ts).
   const request = async (path: string, init: RequestInit): Promise<HttpReply> => {
     const response = await fetch(service.url + path, init);
     const text = await response.text();
-    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+    const body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+    checkResponse(init.method ?? 'GET', path, response.status, body);
+    return { status: response.status, body };
   };
 
   return {
