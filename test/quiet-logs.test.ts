@@ -53,9 +53,9 @@ test('a subscription’s events before its checkout wait quietly; each notificat
   await waitingEvent(database, invoicePaid.id);
   await deliver(checkout);
   for (const event of events) await finishedEvent(database, event.id, { timeoutMs: 20_000 });
-  const notified = await waitFor('the period paid and the subscription’s state, delivered', async () => {
+  const notified = await waitFor('the period paid and the subscription’s state, delivered', () => {
     const delivered = child.logs.filter((l) => l.msg === 'notification delivered');
-    return delivered.length >= 2 ? delivered : undefined;
+    return Promise.resolve(delivered.length >= 2 ? delivered : undefined);
   });
 
   const waits = linesAbout(invoicePaid.id).filter((l) => l.msg === 'event waits for what it needs; it runs again when that arrives');
