@@ -1,7 +1,8 @@
 // npm run send-event: the local stand-in for `stripe trigger`. Builds realistic events from
 // Stripe's example objects, signs each with the configured webhook secret (as Stripe signs each
 // delivery) and posts them to a running instance: one event, or a subscription's whole period.
-import { PERIOD_SECONDS, periodEvents } from '../src/modules/billing/sample-events.js';
+import { periodEvents } from '../src/modules/billing/sample-events.js';
+import { billingPeriodEnd, type BillingInterval } from '../src/stripe/billing-period.js';
 import { randomStripeId, checkoutSession, exampleObject, sampleEvent, signDelivery, thinNotification, type SampleEvent, type ThinNotification } from '../src/stripe/sample-events.js';
 import { OFFLINE_STRIPE_PORT, TELL_EVENT_PATH } from '../src/dev/offline-stripe/index.js';
 import { runScript, UsageError } from '../src/cli/script.js';
@@ -152,7 +153,7 @@ async function getJson<T>(base: string, path: string, apiToken: string, howToMak
  * cycle names the same one; a renewal's period follows the one the service holds.
  */
 async function subscriptionPeriod(base: string, apiToken: string, subscription: SubscriptionView, cycle: number): Promise<SampleEvent[]> {
-  const plans = await getJson<Array<{ id: string; amount: number; currency: string }>>(base, '/api/plans', apiToken, 'a migration');
+  const plans = await getJson<Array<{ id: string; amount: number; currency: string; interval: BillingInterval; interval_count: number }>>(base, '/api/plans', apiToken, 'a migration');
   const plan = plans.find((p) => p.id === subscription.plan_id);
   if (!plan) throw new Error(`plan ${subscription.plan_id} of subscription ${subscription.subscription_id} is not listed by GET /api/plans`);
   const now = Math.floor(Date.now() / 1000);
@@ -165,10 +166,12 @@ async function subscriptionPeriod(base: string, apiToken: string, subscription: 
     amount: plan.amount,
     currency: plan.currency,
   };
-  // Events are never from the future: the period's last one is created now. A renewal extends the
-  // period the service holds (or, if it has not fulfilled the previous period yet, counts from now).
-  const periodStart = cycle > 1 && held !== undefined ? held : now + (cycle - 1) * PERIOD_SECONDS;
-  return periodEvents(sample, { cycle, lastAt: now, periodEnd: periodStart + PERIOD_SECONDS });
+  // Events are never from the future: the period's last one is created now. The first period
+  // starts now and lasts the plan's interval; a renewal starts where the period the service holds
+  // ends (or, if it has not fulfilled the previous period yet, cycle - 1 intervals from now).
+  const next = (start: number, intervals = 1) => billingPeriodEnd(start, plan.interval, plan.interval_count * intervals);
+  const periodStart = cycle === 1 ? now : (held ?? next(now, cycle - 1));
+  return periodEvents(sample, { cycle, lastAt: now, periodStart, periodEnd: next(periodStart) });
 }
 
 function shuffle<T>(items: readonly T[]): T[] {

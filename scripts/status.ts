@@ -4,6 +4,7 @@ import { runScript } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
 import { countsByType, inboxStatusReader, listFailedEvents } from '../src/events/read-model.js';
 import { notificationSummary, type EndpointSummary } from '../src/notifications/notification-store.js';
+import { describeSweep, sweepState } from '../src/sweep/sweep-schedule.js';
 
 /** Per endpoint, the notifications the app has not yet received; an endpoint with none is not listed. */
 function notificationLines(enabled: boolean, endpoints: readonly EndpointSummary[]): string[] {
@@ -18,7 +19,8 @@ function notificationLines(enabled: boolean, endpoints: readonly EndpointSummary
 runScript({
   usage: `usage: npm run status -- [--since <duration>] [--failed <n>] [--json]
 
-Counts by status, age of the oldest 'processing' event, queued jobs, last sweep, counts by type
+Counts by status, age of the oldest 'processing' event, queued jobs, the last sweep and when the
+next is due (or that no worker is connected to run it), counts by type
 and status for events received within --since (default 24h), the newest --failed (default 10)
 dead letters with their last error, and per endpoint the notifications to the app pending and
 failed, with the age of the oldest pending one. Exits 1 when any event has failed.`,
@@ -31,19 +33,20 @@ failed, with the age of the oldest pending one. Exits 1 when any event has faile
     const failed = await listFailedEvents(db, limit);
     const byType = await countsByType(db, since);
     const notifications = { enabled: ctx.config.appWebhookUrls.length > 0, endpoints: await notificationSummary(db) };
+    const sweep = await sweepState(db, status.last_sweep_at, ctx.config.sweepCron);
     const staleAfterSeconds = ctx.config.staleAfterMs / 1000;
     const lines = [
       `events:  ${Object.entries(status.counts).map(([k, n]) => `${k} ${n}`).join(', ')}`,
       `oldest processing: ${status.oldest_processing_age_seconds === null ? 'none' : `${status.oldest_processing_age_seconds}s${status.oldest_processing_age_seconds > 2 * staleAfterSeconds ? '  ← older than 2 × STALE_AFTER_SECONDS: is a worker running?' : ''}`}`,
       `waiting: ${status.waiting} (processing events parked until what they need arrives, such as a dispute before its payment's event)`,
       `jobs queued: ${status.jobs_queued}, carrying ${status.events_queued} events`,
-      `last sweep:  ${status.last_sweep_at ?? 'never (no worker running?)'}`,
+      `last sweep:  ${describeSweep(sweep, ctx.config.sweepCron)}`,
       `by type, received within ${String(values.since)}:${byType.length ? '' : ' none'}`,
       ...byType.map(({ type, counts }) => `  ${type}: ${Object.entries(counts).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ')}`),
       ...(failed.length ? ['failed (newest first; fix the cause, then npm run replay -- <event_id>):'] : []),
       ...failed.map((e) => `  ${e.event_id}  ${e.type}  attempts ${e.attempts}  ${e.last_error ?? ''}`),
       ...notificationLines(notifications.enabled, notifications.endpoints),
     ];
-    return { json: { ...status, by_type: byType, failed, notifications }, text: lines.join('\n'), exitCode: status.counts.failed > 0 ? 1 : 0 };
+    return { json: { ...status, ...sweep, by_type: byType, failed, notifications }, text: lines.join('\n'), exitCode: status.counts.failed > 0 ? 1 : 0 };
   },
 });

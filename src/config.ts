@@ -8,7 +8,7 @@
 // from the table rather than written beside it, so the two cannot drift apart.
 import { z } from 'zod';
 import { loadDevSecrets, type DevSecrets } from './dev/dev-secrets.js';
-import { DEV_NOTIFICATION_RECEIVER_PATH } from './dev/notification-receiver.js';
+import { devNotificationReceiverUrl } from './dev/notification-receiver.js';
 import { DEFAULT_DELIVERY_ATTEMPTS } from './notifications/backoff.js';
 
 const ROLES = ['all', 'web', 'worker'] as const;
@@ -238,7 +238,7 @@ const settings = {
       .refine((urls) => urls.every((url) => !URL.canParse(url) || (new URL(url).username === '' && new URL(url).password === '')), 'must not carry user:password@ (the signature authenticates each notification)')
       .transform((urls) => Object.freeze(urls)),
     example: 'https://app.example.com/webhooks/stripe-inbox',
-    default: (r: Resolved) => (r.nodeEnv === 'development' && r.port !== 0 ? `http://127.0.0.1:${r.port}${DEV_NOTIFICATION_RECEIVER_PATH}` : ''),
+    default: (r: Resolved) => (r.nodeEnv === 'development' && r.port !== 0 ? devNotificationReceiverUrl(r.port) : ''),
   },
   /** Signs every notification; several during a rotation, each signature sent. Generated in development. */
   appWebhookSecrets: {

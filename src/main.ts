@@ -6,6 +6,7 @@ import { PoolerModeError, resolveDatabaseUrls } from './db/connection-pooler.js'
 import { databaseUrlOrEmbedded } from './db/embedded-postgres.js';
 import { migrate } from './db/migrate.js';
 import { runWorkerMigrations } from './worker/worker-migrations.js';
+import { developmentHelp } from './dev/development-help.js';
 import { describeError } from './error-chain.js';
 import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
 import { startService } from './service.js';
@@ -62,7 +63,10 @@ async function main(): Promise<void> {
   installShutdown({ ...service, closers, logger, timeoutMs: config.shutdownTimeoutMs });
   const heapTrimming = startHeapTrimming();
   logger.info({ url: service.url, version: SERVICE_VERSION, role: config.role, pid: process.pid, node: process.version, heapTrimming }, 'stripe-inbox started');
-  if (config.devSecretsFile) printDevelopmentHelp(config, logger);
+  if (config.devSecretsFile) {
+    logger.info(`development secrets are in ${config.devSecretsFile}`);
+    process.stdout.write(developmentHelp(config));
+  }
 
   // A worker that stops on its own would leave a process that accepts events and never fulfils
   // them while still looking healthy: exit instead, and let the container restart.
@@ -72,21 +76,6 @@ async function main(): Promise<void> {
 function exitOnWorkerLoss(logger: Logger, error: unknown): void {
   logger.fatal({ err: error }, 'the worker stopped unexpectedly: exiting so the container restarts');
   process.exit(1);
-}
-
-function printDevelopmentHelp(config: Config, logger: Logger): void {
-  const base = `http://localhost:${config.port}`;
-  const auth = `-H 'Authorization: Bearer ${config.apiToken}'`;
-  logger.info(`development secrets are in ${config.devSecretsFile}`);
-  process.stdout.write(`
-  stripe-inbox is listening on ${base} (development mode)
-
-  1. create an order:       curl -s -X POST ${base}/api/checkout ${auth} -H 'Content-Type: application/json' -d '{"package_id":"starter","account_id":"acct_demo"}'
-  2. pay it (signed event): npm run send-event -- checkout.session.completed --order <order_id from step 1>
-  3. see the credits:       curl -s ${base}/api/accounts/acct_demo/quota ${auth}
-  4. your app is told:      this log shows "notification order.paid received" (APP_WEBHOOK_URL: ${config.appWebhookUrls.join(', ') || 'unset, so none'})
-
-`);
 }
 
 main().catch((error: unknown) => {

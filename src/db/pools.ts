@@ -15,6 +15,8 @@ import { openDatabase, type Db } from './database.js';
 
 const POOL_NAMES = ['intake', 'api', 'worker', 'notifications'] as const;
 export type PoolName = (typeof POOL_NAMES)[number];
+/** How each pool's sessions are named in pg_stat_activity: `npm run status` finds the worker's there. */
+export const applicationNameOf = (name: PoolName) => `stripe-inbox-${name}`;
 
 /** Every connection of the pool was checked out for the whole connection timeout. */
 export class PoolBusyError extends Error {
@@ -70,7 +72,7 @@ export function openServicePools(urls: string | DatabaseUrls, { workerConcurrenc
     const db = openDatabase(session ? sessionUrl : url, {
       maxConnections: sizes[name],
       transactionPooled: !session && transactionPooled,
-      applicationName: `stripe-inbox-${name}`,
+      applicationName: applicationNameOf(name),
       // A delivery's lease or record lost to a crash of Postgres is sent again: at least once
       // allows it, and each batch then costs no wait for a disk flush.
       asynchronousCommit: name === 'notifications',

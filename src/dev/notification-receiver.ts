@@ -8,6 +8,9 @@ import type { Logger } from '../logger.js';
 
 export const DEV_NOTIFICATION_RECEIVER_PATH = '/dev/notifications';
 
+/** APP_WEBHOOK_URL's default in development: this receiver, in the service itself. */
+export const devNotificationReceiverUrl = (port: number) => `http://127.0.0.1:${port}${DEV_NOTIFICATION_RECEIVER_PATH}`;
+
 export function devNotificationReceiver({ secrets, logger }: { secrets: readonly string[]; logger: Logger }): express.Router {
   const keys = secrets.map((secret) => new Webhook(secret));
   const router = express.Router();

@@ -22,6 +22,7 @@ import { rateLimits } from './rate-limits.js';
 import type { Readiness } from './readiness.js';
 import { securityHeaders } from './security-headers.js';
 import { webhookHandler } from './webhook-route.js';
+import { devCheckoutReturnPages } from '../dev/checkout-return-pages.js';
 import { devNotificationReceiver } from '../dev/notification-receiver.js';
 import { createOutbox } from '../notifications/outbox.js';
 
@@ -56,7 +57,10 @@ export function buildApp({ config, db, claim, stripeCalls, modules, readiness, l
   app.use(apiRoutes(modules, context));
   app.use(adminDashboard({ db, adminToken: config.adminToken }));
   app.use(adminRoutes(modules, context, metrics));
-  if (config.nodeEnv === 'development') app.use(devNotificationReceiver({ secrets: config.appWebhookSecrets, logger }));
+  if (config.nodeEnv === 'development') {
+    app.use(devNotificationReceiver({ secrets: config.appWebhookSecrets, logger }));
+    app.use(devCheckoutReturnPages());
+  }
   return finish(app, logger);
 }
 

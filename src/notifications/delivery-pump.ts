@@ -127,7 +127,7 @@ export function startDeliveryPump({ db, config, logger, observe, givesWayTo = []
         durationMs: result.durationMs,
         ...(holdMs !== null && { retryAfterSeconds: holdMs / 1000 }),
       };
-      if (status === 'delivered') logger.debug(line, 'notification delivered');
+      if (status === 'delivered') logger.info(line, 'notification delivered');
       else if (status === 'failed') logger.error({ ...line, error }, 'notification failed: no attempt is left (npm run notifications -- --status failed)');
       else logger.warn({ ...line, error }, 'notification delivery failed: will retry');
     }

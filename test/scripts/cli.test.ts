@@ -4,9 +4,11 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { promisify } from 'node:util';
 import { claimEvents } from '../../src/events/event-store.js';
 import { createOutbox } from '../../src/notifications/outbox.js';
+import { applicationNameOf } from '../../src/db/pools.js';
 import { databaseForFile } from '../support/database.js';
 import { ADMIN_TOKEN, API_TOKEN, STRIPE_SECRET_KEY, WEBHOOK_SECRET } from '../support/service.js';
 import { incomingEvent } from '../support/factories.js';
@@ -53,7 +55,28 @@ test('status --json has the admin API shape and exits 0 when nothing failed', as
   const { code, stdout } = await script('status', ['--json']);
   assert.equal(code, 0);
   const status = JSON.parse(stdout) as Record<string, unknown>;
-  assert.deepEqual(Object.keys(status).sort(), ['by_type', 'counts', 'events_queued', 'failed', 'history_counted_at', 'jobs_queued', 'last_sweep_at', 'notifications', 'oldest_processing_age_seconds', 'waiting']);
+  assert.deepEqual(Object.keys(status).sort(), ['by_type', 'counts', 'events_queued', 'failed', 'history_counted_at', 'jobs_queued', 'last_sweep_at', 'next_sweep_at', 'notifications', 'oldest_processing_age_seconds', 'waiting', 'workers_connected']);
+});
+
+test('status: before the first sweep, when it is due while a worker is connected, and a warning when none is', async () => {
+  const alone = await script('status', []);
+  assert.match(alone.stdout, /^last sweep: {2}never {2}← no worker is connected to this database, so no sweep runs: start one \(npm start, or ROLE=worker\)$/m);
+
+  // A worker's sessions, as graphile-worker's LISTEN connection holds one for as long as it runs.
+  const worker = new pg.Client({ connectionString: database.url, application_name: applicationNameOf('worker') });
+  await worker.connect();
+  try {
+    const { stdout } = await script('status', []);
+    const due = /^last sweep: {2}none yet: a worker is running, first next due at (\S+) \(SWEEP_CRON '\* \* \* \* \*'\)$/m.exec(stdout);
+    assert.ok(due, stdout);
+    const inMs = Date.parse(due[1]!) - Date.now();
+    assert.ok(inMs > 0 && inMs <= 60_000 && Date.parse(due[1]!) % 60_000 === 0, `the next whole minute: ${due[1]!}`);
+    const hourly = JSON.parse((await script('status', ['--json'], { extraEnv: { SWEEP_CRON: '0 * * * *' } })).stdout) as { next_sweep_at: string; workers_connected: number };
+    assert.equal(hourly.workers_connected, 1);
+    assert.equal(new Date(hourly.next_sweep_at).getUTCMinutes(), 0);
+  } finally {
+    await worker.end();
+  }
 });
 
 test('status counts events by type and status within --since', async () => {

@@ -92,9 +92,11 @@ export async function retryingEvent(database: TestDatabase, eventId: string, opt
  */
 export async function waitingEvent(database: TestDatabase, eventId: string, options: { timeoutMs?: number } = {}): Promise<StripeEventRow & { waits_for: string[] }> {
   return waitFor(`event ${eventId} to wait`, async () => {
+    // The wait first, then the row: read the other way round, a park committing between the two
+    // reads pairs its wait with the row before it (no reason in last_error yet).
+    const wait = await database.db.selectFrom('stripe_events').select('waits_for').where('event_id', '=', eventId).executeTakeFirst();
     const row = await findEvent(database.db, eventId);
     if (row && row.status !== 'processing') throw new Error(`event ${eventId} ended ${row.status}: ${row.last_error ?? ''}`);
-    const wait = await database.db.selectFrom('stripe_events').select('waits_for').where('event_id', '=', eventId).executeTakeFirst();
     return row !== undefined && wait?.waits_for != null && { ...row, waits_for: wait.waits_for };
   }, options);
 }

@@ -25,6 +25,7 @@ import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CHECKOUT_PAGE_PATH, checkoutPage } from './checkout-page.js';
 import { IMPLEMENTED, Resources } from './resources.js';
 import { authenticate, canonical, idempotencyError, isRecord, ok, parseForm, readBody, send, StripeApiError, type IdempotencyRecord, type Params, type Reply } from './wire.js';
 
@@ -91,6 +92,12 @@ export async function startOfflineStripe(options: { port?: number; host?: string
         const event = JSON.parse(await readBody(req)) as Params;
         addEvent(event);
         send(res, ok(event), {});
+        return;
+      }
+      if (method === 'GET' && pathname.startsWith(CHECKOUT_PAGE_PATH)) {
+        // Not Stripe's API either: the page a session's `url` opens in a browser (checkout-page.ts).
+        const session = resources.sessions.get(decodeURIComponent(pathname.slice(CHECKOUT_PAGE_PATH.length)));
+        res.writeHead(session ? 200 : 404, { 'Content-Type': 'text/html; charset=utf-8' }).end(checkoutPage(session));
         return;
       }
       const params = parseForm(method === 'POST' ? await readBody(req) : search.slice(1));

@@ -1,6 +1,7 @@
 // The objects the offline Stripe stand-in keeps in memory, and its endpoints over them: Checkout
 // Sessions (payment and subscription mode), refunds, subscriptions (retrieve, and update for
 // cancel_at_period_end), the event list; Prices and Products in prices.ts.
+import { CHECKOUT_PAGE_PATH } from './checkout-page.js';
 import { Catalogue } from './prices.js';
 import { invalid, isRecord, integer, missing, ok, randomId, StripeApiError, type Params, type Reply } from './wire.js';
 
@@ -85,7 +86,7 @@ export class Resources {
       mode: params.mode, payment_intent: null, payment_link: null, payment_method_types: ['card'],
       payment_status: 'unpaid', setup_intent: null, status: 'open', subscription: null,
       total_details: { amount_discount: 0, amount_shipping: 0, amount_tax: 0 },
-      ui_mode: 'hosted', url: `${this.baseUrl()}/c/pay/${id}`,
+      ui_mode: 'hosted', url: `${this.baseUrl()}${CHECKOUT_PAGE_PATH}${id}`,
     };
     this.sessions.set(id, session);
     if (params.mode === 'subscription') this.subscribe(session, params, created);

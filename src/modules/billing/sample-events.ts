@@ -26,7 +26,7 @@ export const PERIOD_SECONDS = 30 * DAY_SECONDS;
 /** A Stripe subscription of ours, shaped as the current API sends it (the period on its items). */
 export function subscriptionObject(
   subscription: SampleSubscription,
-  state: { status: string; periodEnd: number; cancelAtPeriodEnd?: boolean; pause?: { behavior: string; resumesAt: number | null }; metadata?: boolean },
+  state: { status: string; periodEnd: number; periodStart?: number; cancelAtPeriodEnd?: boolean; pause?: { behavior: string; resumesAt: number | null }; metadata?: boolean },
 ): Record<string, unknown> {
   const example = exampleObject('subscription');
   const items = example.items as { data: Array<Record<string, unknown>> };
@@ -42,17 +42,22 @@ export function subscriptionObject(
     ended_at: null,
     currency: subscription.currency,
     metadata: state.metadata === false ? {} : { [SUBSCRIPTION_ID_KEY]: subscription.subscriptionId },
-    items: { ...items, data: items.data.map((item) => ({ ...item, subscription: subscription.stripeSubscriptionId, current_period_end: state.periodEnd, current_period_start: state.periodEnd - PERIOD_SECONDS })) },
+    items: { ...items, data: items.data.map((item) => ({ ...item, subscription: subscription.stripeSubscriptionId, current_period_end: state.periodEnd, current_period_start: state.periodStart ?? state.periodEnd - PERIOD_SECONDS })) },
   };
 }
 
-/** An invoice of the subscription, its subscription and our id under parent.subscription_details. */
+/**
+ * An invoice of the subscription, its subscription and our id under parent.subscription_details,
+ * with one line for the period it pays (subscription.period_paid tells the app that period).
+ */
 export function invoiceObject(
   subscription: SampleSubscription,
   invoice: {
     id?: string;
     billingReason: string;
     status: 'draft' | 'open' | 'paid';
+    /** The period it pays, in Unix seconds; from now for PERIOD_SECONDS unless given. */
+    period?: { start: number; end: number };
     /** After discounts and taxes; the plan's amount unless given. */
     total?: number;
     /** Paid from the customer's credit balance, which Stripe applies before charging. */
@@ -64,12 +69,29 @@ export function invoiceObject(
   const total = invoice.total ?? subscription.amount;
   const due = total - (invoice.fromBalance ?? 0);
   const paid = invoice.status === 'paid' ? due : 0;
+  const now = Math.floor(Date.now() / 1000);
+  const period = invoice.period ?? { start: now, end: now + PERIOD_SECONDS };
+  const example = exampleObject('invoice');
+  const [line] = (example.lines as { data: Array<Record<string, unknown>> }).data;
+  const currency = invoice.currency ?? subscription.currency;
   return {
-    ...exampleObject('invoice'),
+    ...example,
     id: invoice.id ?? randomStripeId('in'),
+    // Stripe's own period of a subscription invoice is the one that just ended: none for the
+    // first (start = end, its creation), the previous period for a renewal. Its line's is the one paid.
+    period_start: invoice.billingReason === 'subscription_create' ? period.start : period.start - (period.end - period.start),
+    period_end: period.start,
+    lines: {
+      ...(example.lines as Record<string, unknown>),
+      data: [{
+        ...line,
+        amount: total, subtotal: total, currency, description: null, period,
+        parent: { type: 'subscription_item_details', invoice_item_details: null, subscription_item_details: { invoice_item: null, proration: false, proration_details: { credited_items: null }, subscription: subscription.stripeSubscriptionId, subscription_item: randomStripeId('si') } },
+      }],
+    },
     billing_reason: invoice.billingReason,
     status: invoice.status,
-    currency: invoice.currency ?? subscription.currency,
+    currency,
     amount_due: due,
     amount_paid: paid,
     amount_remaining: due - paid,
@@ -110,30 +132,33 @@ export function invoicePaymentObject(invoiceId: string, paymentIntentId: string,
 /**
  * Every event of one period of the subscription, in Stripe's order: the first (cycle 1) starts
  * with the subscription's creation and the completed checkout; each later cycle is a renewal.
- * Each is `created` a second after the one before, the last at `lastAt` (seconds); the period ends at `periodEnd`.
+ * Each is `created` a second after the one before, the last at `lastAt` (seconds); the period
+ * runs from `periodStart` (PERIOD_SECONDS before its end unless given) to `periodEnd`.
  */
-export function periodEvents(subscription: SampleSubscription, period: { cycle: number; lastAt: number; periodEnd: number }): SampleEvent[] {
+export function periodEvents(subscription: SampleSubscription, period: { cycle: number; lastAt: number; periodEnd: number; periodStart?: number }): SampleEvent[] {
   const { cycle, lastAt, periodEnd } = period;
+  const periodStart = period.periodStart ?? periodEnd - PERIOD_SECONDS;
   const invoiceId = randomStripeId('in');
   const paymentIntentId = randomStripeId('pi');
   const reason = cycle === 1 ? 'subscription_create' : 'subscription_cycle';
-  const paidInvoice = invoiceObject(subscription, { id: invoiceId, billingReason: reason, status: 'paid' });
+  const invoice = { id: invoiceId, billingReason: reason, period: { start: periodStart, end: periodEnd } };
+  const paidInvoice = invoiceObject(subscription, { ...invoice, status: 'paid' });
   const money = { amount: subscription.amount, currency: subscription.currency, payment_intent: paymentIntentId };
   const objects: Array<[string, Record<string, unknown>]> = [
     ...(cycle === 1
       ? ([
-          ['customer.subscription.created', subscriptionObject(subscription, { status: 'incomplete', periodEnd })],
+          ['customer.subscription.created', subscriptionObject(subscription, { status: 'incomplete', periodStart, periodEnd })],
           ['checkout.session.completed', checkoutSessionObject(subscription)],
         ] as Array<[string, Record<string, unknown>]>)
       : []),
-    ['invoice.created', invoiceObject(subscription, { id: invoiceId, billingReason: reason, status: 'draft' })],
-    ['invoice.finalized', invoiceObject(subscription, { id: invoiceId, billingReason: reason, status: 'open' })],
+    ['invoice.created', invoiceObject(subscription, { ...invoice, status: 'draft' })],
+    ['invoice.finalized', invoiceObject(subscription, { ...invoice, status: 'open' })],
     ['payment_intent.succeeded', { ...exampleObject('payment_intent'), id: paymentIntentId, amount: money.amount, amount_received: money.amount, currency: money.currency, status: 'succeeded', metadata: {} }],
     ['charge.succeeded', { ...exampleObject('charge'), id: randomStripeId('ch'), amount: money.amount, amount_captured: money.amount, currency: money.currency, payment_intent: paymentIntentId, paid: true, refunded: false, amount_refunded: 0 }],
     ['invoice_payment.paid', invoicePaymentObject(invoiceId, paymentIntentId, money.amount, money.currency)],
     ['invoice.paid', paidInvoice],
     ['invoice.payment_succeeded', paidInvoice],
-    ['customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd })],
+    ['customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodStart, periodEnd })],
   ];
   return objects.map(([type, object], i) => sampleEvent(type, object, { created: lastAt - (objects.length - 1 - i) }));
 }

@@ -3,6 +3,7 @@
 // for a subscription). Declared here once, and listed in the settings of each module that opens a
 // session, so that neither of those modules depends on the other for them, and either runs alone.
 // Nothing to run: no event, table or route of its own, so it is no entry of src/modules/index.ts.
+// The defaults are pages the service serves in development only (src/dev/checkout-return-pages.ts).
 import { defineSettings, httpUrl } from '../../business-module.js';
 
 export const checkoutReturnSettings = defineSettings({
