@@ -1,4 +1,4 @@
-// `npm run bench -- [ingest|drain|latency|sweep|abuse|replication|all]… [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--rounds N] [--warmup S]`
+// `npm run bench -- [statements|ingest|drain|latency|sweep|abuse|replication|all]… [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--rounds N] [--warmup S]`
 // Runs the benchmark parts, each on its own throwaway database, baselines and the service in the
 // same run, and prints figures, ratios to the baselines and the targets beside them.
 // Method and the figures measured so far: docs/benchmarks.md.
@@ -8,6 +8,7 @@ import { benchDrain } from './parts/drain.js';
 import { benchIngest, ingestSize, MAX_INGEST_EVENTS, SERVERS } from './parts/ingest.js';
 import { benchLatency } from './parts/latency.js';
 import { benchReplication } from './parts/replication.js';
+import { benchStatements } from './parts/statements.js';
 import { benchSweep } from './parts/sweep.js';
 import { cleanupAll, installSignalCleanup } from './support/cleanup.js';
 import { buildService, imageNodeOptions } from './support/compiled-service.js';
@@ -16,13 +17,16 @@ import { machineFacts } from './support/machine.js';
 import type { BenchOptions } from './support/options.js';
 import { formatTable, type Figure } from './support/report.js';
 
-const PARTS = { ingest: benchIngest, drain: benchDrain, latency: benchLatency, sweep: benchSweep, abuse: benchAbuse, replication: benchReplication } as const;
+const PARTS = { statements: benchStatements, ingest: benchIngest, drain: benchDrain, latency: benchLatency, sweep: benchSweep, abuse: benchAbuse, replication: benchReplication } as const;
 type PartName = keyof typeof PARTS;
 /** `all`: replication needs Debian's patroni, etcd-server and haproxy, so it runs only when named. */
-const ALL: readonly PartName[] = ['ingest', 'drain', 'latency', 'sweep', 'abuse'];
+const ALL: readonly PartName[] = ['statements', 'ingest', 'drain', 'latency', 'sweep', 'abuse'];
 
-const USAGE = `usage: npm run bench -- [ingest|drain|latency|sweep|abuse|replication|all]… [options]
+const USAGE = `usage: npm run bench -- [statements|ingest|drain|latency|sweep|abuse|replication|all]… [options]
 
+  statements
+            statements sent to Postgres per claimed and per fulfilled event, alone and in a batch of
+            25 (a count, not a time): fails when one exceeds bench/statement-budget.json
   ingest    webhook POSTs at 50 connections: Express ceiling, naive INSERT, bare group-commit INSERT,
             the service with ROLE=web and with the defaults (ROLE=all, fulfilling all it accepts),
             and ROLE=all notifying a local receiver (all-notify);
@@ -148,7 +152,7 @@ async function main(): Promise<number> {
   if (Object.keys(options.env).length > 0) out(`service env: ${Object.entries(options.env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (Object.keys(options.dbSettings).length > 0) out(`bench databases: ${Object.entries(options.dbSettings).map(([k, v]) => `${k}=${v}`).join(' ')}`);
 
-  if (parts.some((part) => part !== 'sweep')) {
+  if (parts.some((part) => part !== 'sweep' && part !== 'statements')) {
     options.log('building the service bundle (npm run build): the parts run it as the image does');
     buildService();
   }
