@@ -1,4 +1,4 @@
-// Issue 52, item 9: refunds of one order asked at once, on two instances of the service against
+// Refunds of one order asked at once, on two instances of the service against
 // one database, never together ask Stripe for more than the order's amount. Each refund is held
 // back under the order's lock before Stripe is called; what does not fit is refused with 409
 // before Stripe, whatever Stripe itself would have said.
