@@ -11,9 +11,9 @@
 //
 // What a refund asks is held back (refund_requests) before Stripe is called, and a refund that
 // does not fit in what is left is refused: charge.refunded arrives only after Stripe has refunded,
-// so two refunds asked at once would each see the whole order refundable and both reach Stripe
-// (both would pass a check of the refunded amount alone). The order's row lock serialises that check for one short transaction, never across
-// the call to Stripe. A failed call releases what its refund held; a retry with the same key holds
+// so two refunds asked at once would each see the whole order refundable and both reach Stripe.
+// The order's row lock serialises that check for one short transaction, never across the call to
+// Stripe. A failed call releases what its refund held; a retry with the same key holds
 // it again if it still fits.
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { StripeCallFailure, StripeCalls } from '../../business-module.js';
