@@ -42,11 +42,13 @@ describe('the app’s Retry-After', () => {
   };
   const delivery = (notificationId: string, endpoint = receiver.url) =>
     database.db.selectFrom('notification_deliveries').selectAll().where('notification_id', '=', notificationId).where('endpoint', '=', endpoint).executeTakeFirstOrThrow();
+  // A deadline for a loaded host (CI's two cores running other test files): the attempt itself
+  // takes a poll (500 ms) and a request.
   const recorded = (notificationId: string, attempts: number) =>
     waitFor(`attempt ${attempts} of ${notificationId} recorded`, async () => {
       const d = await delivery(notificationId);
       return d.attempts === attempts && d.leased_until === null && d;
-    });
+    }, { timeoutMs: 30_000 });
   const secondsUntil = async (at: Date) => {
     const { rows } = await sql<{ seconds: number }>`select extract(epoch from ${at}::timestamptz - now())::float8 as seconds`.execute(database.db);
     return rows[0]!.seconds;
