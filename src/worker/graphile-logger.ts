@@ -25,6 +25,6 @@ export function graphileLogger(logger: Logger): GraphileLogger {
 function isBatchRetry(meta: unknown): boolean {
   if (typeof meta !== 'object' || meta === null || !('failure' in meta) || meta.failure !== true) return false;
   const error = 'error' in meta ? meta.error : undefined;
-  // graphile-worker 0.18's wording (worker.js); test/logs.test.ts fails if a release changes it.
+  // graphile-worker 0.18's wording (worker.js); test/quiet-logs.test.ts fails if a release changes it.
   return error instanceof Error && error.message.startsWith('Batch failures:');
 }
