@@ -1,4 +1,4 @@
-// Events that overtake what they need, through the webhook and the real worker (issue: a dispute
+// Events that overtake what they need, through the webhook and the real worker (a dispute
 // before its payment, a paid subscription stuck 'pending'): each is parked without spending an
 // attempt, however small MAX_ATTEMPTS is, runs as soon as what it waits for commits, and is
 // applied once, whichever arrived first. The lock protocol that keeps a wake from being lost is
