@@ -12,7 +12,7 @@ import { waker } from '../../src/events/event-waits.js';
 import { linkCheckoutSession } from '../../src/modules/billing/subscription-links.js';
 import { createSubscription, storeCheckoutSession } from '../../src/modules/billing/subscriptions.js';
 import { randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { finishedEvent, newAccountId, quotaOf, waitingEvent, refusedAtOnce as refusedAtOnceIn } from '../support/factories.js';
+import { eventRow, finishedEvent, newAccountId, quotaOf, waitingEvent, refusedAtOnce as refusedAtOnceIn } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
 import { checkoutCompleted, subscribedThroughApi } from '../support/subscriptions.js';
 import { waitFor } from '../support/wait-for.js';
@@ -152,4 +152,47 @@ test("a link that loses the race for a Stripe subscription to another of ours en
   }
   assert.equal((await subscriptionRow(p.subscriptionId)).stripe_subscription_id, contested);
   assert.equal((await subscriptionRow(q.subscriptionId)).stripe_subscription_id, null);
+});
+
+test("an invoice that arrives while its subscription's checkout is linking it is granted at once: neither waits for the other's lock in a circle", async () => {
+  const p = await subscribedThroughApi(file);
+  // P's checkout writes the link and then stops before its wake, holding P's row: the invoice's
+  // fulfilment, which finds no link yet, must take the row's lock before the link's wait key, or
+  // the wake (which takes the key) and the invoice (holding the key, wanting the row) deadlock.
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let holder: number | undefined;
+  const wake = waker({ maxAttempts: 10 });
+  const linking = file.database.db.transaction().execute(async (tx) => {
+    await linkCheckoutSession(tx, async (wakeTx, keys) => {
+      holder = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(wakeTx)).rows[0]!.pid;
+      await released;
+      return wake(wakeTx, keys);
+    }, { id: p.checkoutSessionId, subscription: p.stripeSubscriptionId, named: p.subscriptionId });
+  });
+  try {
+    await waitFor("P's link to be written", () => Promise.resolve(holder));
+    const invoice = await delivered(paidInvoice(p));
+    await waitFor("the invoice's fulfilment to wait for P's row", async () => {
+      const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where ${holder!}::int = any(pg_blocking_pids(pid))`.execute(file.database.db);
+      return rows.length > 0;
+    });
+    release();
+    await linking;
+    // Granted by the try that waited for the row, not by a retry after one side was chosen a
+    // deadlock victim (Postgres breaks the circle after deadlock_timeout by failing one of them;
+    // the failed try is recorded on the row until the retry succeeds).
+    let failure: string | undefined;
+    const row = await waitFor('the invoice to be granted', async () => {
+      const seen = await eventRow(file.database, invoice.id);
+      if (seen.status === 'processing' && seen.last_error !== null) failure ??= seen.last_error;
+      return seen.status !== 'processing' && seen;
+    });
+    assert.equal(failure, undefined);
+    assert.deepEqual([row.status, row.attempts, row.last_error], ['processed', 0, null]);
+  } finally {
+    release();
+    await linking.catch(() => {});
+  }
+  assert.equal((await quotaOf(file.database, p.accountId)).granted, 100);
 });

@@ -24,9 +24,13 @@ const unknownSubscription = (named: string, what: string) => new PermanentError(
  * is linked to none and `named` (our id from the object's metadata) names none. Throws a
  * PermanentError when the metadata contradicts a link (or names an unknown id), and a
  * RetryLaterError when it names a row of ours that is not linked yet: the checkout that links it
- * may arrive later, as Stripe delivers in any order, and wakes it. Found unlinked, the link's wait
- * key is locked and the link looked up again, so that a link committing meanwhile is either seen
- * or wakes the wait (src/events/event-waits.ts); a linked subscription pays nothing for that.
+ * may arrive later, as Stripe delivers in any order, and wakes it. A linked subscription pays
+ * nothing more than its lookup.
+ *
+ * Found unlinked, the locks are taken in the order the link takes them: the named row first (the
+ * link holds it while it writes and wakes), then the link's wait key (src/events/event-waits.ts),
+ * then the link is looked up again. The other way round, a link caught between its write and its
+ * wake deadlocks with this: it waits for the key held here, while this waits for its row.
  */
 export async function lockLinkedSubscription(
   tx: Transaction<BillingDatabase>,
@@ -34,22 +38,15 @@ export async function lockLinkedSubscription(
   named: string | undefined,
 ): Promise<SubscriptionRow | undefined> {
   const lockLinked = () => tx.selectFrom('subscriptions').selectAll().where('stripe_subscription_id', '=', stripeSubscriptionId).forUpdate().executeTakeFirst();
-  let linked = await lockLinked();
-  if (!linked) {
-    await lockWaitKeys(tx, [linkWaitKey(stripeSubscriptionId)]);
-    linked = await lockLinked();
-  }
-  if (linked) {
-    if (named !== undefined && named !== linked.subscription_id) {
-      throw new PermanentError(`Stripe subscription ${stripeSubscriptionId} is linked to ${linked.subscription_id}, but its ${NAMES} names ${quoted(named)}: refused`);
-    }
-    return linked;
-  }
+  const linked = await lockLinked();
+  if (linked) return checkedAgainstMetadata(linked, stripeSubscriptionId, named);
+  // Waits for a link being written to the named row, and then sees it.
+  const row = named === undefined ? undefined : await lockSubscription(tx, named);
+  await lockWaitKeys(tx, [linkWaitKey(stripeSubscriptionId)]);
+  const linkedMeanwhile = row?.stripe_subscription_id === stripeSubscriptionId ? row : await lockLinked();
+  if (linkedMeanwhile) return checkedAgainstMetadata(linkedMeanwhile, stripeSubscriptionId, named);
   if (named === undefined) return undefined;
-  const row = await lockSubscription(tx, named);
   if (!row) throw unknownSubscription(named, `Stripe subscription ${stripeSubscriptionId}`);
-  // Linked while this transaction waited for the row's lock: the locked row is the newest version.
-  if (row.stripe_subscription_id === stripeSubscriptionId) return row;
   if (row.stripe_subscription_id !== null) {
     throw new PermanentError(`Stripe subscription ${stripeSubscriptionId} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} is linked to Stripe subscription ${row.stripe_subscription_id}: refused`);
   }
@@ -58,6 +55,13 @@ export async function lockLinkedSubscription(
       `waiting for the checkout.session.completed of ${row.subscription_id}'s Checkout Session ${row.checkout_session_id ?? '(none stored)'}, which links it`,
     { waitsFor: [linkWaitKey(stripeSubscriptionId)] },
   );
+}
+
+function checkedAgainstMetadata(linked: SubscriptionRow, stripeSubscriptionId: string, named: string | undefined): SubscriptionRow {
+  if (named !== undefined && named !== linked.subscription_id) {
+    throw new PermanentError(`Stripe subscription ${stripeSubscriptionId} is linked to ${linked.subscription_id}, but its ${NAMES} names ${quoted(named)}: refused`);
+  }
+  return linked;
 }
 
 export interface CompletedCheckout {
