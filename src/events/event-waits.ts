@@ -9,7 +9,8 @@
 // The protocol that keeps a wake from being lost between a waiter and a waker (sql/0026 says why
 // it works): a handler that may wait on key K calls lockWaitKeys([K]) and only then reads whether
 // what it needs exists; a module that writes what K stands for calls wakeWaiting([K]) after the
-// write, in the same transaction.
+// write, in the same transaction. A waker holds the rows it wrote until it commits, and takes K
+// last: a waiter that needs one of those rows locks it before K, never after, or the two deadlock.
 import { sql, type Transaction } from 'kysely';
 import type { Database, EventStatus } from '../db/schema.js';
 import { addEventJobs, EVENTS_PER_JOB, newJobKeyPrefix, type EnqueueOptions } from '../worker/job-queue.js';
