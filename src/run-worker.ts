@@ -26,6 +26,7 @@ import { graphileLogger } from './worker/graphile-logger.js';
 import { JobLoopWatchdog, type JobLoopStatus } from './worker/job-loop-watchdog.js';
 import { PROCESS_EVENT_TASK } from './worker/job-queue.js';
 import { FulfilmentBatcher } from './fulfilment/fulfilment-batcher.js';
+import type { Handlers } from './fulfilment/handler.js';
 import { thinFetcher } from './fulfilment/thin-fetch.js';
 import { CallRate } from './stripe/call-rate.js';
 
@@ -39,6 +40,8 @@ export interface WorkerDeps {
   /** The deliveries' own pool: an app that answers slowly never holds a fulfilment connection. */
   notificationDb: Kysely<Database>;
   modules: readonly BusinessModule[];
+  /** The modules' handlers, built once by the service (its claims read them too: finish-at-intake.ts). */
+  handlers: readonly Handlers[];
   logger: Logger;
   metrics: Metrics;
   /** Where this process also answers webhooks (ROLE=all): their claims, which its own work gives way to. */
@@ -95,7 +98,7 @@ export interface WorkerOptions {
 // APP_WEBHOOK_CONCURRENCY batches of their own pump (not a graphile-worker runner:
 // src/notifications/delivery-pump.ts says why), on a pool of their own.
 export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {}): Promise<Worker> {
-  const { config, stripeCalls, pool, db, notificationDb, modules, logger, metrics, intake } = deps;
+  const { config, stripeCalls, pool, db, notificationDb, modules, handlers, logger, metrics, intake } = deps;
   const notifications = createOutbox(config);
   let pump: DeliveryPump | undefined;
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
@@ -125,7 +128,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     // A job carries the events claimed together (src/worker/job-queue.ts), and the jobs running at
     // once are fulfilled in one transaction (src/fulfilment/fulfilment-batcher.ts): a backlog
     // pays its round trips once for several jobs.
-    const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers: modules.map((module) => module.handlers(config, notifications)) });
+    const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers });
     const fetchThin = thinFetcher(stripeCalls, new CallRate(config.stripeFetchesPerSecond), config.stripeLivemode);
     const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, fetchThin, maxJobs: concurrency, ...(intake && { yieldTo: () => intake.whenIdle(INTAKE_FIRST_MAX_WAIT_MS) }) });
     const fulfilmentLoop = await start('fulfilment', {

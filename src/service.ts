@@ -6,6 +6,8 @@ import type { BusinessModule } from './module-interface.js';
 import type { Config } from './config.js';
 import type { ServicePools } from './db/pools.js';
 import { ClaimBatcher } from './events/claim-batcher.js';
+import { intakeRule, registerActedOnTypes } from './fulfilment/finish-at-intake.js';
+import { createOutbox } from './notifications/outbox.js';
 import { buildApp, buildOpsApp } from './http/app.js';
 import { createServer } from './http/server.js';
 import { Readiness } from './http/readiness.js';
@@ -46,7 +48,11 @@ export async function startService({ config, pools, stripe, modules, logger, wor
   readiness.markMigrated();
   const metrics = new Metrics(pools.api.db);
   pools.instrument(metrics.poolObserver);
-  const claims = new ClaimBatcher(pools.intake.db, { maxAttempts: config.maxAttempts });
+  const handlers = modules.map((module) => module.handlers(config, createOutbox(config)));
+  const intake = intakeRule(handlers, config.stripeLivemode);
+  // Before the first claim, this release's or the other's during a deploy (finish-at-intake.ts).
+  await registerActedOnTypes(pools.intake.db, intake);
+  const claims = new ClaimBatcher(pools.intake.db, { maxAttempts: config.maxAttempts, finishAtIntake: (event) => intake.finish(event) });
   const stripeCalls = new StripeCalls(stripe, { maxConcurrent: config.stripeMaxConcurrentCalls, timeoutMs: config.stripeTimeoutMs, metrics, logger });
 
   const worker = runsWorker(config)
@@ -58,6 +64,7 @@ export async function startService({ config, pools, stripe, modules, logger, wor
           db: pools.worker.db,
           notificationDb: pools.notifications.db,
           modules,
+          handlers,
           logger,
           metrics,
           ...(runsWeb(config) && { intake: claims }),

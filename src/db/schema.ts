@@ -124,9 +124,16 @@ export interface SnapshotClaimsTable {
   claimed_at: Defaulted<Date>;
 }
 
+/** sql/0031: the types some running release acts on (src/fulfilment/finish-at-intake.ts). */
+export interface EventTypesActedOnTable {
+  event_type: string;
+  registered_at: Defaulted<Date>;
+}
+
 export interface Database {
   stripe_events: StripeEventsTable & EventWaitColumns;
   snapshot_claims: SnapshotClaimsTable;
+  event_types_acted_on: EventTypesActedOnTable;
   api_idempotency_keys: ApiIdempotencyKeysTable;
   maintenance_runs: MaintenanceRunsTable;
   admin_sessions: AdminSessionsTable;

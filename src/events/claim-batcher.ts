@@ -18,10 +18,9 @@ import type { Kysely } from 'kysely';
 import { GroupCommit } from '../db/group-commit.js';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database } from '../db/schema.js';
-import { claimEvents, type ClaimOutcome, type IncomingEvent } from './event-store.js';
-import type { EnqueueOptions } from '../worker/job-queue.js';
+import { claimEvents, type ClaimOptions, type ClaimOutcome, type IncomingEvent } from './event-store.js';
 
-export interface ClaimBatcherOptions extends EnqueueOptions {
+export interface ClaimBatcherOptions extends ClaimOptions {
   /** Most deliveries in one transaction (bounds statement size and the lock held). */
   maxBatch?: number;
   /**

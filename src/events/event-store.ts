@@ -33,6 +33,23 @@ export interface IncomingEvent {
 
 export type ClaimOutcome = 'claimed' | 'duplicate';
 
+/**
+ * How an event that this release does not act on ends as it is claimed, with no job
+ * (src/fulfilment/finish-at-intake.ts): unless a running release registered `actedOnAs` in
+ * event_types_acted_on (sql/0031), in which case it gets its job like any other.
+ */
+export interface IntakeFinish {
+  status: 'processed' | 'ignored';
+  reason: string | null;
+  /** The type as the registry names it: a v1 thin type as its snapshot type. */
+  actedOnAs: string;
+}
+
+export interface ClaimOptions extends EnqueueOptions {
+  /** Which events this release would finish at once; without it every event gets a job. */
+  finishAtIntake?: (event: IncomingEvent) => IntakeFinish | undefined;
+}
+
 // Named rather than `*`, so reading a row is a prepared statement that a migration adding a column
 // does not break (src/db/prepared-statements.ts). A column missing here is a type error where the
 // row is returned.
@@ -54,13 +71,17 @@ const EVENT_COLUMNS = [
  * event it names, sql/0024) is stored at once as 'duplicate' of that event, with no job: the
  * snapshot_claims primary key decides, so two instances claiming the pair at the same moment
  * agree on one owner.
+ *
+ * A new event that nothing acts on (options.finishAtIntake) is stored finished, with no job: the
+ * outcome its fulfilment would have reached, without the job, the row lock and the second write.
  */
 export async function claimEvents(
   db: Kysely<Database>,
   events: readonly IncomingEvent[],
-  options: EnqueueOptions,
+  options: ClaimOptions,
 ): Promise<ClaimOutcome[]> {
   const unique = [...new Map(events.map((e) => [e.eventId, e])).values()];
+  const finishes = unique.map((e) => options.finishAtIntake?.(e));
   // One statement, not begin/insert/add_jobs/commit: under load each round trip waits its turn
   // behind the HTTP work on the event loop, so round trips, not the database, bounded ingest.
   // The bodies go as one bytea parameter, cut apart by offset in SQL, and the other fields as
@@ -80,13 +101,17 @@ export async function claimEvents(
   }
   // `happening`: DO UPDATE (a no-op write) rather than DO NOTHING, so that a conflict still
   // returns the owner; one row per snapshot id, or DO UPDATE would touch a row twice.
+  // `decided`: a second event of a happening is its duplicate; one that no running release acts
+  // on is finished now (finish_status, sql/0031); the rest wait for their job.
   const { rows } = await sql<{ claimed: string[] }>`
     with incoming as (
       select * from unnest(
         ${unique.map((e) => e.eventId)}::text[], ${unique.map((e) => e.type)}::text[], ${unique.map((e) => e.objectId)}::text[],
         ${unique.map((e) => e.livemode)}::boolean[], ${unique.map((e) => e.stripeCreatedAt.toISOString())}::timestamptz[],
-        ${keys}::text[], ${bodyStarts}::int[], ${unique.map((e) => e.rawBody.length)}::int[], ${unique.map((e) => e.snapshotEventId)}::text[]
-      ) as incoming(event_id, type, object_id, livemode, stripe_created_at, job_key, body_start, body_length, snapshot_event_id)
+        ${keys}::text[], ${bodyStarts}::int[], ${unique.map((e) => e.rawBody.length)}::int[], ${unique.map((e) => e.snapshotEventId)}::text[],
+        ${finishes.map((f) => f?.status ?? null)}::text[], ${finishes.map((f) => f?.reason ?? null)}::text[], ${finishes.map((f) => f?.actedOnAs ?? null)}::text[]
+      ) as incoming(event_id, type, object_id, livemode, stripe_created_at, job_key, body_start, body_length, snapshot_event_id,
+                    finish_status, finish_reason, acted_on_as)
     ), happening as (
       insert into snapshot_claims (snapshot_event_id, event_id)
       select distinct on (snapshot_event_id) snapshot_event_id, event_id from incoming
@@ -94,22 +119,30 @@ export async function claimEvents(
       order by snapshot_event_id, body_start
       on conflict (snapshot_event_id) do update set snapshot_event_id = excluded.snapshot_event_id
       returning snapshot_event_id, event_id as owner
-    ), claimed as (
-      insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, job_key, status, duplicate_of, finished_at)
-      select i.event_id, type, object_id, livemode, stripe_created_at,
-             convert_from(substring(${Buffer.concat(unique.map((e) => e.rawBody))}::bytea from body_start for body_length), 'UTF8')::json,
-             case when h.owner <> i.event_id then null else job_key end,
-             case when h.owner <> i.event_id then 'duplicate' else 'processing' end,
-             case when h.owner <> i.event_id then h.owner end,
-             case when h.owner <> i.event_id then now() end
+    ), decided as (
+      select i.*, h.owner,
+             case when h.owner <> i.event_id then 'duplicate'
+                  when i.finish_status is not null
+                   and not exists (select from event_types_acted_on a where a.event_type = i.acted_on_as) then i.finish_status
+                  else 'processing' end as status
       from incoming i left join happening h using (snapshot_event_id)
+    ), claimed as (
+      insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, job_key, status, duplicate_of, last_error, finished_at)
+      select event_id, type, object_id, livemode, stripe_created_at,
+             convert_from(substring(${Buffer.concat(unique.map((e) => e.rawBody))}::bytea from body_start for body_length), 'UTF8')::json,
+             case when status = 'processing' then job_key end,
+             status,
+             case when status = 'duplicate' then owner end,
+             case when status <> 'duplicate' then finish_reason end,
+             case when status <> 'processing' then now() end
+      from decided
       on conflict (event_id) do nothing
-      returning event_id, job_key
+      returning event_id, job_key, status
     ), jobs as (
       select count(*) as added
       from ${addEventJobs(sql`select event_id, job_key from claimed where job_key is not null`, options)}
     )
-    select array(select event_id from claimed where job_key is not null) as claimed, (select added from jobs) as jobs`.execute(db);
+    select array(select event_id from claimed where status <> 'duplicate') as claimed, (select added from jobs) as jobs`.execute(db);
   const claimed = new Set(rows[0]?.claimed);
   // Within one batch the same id twice: the first occurrence owns the claim.
   const seen = new Set<string>();

@@ -70,12 +70,14 @@ describe('GET /admin/api/status', () => {
   test('counts move with deliveries and failures', async () => {
     const order = await givenOrder(file.database);
     assert.equal((await file.service.deliver(paidEvent(order))).status, 200);
+    assert.equal((await file.service.deliver(sampleEvent('charge.refunded', exampleObject('charge')))).status, 200);
+    // Only recorded: stored finished by its claim (src/fulfilment/finish-at-intake.ts), no job.
     assert.equal((await file.service.deliver(sampleEvent('charge.succeeded', exampleObject('charge')))).status, 200);
     await givenFailedEvent();
 
     const reply = await file.service.call('GET', '/admin/api/status');
     assert.equal(reply.status, 200);
-    assert.deepEqual(reply.body.counts, { processing: 2, processed: 0, ignored: 0, duplicate: 0, failed: 1 });
+    assert.deepEqual(reply.body.counts, { processing: 2, processed: 1, ignored: 0, duplicate: 0, failed: 1 });
     assert.equal(typeof reply.body.oldest_processing_age_seconds, 'number');
     assert.ok((reply.body.oldest_processing_age_seconds as number) >= 0);
     // The two processing events' jobs wait (one each: they were claimed one after the other); the

@@ -85,7 +85,7 @@ const readyz = async () => {
 };
 
 test('while Postgres answers, a delivery is stored and /readyz is 200', async () => {
-  const event = sampleEvent('charge.succeeded', exampleObject('charge'));
+  const event = sampleEvent('charge.refunded', exampleObject('charge'));
   assert.deepEqual(await service.deliver(event), { status: 200, body: { received: true } });
   assert.deepEqual(await storedEvent(event.id), { events: 1, jobs: 1 });
   assert.equal((await readyz()).status, 200);

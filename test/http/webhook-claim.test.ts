@@ -51,7 +51,7 @@ describe('a valid delivery', () => {
   });
 
   test('signed with the previous secret during a rotation is accepted', async () => {
-    const reply = await file.service.deliver(sampleEvent('charge.succeeded', exampleObject('charge')), { secret: PREVIOUS_WEBHOOK_SECRET });
+    const reply = await file.service.deliver(sampleEvent('charge.refunded', exampleObject('charge')), { secret: PREVIOUS_WEBHOOK_SECRET });
     assert.equal(reply.status, 200);
     assert.deepEqual(await stored(), { events: 1, jobs: 1 });
   });

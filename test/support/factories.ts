@@ -63,10 +63,18 @@ export async function eventRow(database: TestDatabase, eventId: string): Promise
 
 /** Polls until the worker has finished the event (any status but 'processing') and returns its row. */
 export async function finishedEvent(database: TestDatabase, eventId: string, options: { timeoutMs?: number } = {}): Promise<StripeEventRow> {
-  return waitFor(`event ${eventId} to finish`, async () => {
-    const row = await findEvent(database.db, eventId);
-    return row?.status !== 'processing' && row;
-  }, options);
+  let last: StripeEventRow | undefined;
+  try {
+    return await waitFor(`event ${eventId} to finish`, async () => {
+      last = await findEvent(database.db, eventId);
+      return last?.status !== 'processing' && last;
+    }, options);
+  } catch (error) {
+    // Where it stood says why: waiting (for what), retrying (after which failure), or never run.
+    const wait = await database.db.selectFrom('stripe_events').select(['waits_for', 'wait_until']).where('event_id', '=', eventId).executeTakeFirst();
+    const state = last ? `${last.type}, attempts ${last.attempts}, job ${last.job_key ?? 'none'}, waits for ${wait?.waits_for?.join(' ') ?? 'nothing'}, last error: ${last.last_error ?? 'none'}` : 'not stored';
+    throw new Error(`${(error as Error).message} (${state})`, { cause: error });
+  }
 }
 
 /** Ended 'failed' on its first attempt (refused, not retried), its reason naming every id in `ids`. */
