@@ -1,4 +1,4 @@
-// `npm run bench -- [statements|ingest|drain|latency|sweep|abuse|replication|all]… [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--rounds N] [--warmup S]`
+// `npm run bench -- [statements|ingest|drain|latency|sweep|abuse|replication|all]… [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--event checkout|payment-intent] [--rounds N] [--warmup S]`
 // Runs the benchmark parts, each on its own throwaway database, baselines and the service in the
 // same run, and prints figures, ratios to the baselines and the targets beside them.
 // Method and the figures measured so far: docs/benchmarks.md.
@@ -16,6 +16,7 @@ import { DEFAULT_SERVER_URL, dropLeftoverBenchDatabases } from './support/databa
 import { machineFacts } from './support/machine.js';
 import type { BenchOptions } from './support/options.js';
 import { formatTable, type Figure } from './support/report.js';
+import { BENCH_EVENTS, type BenchEvent } from './support/webhook-events.js';
 
 const PARTS = { statements: benchStatements, ingest: benchIngest, drain: benchDrain, latency: benchLatency, sweep: benchSweep, abuse: benchAbuse, replication: benchReplication } as const;
 type PartName = keyof typeof PARTS;
@@ -29,8 +30,8 @@ const USAGE = `usage: npm run bench -- [statements|ingest|drain|latency|sweep|ab
             25 (a count, not a time): fails when one exceeds bench/statement-budget.json
   ingest    webhook POSTs at 50 connections: Express ceiling, naive INSERT, bare group-commit INSERT,
             the service with ROLE=web and with the defaults (ROLE=all, fulfilling all it accepts),
-            and ROLE=all notifying a local receiver (all-notify);
-            req/s, p99 and CPU per event (the process and its Postgres backends) against naive
+            and ROLE=all notifying a local receiver (all-notify), each request a unique signed event
+            (--event); req/s, p99 and CPU per event (the process and its Postgres backends) against naive
   drain     20k checkout.session.completed events fulfilled by ROLE=worker vs bare graphile-worker,
             and by ROLE=worker notifying a local receiver, until fulfilled and until delivered
   latency   webhook 2xx → order paid at 50 events/s (ROLE=all)
@@ -54,6 +55,10 @@ options:
                        logs the plan of every statement to the server's log (repeatable)
   --servers LIST       ingest only: run these servers, comma-separated (${SERVERS.join(', ')}; all-notify
                        only when named); a ratio is printed when both of its servers ran, e.g. --servers naive,all
+  --event checkout|payment-intent
+                       ingest only: what every request carries (default checkout): checkout is a 3.3 KB
+                       checkout.session.completed paying a pending order (a grant); payment-intent a 3 KB
+                       payment_intent.succeeded, stored and recorded without acting on it (the reviewer's, issue 54)
   --rounds N           ingest and drain: rounds of every server, in alternating order (default: ingest 2, drain 1; --short 1)
   --warmup S           ingest only: seconds of load before each measured run (default 2; --short 0.5)
 
@@ -75,6 +80,7 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
       'node-flag': { type: 'string', multiple: true },
       'db-setting': { type: 'string', multiple: true },
       servers: { type: 'string' },
+      event: { type: 'string' },
       rounds: { type: 'string' },
       warmup: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -108,6 +114,9 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   if (servers && !runs('ingest')) throw new UsageError('--servers is for the ingest part: npm run bench -- ingest --servers naive,all');
   const unknown = servers?.find((name) => !(SERVERS as readonly string[]).includes(name));
   if (unknown !== undefined) throw new UsageError(`--servers: unknown server '${unknown}' (choose from ${SERVERS.join(', ')})`);
+  if (values.event !== undefined && !runs('ingest')) throw new UsageError('--event is for the ingest part: npm run bench -- ingest --event payment-intent');
+  if (values.event !== undefined && !Object.hasOwn(BENCH_EVENTS, values.event)) throw new UsageError(`--event: unknown event '${values.event}' (choose from ${Object.keys(BENCH_EVENTS).join(', ')})`);
+  const event = values.event as BenchEvent | undefined;
   const rounds = values.rounds === undefined ? undefined : Number(values.rounds);
   if (rounds !== undefined && !runs('ingest') && !runs('drain')) throw new UsageError('--rounds is for the ingest and drain parts: npm run bench -- ingest drain --rounds 4');
   if (rounds !== undefined && (!Number.isInteger(rounds) || rounds < 1 || rounds > 10)) throw new UsageError('--rounds must be a whole number from 1 to 10');
@@ -121,7 +130,7 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   return {
     parts,
     json: values.json === true,
-    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env, dbSettings, ...(servers && { servers }), ...(rounds && { rounds }), ...(warmupSeconds && { warmupSeconds }) },
+    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env, dbSettings, ...(servers && { servers }), ...(event && { event }), ...(rounds && { rounds }), ...(warmupSeconds && { warmupSeconds }) },
   };
 }
 
@@ -150,6 +159,7 @@ async function main(): Promise<number> {
   out(`service NODE_OPTIONS (the image's): ${imageNodeOptions() || 'none'}`);
   if (options.nodeFlags.length > 0) out(`service node flags: ${options.nodeFlags.join(' ')}`);
   if (Object.keys(options.env).length > 0) out(`service env: ${Object.entries(options.env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (parts.includes('ingest')) out(`ingest workload: every request a unique signed ${BENCH_EVENTS[options.event ?? 'checkout']} (--event ${options.event ?? 'checkout'})`);
   if (Object.keys(options.dbSettings).length > 0) out(`bench databases: ${Object.entries(options.dbSettings).map(([k, v]) => `${k}=${v}`).join(' ')}`);
 
   if (parts.some((part) => part !== 'sweep' && part !== 'statements')) {
@@ -172,7 +182,7 @@ async function main(): Promise<number> {
     }
   }
   const seconds = (Date.now() - started) / 1000;
-  if (json) process.stdout.write(`${JSON.stringify({ machine, short: options.short, nodeOptions: imageNodeOptions(), nodeFlags: options.nodeFlags, env: options.env, dbSettings: options.dbSettings, seconds, figures, failures }, null, 2)}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ machine, short: options.short, ...(parts.includes('ingest') && { ingestEvent: BENCH_EVENTS[options.event ?? 'checkout'] }), nodeOptions: imageNodeOptions(), nodeFlags: options.nodeFlags, env: options.env, dbSettings: options.dbSettings, seconds, figures, failures }, null, 2)}\n`);
   else if (parts.length > 1) out(`\nsummary (${seconds.toFixed(0)} s)\n${formatTable(figures)}`);
   return failures.length > 0 ? 1 : 0;
 }

@@ -1,11 +1,14 @@
 // Ingest: seven servers (six unless named) get the same requests the same way (autocannon, 50
-// connections, each request a unique ~3.3 KB signed checkout.session.completed event; a warm-up,
-// then the measured run): (a) ceiling: Express, no database; (b) naive: one INSERT per request
+// connections, each request a unique signed event; a warm-up, then the measured run). The event
+// is the workload (--event): checkout, a ~3.3 KB checkout.session.completed that pays a pending
+// order (the default), or payment-intent, a ~3 KB payment_intent.succeeded that the service
+// stores and records without acting on it (the external reviewer's, issue 54). The servers:
+// (a) ceiling: Express, no database; (b) naive: one INSERT per request
 // through a pg pool of 10; (c) group-commit: the bare batched INSERT, no verification, claim or
 // job; (d) web: the compiled service with ROLE=web; (e) all: the compiled service with the
 // defaults (ROLE=all, the single container a small VPS runs), which also fulfils every event it
-// accepts, on its own database with the events' orders in it, so each fulfilment grants as in
-// production; (f) all-notify, run only when named: `all` with outcome notifications on,
+// accepts, on its own database, with the events' orders in it for checkout, so each fulfilment
+// grants as in production; (f) all-notify, run only when named: `all` with outcome notifications on,
 // APP_WEBHOOK_URL at the bench's receiver (support/notified-app.ts), measured until every
 // notification is delivered too: against `all`, what the outbox costs an event (the issue: ingest
 // unchanged); (g) split: the same work as two processes, ROLE=web and ROLE=worker (two containers
@@ -34,7 +37,7 @@ import { spawnBaseline, spawnBenchService, spawnSplitService, type BenchChild } 
 import { ratio, type Figure } from '../support/report.js';
 import { BENCH_TOKEN, BENCH_WEBHOOK_SECRET, serviceEnv } from '../support/service-env.js';
 import { percentile, pollUntil, sampleRss, summedCpuSeconds, summedKb, systemCalls } from '../support/stats.js';
-import { BENCH_PACKAGE, eventBodies, signatureHeader, type EventBodies } from '../support/webhook-events.js';
+import { BENCH_PACKAGE, eventBodies, paymentIntentBodies, signatureHeader, type EventBodies, type WebhookBodies } from '../support/webhook-events.js';
 
 const CONNECTIONS = 50;
 // Enough unique events that a service never sees a repeat in either round: it has not outrun
@@ -54,6 +57,8 @@ type ServerName = (typeof SERVERS)[number];
 const DEFAULT_SERVERS = SERVERS.filter((name) => name !== 'all-notify');
 
 interface Requests {
+  /** The Stripe event type every body carries. */
+  type: string;
   bodies: Buffer[];
   signatures: string[];
   next: number;
@@ -104,11 +109,21 @@ async function load(url: string, requests: Requests, seconds: number): Promise<a
 const processing = async (db: BenchDatabase) =>
   (await db.pool.query<{ n: number }>("select count(*)::int as n from stripe_events where status = 'processing'")).rows[0]!.n;
 
-/** Until every event accepted is fulfilled and, for a server that notifies, every notification delivered. */
-const fulfilled = (server: Server, size: Size) =>
+/**
+ * Until every event accepted is fulfilled and, for a server that notifies, every notification
+ * delivered, after a load that ended at `loaded` (performance.now()). Autocannon stops with a
+ * request in flight on most connections, which the server still accepts and commits (the rows
+ * beyond the 2xx): up to the load's slowest answer later, so the look that counts comes after
+ * that. Without it a server that keeps up (record-only events) was seen with nothing processing
+ * before those claims committed, and stopped with them unfulfilled.
+ */
+const fulfilled = (server: Server, size: Size, load: { loaded: number; result: autocannon.Result }) =>
   pollUntil(
     `the service to fulfil every event it accepted${server.notifies ? ' and deliver their notifications' : ''}`,
-    async () => (await processing(server.db!)) === 0 && (!server.notifies || (await pendingDeliveries(server.db!)) === 0),
+    async () =>
+      performance.now() - load.loaded > load.result.latency.max &&
+      (await processing(server.db!)) === 0 &&
+      (!server.notifies || (await pendingDeliveries(server.db!)) === 0),
     { timeoutMs: size.drainTimeoutMs, intervalMs: 20 },
   );
 
@@ -136,14 +151,14 @@ async function measure(server: Server, child: BenchChild, requests: Requests, si
   const warmup = await load(child.url, requests, size.warmupSeconds);
   // The window counts the events accepted in it, so it starts once the warm-up's are fulfilled:
   // otherwise it would also pay for fulfilling those, which it does not count.
-  if (server.drains) await fulfilled(server, size);
+  if (server.drains) await fulfilled(server, size, { loaded: performance.now(), result: warmup });
   // Scraped outside the CPU window at both ends: a scrape costs the service a status read.
   const gc = server.service && child.pids.length === 1 ? await gcWindow(child.url, BENCH_TOKEN) : undefined;
   const postgres = server.db ? await postgresCpu(server.db.pool, server.db.name) : undefined;
   const [serverCpu, callsBefore, generatorCpu, started] = [processCpu(), calls(), process.cpuUsage(), performance.now()];
   const result = await load(child.url, requests, size.measureSeconds);
   const loaded = performance.now();
-  if (server.drains) await fulfilled(server, size);
+  if (server.drains) await fulfilled(server, size, { loaded, result });
   const seconds = (performance.now() - started) / 1000;
   const generator = process.cpuUsage(generatorCpu);
   const [serverCpuUsed, callsAfter] = [processCpu() - serverCpu, calls()];
@@ -171,7 +186,7 @@ async function quietRss(child: BenchChild, seconds: number): Promise<number> {
 }
 
 async function run(name: ServerName, server: Server, requests: Requests, size: Size, options: BenchOptions): Promise<Measured> {
-  options.log(`ingest: ${name}: ${size.warmupSeconds} s warm-up + ${size.measureSeconds} s at ${CONNECTIONS} connections${server.drains ? ', then until fulfilled' : ''}`);
+  options.log(`ingest: ${name}: ${size.warmupSeconds} s warm-up + ${size.measureSeconds} s at ${CONNECTIONS} connections of ${requests.type}${server.drains ? ', then until fulfilled' : ''}`);
   const child = await server.start();
   const wal = server.db ? await walWindow(server.db.pool) : undefined;
   let measured: Measured;
@@ -353,8 +368,13 @@ export function ingestSize(options: Pick<BenchOptions, 'short' | 'rounds' | 'war
 
 export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
   const size = ingestSize(options);
-  const events = eventBodies(size.events);
-  const requests: Requests = { bodies: Array.from({ length: events.count }, (_, i) => Buffer.from(events.body(i))), signatures: [], next: 0 };
+  // checkout pays orders, which the fulfilling servers' databases must hold; payment-intent needs none.
+  const checkout = (options.event ?? 'checkout') === 'checkout' ? eventBodies(size.events) : undefined;
+  const events: WebhookBodies = checkout ?? paymentIntentBodies(size.events);
+  const requests: Requests = { type: events.type, bodies: Array.from({ length: events.count }, (_, i) => Buffer.from(events.body(i))), signatures: [], next: 0 };
+  const bytes = requests.bodies.reduce((total, body) => total + body.length, 0) / requests.bodies.length;
+  // Beside every target: the workload its ratio is for.
+  const workload = `${events.type} events`;
   const db = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
   const allDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
   const notifyDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
@@ -366,7 +386,7 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
   try {
     const commitMs = await commitLatencyMs(db, options.short ? 50 : 300);
     for (const [name, fulfilling] of [['all', allDb], ['all-notify', notifyDb], ['split', splitDb]] as const) {
-      if (chosen.includes(name)) await seedOrders(fulfilling, events);
+      if (checkout && chosen.includes(name)) await seedOrders(fulfilling, checkout);
     }
     const servers: Record<ServerName, Server> = {
       ceiling: { start: () => spawnBaseline('ceiling', {}) },
@@ -404,21 +424,28 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
     const stored = await Promise.all((['web', 'all', 'all-notify', 'split'] as const).filter((name) => ran(name)).map((name) => unstored(name, runs[name], servers[name].db!, cycled)));
     const notified = app ? [undeliveredFigure('ingest', 'all-notify notifications not delivered', [await notifiedOutcome(notifyDb)], await app.received())] : [];
     return [
+      {
+        part: 'ingest',
+        name: 'event body',
+        value: bytes,
+        unit: 'bytes',
+        note: `the workload: ${events.type} (--event ${options.event ?? 'checkout'}), ${checkout ? 'each pays a pending order, so the servers that fulfil grant' : 'the servers that fulfil record it without acting on it: no orders'}; unique, signed, the same bodies for every server`,
+      },
       { part: 'ingest', name: 'postgres commit p50, 1 client', value: commitMs, unit: 'ms', note: 'one-row INSERT, autocommit: WAL flush latency' },
       ...chosen.flatMap((name) => serverFigures(name, runs[name], servers[name])),
       ...when(['web', 'naive'], () => [
-        { part: 'ingest', name: 'web CPU per event ÷ naive', value: ratio(cpuPerEvent(web), cpuPerEvent(naive)), unit: '×', target: { op: '≤', value: 1.0 } },
+        { part: 'ingest', name: 'web CPU per event ÷ naive', value: ratio(cpuPerEvent(web), cpuPerEvent(naive)), unit: '×', target: { op: '≤', value: 0.8 }, note: workload },
       ]),
       ...when(['all', 'naive'], () => [
-        { part: 'ingest', name: 'all CPU per fulfilled event ÷ naive', value: ratio(cpuPerEvent(all), cpuPerEvent(naive)), unit: '×', target: { op: '≤', value: 1.2 } },
+        { part: 'ingest', name: 'all CPU per fulfilled event ÷ naive', value: ratio(cpuPerEvent(all), cpuPerEvent(naive)), unit: '×', target: { op: '≤', value: 1.0 }, note: workload },
       ]),
-      ...when(['web', 'naive'], () => [{ part: 'ingest', name: 'web req/s ÷ naive', value: ratio(rate(web), rate(naive)), unit: '×', target: { op: '≥', value: 1.2 } }]),
-      ...when(['all', 'naive'], () => [{ part: 'ingest', name: 'all req/s ÷ naive', value: ratio(rate(all), rate(naive)), unit: '×', target: { op: '≥', value: 1.0 } }]),
+      ...when(['web', 'naive'], () => [{ part: 'ingest', name: 'web req/s ÷ naive', value: ratio(rate(web), rate(naive)), unit: '×', target: { op: '≥', value: 1.5 }, note: workload }]),
+      ...when(['all', 'naive'], () => [{ part: 'ingest', name: 'all req/s ÷ naive', value: ratio(rate(all), rate(naive)), unit: '×', target: { op: '≥', value: 1.2 }, note: workload }]),
       ...when(['web', 'naive'], () => [
-        { part: 'ingest', name: 'web p99 ÷ naive p99', value: ratio(latency(web, 'p99'), latency(naive, 'p99')), unit: '×', target: { op: '≤', value: 1.25 } },
+        { part: 'ingest', name: 'web p99 ÷ naive p99', value: ratio(latency(web, 'p99'), latency(naive, 'p99')), unit: '×', target: { op: '≤', value: 1.25 }, note: workload },
       ]),
       ...when(['all', 'naive'], () => [
-        { part: 'ingest', name: 'all p99 ÷ naive p99', value: ratio(latency(all, 'p99'), latency(naive, 'p99')), unit: '×', target: { op: '≤', value: 1.25 } },
+        { part: 'ingest', name: 'all p99 ÷ naive p99', value: ratio(latency(all, 'p99'), latency(naive, 'p99')), unit: '×', target: { op: '≤', value: 1.25 }, note: workload },
       ]),
       ...when(['split', 'naive'], () => [
         {

@@ -1,4 +1,6 @@
 // What every part is given by bench/run.ts.
+import type { BenchEvent } from './webhook-events.js';
+
 export interface BenchOptions {
   /** The Postgres server; each part creates (and drops) its own database on it. */
   serverUrl: string;
@@ -12,6 +14,8 @@ export interface BenchOptions {
   rounds?: number;
   /** ingest only: seconds of load before each measured run (`--warmup S`). */
   warmupSeconds?: number;
+  /** ingest only: the event every request carries (`--event`); checkout.session.completed when unset. */
+  event?: BenchEvent;
   /** ingest only: the servers to run (`--servers naive,all`); all but all-notify when unset. */
   servers?: readonly string[];
   /** Extra environment for every service process (`--env KEY=VALUE`). */
