@@ -43,8 +43,22 @@ export interface RateLimits {
  */
 export function clientKey(req: Request): string {
   // req.ip is undefined only once the socket is gone; such a request has no one to bound.
-  return ipKeyGenerator(req.ip ?? '', 56);
+  const ip = req.ip ?? '';
+  let key = clientKeys.get(ip);
+  if (key === undefined) {
+    if (clientKeys.size >= MAX_CLIENT_KEYS) clientKeys.clear();
+    key = ipKeyGenerator(ip, 56);
+    clientKeys.set(ip, key);
+  }
+  return key;
 }
+
+// Every webhook asks for its client's key, and ipKeyGenerator parses each IPv6 address it is given
+// (an IPv4 client of a server listening on `::` arrives as ::ffff:a.b.c.d): 5 % of a busy
+// service's CPU went there (docs/benchmarks.md). The same few addresses (Stripe's, the proxy's)
+// ask again and again, so the keys are kept; a flood of new addresses only refills the map.
+const MAX_CLIENT_KEYS = 10_000;
+const clientKeys = new Map<string, string>();
 
 const passThrough: RequestHandler = (_req, _res, next) => next();
 
