@@ -139,8 +139,12 @@ export async function claimEvents(
       on conflict (event_id) do nothing
       returning event_id, job_key, status
     ), jobs as (
-      select count(*) as added
-      from ${addEventJobs(sql`select event_id, job_key from claimed where job_key is not null`, options)}
+      -- Only when there is a job to add: add_jobs notifies even for none, and a notifying commit
+      -- takes a lock every notifying commit of the database waits for (claim-batcher.ts). The
+      -- subquery runs only when the CASE reaches it.
+      select case when exists (select from claimed where job_key is not null)
+        then (select count(*) from ${addEventJobs(sql`select event_id, job_key from claimed where job_key is not null`, options)})
+        else 0 end as added
     )
     select array(select event_id from claimed where status <> 'duplicate') as claimed, (select added from jobs) as jobs`.execute(db);
   const claimed = new Set(rows[0]?.claimed);

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { claimEvents } from '../../src/events/event-store.js';
 import { intakeRule } from '../../src/fulfilment/finish-at-intake.js';
 import { recordOnly } from '../../src/fulfilment/handler.js';
@@ -13,6 +14,7 @@ import { exampleObject, randomStripeId, sampleEvent, thinNotification } from '..
 import { eventRow, finishedEvent, incomingEvent } from '../support/factories.js';
 import { jobOf } from '../support/jobs.js';
 import { serviceForFile } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 
 const file = serviceForFile();
 
@@ -71,4 +73,24 @@ test('the service registers the types its modules act on, and none it only recor
   const types = rows.map((r) => r.event_type);
   for (const type of ['checkout.session.completed', 'charge.refunded', 'invoice.paid', 'charge.dispute.created']) assert.ok(types.includes(type), type);
   for (const type of ['payment_intent.succeeded', 'charge.succeeded']) assert.ok(!types.includes(type), type);
+});
+
+test("a claim that adds no job sends no NOTIFY: a notifying commit waits for every other one's", async () => {
+  const listener = new pg.Client({ connectionString: file.database.url });
+  await listener.connect();
+  try {
+    const heard: string[] = [];
+    listener.on('notification', (n) => heard.push(n.payload ?? ''));
+    await listener.query('listen "jobs:insert"');
+    const rule = intakeRule([{ 'payment_intent.succeeded': recordOnly }], false);
+    const options = { maxAttempts: 10, finishAtIntake: (e: Parameters<typeof rule.finish>[0]) => rule.finish(e) };
+    await claimEvents(file.database.db, [incomingEvent(paymentSucceeded()), incomingEvent(paymentSucceeded())], options);
+    // Then one that needs its job: its notification comes after any the first claim sent.
+    await claimEvents(file.database.db, [incomingEvent(sampleEvent('charge.refunded', exampleObject('charge')))], options);
+    await waitFor('the second claim to notify', () => Promise.resolve(heard.length > 0));
+    assert.equal(heard.length, 1, `heard: ${heard.join(' | ')}`);
+    assert.match(heard[0]!, /"count":1\}$/);
+  } finally {
+    await listener.end();
+  }
 });
