@@ -36,9 +36,10 @@ ENV NODE_ENV=production
 # memory, and on a large host lets garbage from a burst of webhooks pile up to several times what
 # the service keeps live before it collects: resident memory then follows the host, not the load.
 # These two caps keep it bounded and small, for a little more garbage collection at saturation;
-# docs/benchmarks.md (runs 11 and 12) has both sides measured. What the service holds is bounded
-# (bodies, pools, batches) and far below 256 MB; a process that ever reaches it ends with
-# "JavaScript heap out of memory", compose restarts it, and the sweep takes over its events.
+# docs/benchmarks.md ("What bounds each number": service RSS) has both sides measured. What the
+# service holds is bounded (bodies, pools, batches) and far below 256 MB; a process that ever
+# reaches it ends with "JavaScript heap out of memory", compose restarts it, and the sweep takes
+# over its events.
 # --expose-gc lets the service hand V8's young generation back when it has nothing to do
 # (src/trim-heap.ts). To change any of the three, set NODE_OPTIONS in .env: it replaces this value.
 ENV NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8 --expose-gc"

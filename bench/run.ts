@@ -1,7 +1,7 @@
 // `npm run bench -- [statements|ingest|drain|latency|sweep|abuse|replication|all]… [--short] [--json] [--concurrency N] [--env KEY=VALUE]… [--node-flag FLAG]… [--db-setting NAME=VALUE]… [--servers LIST] [--event checkout|payment-intent] [--rounds N] [--warmup S]`
 // Runs the benchmark parts, each on its own throwaway database, baselines and the service in the
 // same run, and prints figures, ratios to the baselines and the targets beside them.
-// Method and the figures measured so far: docs/benchmarks.md.
+// Method and current figures: docs/benchmarks.md.
 import { parseArgs } from 'node:util';
 import { benchAbuse } from './parts/abuse.js';
 import { benchDrain } from './parts/drain.js';

@@ -8,10 +8,11 @@ export interface LogDestination {
   /** 2 for scripts: their stdout is their result (text or --json), logs go to stderr. */
   fd?: 1 | 2;
   /**
-   * false for the service: a line is handed to a write already in flight instead of costing its
-   * own blocking write, so under load many lines share one write (one log line per request or
-   * event is a measurable share of the service's CPU: docs/benchmarks.md). pino writes what is buffered when the process
-   * exits, also on process.exit(); only a SIGKILL or a power cut can lose the last lines.
+   * false for the service: a line is handed to a write already in flight instead of costing its own
+   * blocking write, so under load many lines share one write (one log line per request or event is
+   * a measurable share of the service's CPU: docs/benchmarks.md, "What bounds each number"). pino
+   * writes what is buffered when the process exits, also on process.exit(); only a SIGKILL or a
+   * power cut can lose the last lines.
    */
   sync?: boolean;
   /**
@@ -27,9 +28,9 @@ export function createLogger(level: string, { fd = 1, sync = true, pretty = fals
     base: { service: 'stripe-inbox' },
     // Not pino's own `redact` option: with a wildcard path it parses every path again for every
     // field of every line, and that garbage was the largest share of what the service allocated
-    // under load (docs/benchmarks.md). This does the same check on each line's fields and
-    // allocates only when it censors. (A child logger's bindings are not fields: ours are names
-    // set in code.)
+    // under load (docs/benchmarks.md, "What the speed-only code buys"). This does the same check on
+    // each line's fields and allocates only when it censors. (A child logger's bindings are not
+    // fields: ours are names set in code.)
     formatters: { log: redactSecrets },
   };
   if (pretty && prettyAvailable()) {

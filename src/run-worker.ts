@@ -72,10 +72,11 @@ interface MaintenanceTask {
 
 /**
  * Where one process both answers webhooks and fulfils them (ROLE=all), the answers go first: a
- * fulfilment transaction starts when no claim is in flight, or after this wait at the latest. In
- * a burst that keeps the 2xx fast — Stripe's deadline is on the answer, not on the credits — and
- * jobs gather meanwhile, so fulfilment catches up in larger, cheaper transactions. At a steady
- * low rate a claim is rarely in flight and the wait is a few milliseconds (docs/benchmarks.md).
+ * fulfilment transaction starts when no claim is in flight, or after this wait at the latest. In a
+ * burst that keeps the 2xx fast — Stripe's deadline is on the answer, not on the credits — and jobs
+ * gather meanwhile, so fulfilment catches up in larger, cheaper transactions. At a steady low rate
+ * a claim is rarely in flight and the wait is a few milliseconds (docs/benchmarks.md, "What the
+ * speed-only code buys").
  */
 const INTAKE_FIRST_MAX_WAIT_MS = 100;
 
@@ -135,9 +136,9 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
       concurrency,
       preset: {
         worker: {
-          // Fetch jobs for all slots in one query (figures in docs/benchmarks.md). The trade-off
-          // on a kill: jobs held in the local queue stay locked; their events are still
-          // 'processing' and the sweep reclaims them once the lock is older than
+          // Fetch jobs for all slots in one query (docs/benchmarks.md, "What the speed-only code
+          // buys"). The trade-off on a kill: jobs held in the local queue stay locked; their events
+          // are still 'processing' and the sweep reclaims them once the lock is older than
           // STALE_AFTER_SECONDS, so jobs must not sit in the local queue that long (ttl). Batched
           // completion is off: with it, a database that goes away while a batch of failures is
           // written ends graphile-worker's worker pool (test/database-outage.test.ts holds it).

@@ -20,8 +20,9 @@ export function serviceEnv(databaseUrl: string, role: 'all' | 'web' | 'worker', 
     API_TOKEN: BENCH_TOKEN,
     ADMIN_TOKEN: BENCH_TOKEN,
     PORT: '0',
-    // scripts/dev/spawn-service.ts learns the URL from the 'stripe-inbox started' line, an info line:
-    // a quieter level would never be seen as started. See docs/benchmarks.md.
+    // scripts/dev/spawn-service.ts learns the URL from the 'stripe-inbox started' line, an info
+    // line: a quieter level would never be seen as started. See docs/benchmarks.md, "Known limits
+    // of the bench".
     LOG_LEVEL: 'info',
     SHUTDOWN_TIMEOUT_SECONDS: '5',
     ...extra,

@@ -1,9 +1,9 @@
 // A service process's garbage collections over a window, from its own GET /metrics (prom-client's
 // nodejs_gc_duration_seconds, which node's perf_hooks feed): how many full and young-generation
-// collections, and how long they paused the main thread. The marking V8's helper threads do
-// beside the main thread is not in it; it shows in the process's CPU. Counts, unlike times, do
-// not move with the host: the rate of full collections is what the heap settings trade against
-// memory (docs/benchmarks.md).
+// collections, and how long they paused the main thread. The marking V8's helper threads do beside
+// the main thread is not in it; it shows in the process's CPU. Counts, unlike times, do not move
+// with the host: the rate of full collections is what the heap settings trade against memory
+// (docs/benchmarks.md, "Tried and not kept").
 
 export interface GcCounts {
   /** Mark-compact collections, each marking the whole heap again. */

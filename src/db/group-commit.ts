@@ -7,8 +7,9 @@
 // Used for webhook claims (src/events/claim-batcher.ts) and for the jobs a worker runs at once
 // (src/fulfilment/fulfilment-batcher.ts): on these machines a round trip to Postgres costs more
 // than the work in it, so sharing the commit and one set-based statement between items is what
-// raises throughput (docs/benchmarks.md). whenIdle lets fulfilment wait for the claims where both
-// share a process; busyShare lets the notification pump give way to both.
+// raises throughput (docs/benchmarks.md, "What the speed-only code buys"). whenIdle lets fulfilment
+// wait for the claims where both share a process; busyShare lets the notification pump give way to
+// both.
 export interface GroupCommitOptions {
   /** Most items in one transaction (bounds statement size and the locks held). */
   maxBatch: number;

@@ -4,9 +4,9 @@
 // 2xx still means "stored, with its job" (docs/design.md, invariant 1).
 //
 // Why: add_jobs ends in pg_notify, and Postgres serialises notifying commits database-wide (a
-// global lock held through the commit's flush). One claim per transaction therefore caps ingest
-// at one commit's flush per request however many connections there are; sharing transactions
-// pays that lock once per batch (docs/benchmarks.md, ingest).
+// global lock held through the commit's flush). One claim per transaction therefore caps ingest at
+// one commit's flush per request however many connections there are; sharing transactions pays that
+// lock once per batch (docs/benchmarks.md, "What bounds each number").
 //
 // A claim not committed within claimTimeoutMs is answered with an error (the route's 503). That
 // bounds a request when the database hangs instead of refusing (a network partition, a frozen
@@ -26,7 +26,7 @@ export interface ClaimBatcherOptions extends ClaimOptions {
   /**
    * Claim transactions open at once. One: the next batch forms while a commit is in flight, and
    * notifying commits serialise anyway; more split the batches and each commit waits for the
-   * other's (docs/benchmarks.md, ingest).
+   * other's (docs/benchmarks.md, "What bounds each number").
    */
   maxInFlight?: number;
   /** Longest a delivery waits for its commit; well under Stripe's own webhook timeout. */

@@ -133,8 +133,8 @@ async function fulfilLocked(db: Kysely<Database>, eventIds: readonly string[], o
     const outcomes = await options.dispatch.run(tx, events.map((event) => fetched.get(event.event_id) ?? event));
     // The handlers are done with the payloads. Let go of them now and each batch's parsed payloads
     // die young; kept through the finish statement and the commit, under load they lived long
-    // enough to be copied into V8's old generation, and that set the pace of full collections in
-    // a process that also answers webhooks (docs/benchmarks.md).
+    // enough to be copied into V8's old generation, and that set the pace of full collections in a
+    // process that also answers webhooks (docs/benchmarks.md, "What the speed-only code buys").
     for (const event of events) event.payload = null;
     const finished = events.flatMap((event, i) => {
       const outcome = outcomes[i]!;

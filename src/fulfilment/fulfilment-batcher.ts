@@ -4,8 +4,8 @@
 // one transaction: one lock statement, each handler's set-based statement, one finish statement,
 // one commit for all of their events. Under load the round trips are paid once for several jobs
 // instead of once for each, and a round trip costs more CPU than the rows it writes
-// (docs/benchmarks.md). A job that runs alone, at low load, goes at once, unless yieldTo makes it
-// wait for the webhook's claims (ROLE=all, src/service.ts).
+// (docs/benchmarks.md, "What the speed-only code buys"). A job that runs alone, at low load, goes
+// at once, unless yieldTo makes it wait for the webhook's claims (ROLE=all, src/service.ts).
 //
 // A batch never changes an outcome. Side-effects and status flips still commit together
 // (docs/design.md, invariant 6), and fulfilEvents falls back to one event per transaction when a

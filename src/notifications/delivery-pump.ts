@@ -8,8 +8,8 @@
 // (attempts, when next, who has it), and the job cost more than the delivery. Adding it made every
 // fulfilment commit a notifying one, which waits for every other such commit in the database, and
 // its fetch scanned past the fulfilment backlog; a drain fulfilled at a quarter of its rate
-// (docs/benchmarks.md). The price is a poll: a new notification waits up to POLL_MS when the pump
-// is idle, and an idle process asks once per POLL_MS.
+// (docs/benchmarks.md, "Outcome notifications"). The price is a poll: a new notification waits up
+// to POLL_MS when the pump is idle, and an idle process asks once per POLL_MS.
 //
 // A worker killed mid-attempt leaves leases that run out: the sweep frees those deliveries
 // (reclaim.ts) and the next batch takes them, so an attempt in flight is retried, never lost.
