@@ -94,7 +94,9 @@ export function waker(options: EnqueueOptions): Wake {
 /**
  * After writing what `keys` stand for (an order paid by a PaymentIntent, a subscription linked):
  * wakes the events waiting for any of them, in the caller's transaction, so they run as soon as it
- * commits. One statement when nobody waits (the usual case); a second enqueues the woken.
+ * commits. One statement when nobody waits (the usual case); a second enqueues the woken. A
+ * waiting row another transaction holds is passed over: that transaction runs, re-enqueues or ends
+ * the event itself, and waiting for it could deadlock (sql/0032).
  */
 export async function wakeWaiting(tx: Transaction<Database>, keys: readonly string[], options: EnqueueOptions): Promise<string[]> {
   if (keys.length === 0) return [];

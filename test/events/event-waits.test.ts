@@ -10,6 +10,7 @@ import { RetryLaterError, type EventHandler } from '../../src/fulfilment/handler
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';
 import { fulfilWith } from '../support/handlers.js';
+import { waitFor } from '../support/wait-for.js';
 
 const database = databaseForFile({ maxConnections: 8 });
 const TYPE = 'payment_intent.succeeded';
@@ -57,3 +58,50 @@ test('a woken event gets one job, and waking a key nobody waits for writes nothi
   const { rows } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where key = (select job_key from stripe_events where event_id = ${event.id})`.execute(database.db);
   assert.equal(rows[0]!.n, 1);
 });
+
+test('a wake passes over a waiting row another transaction holds, instead of deadlocking with it', async () => {
+  const paymentIntent = randomStripeId('pi');
+  const event = sampleEvent(TYPE, { ...exampleObject('payment_intent'), id: paymentIntent });
+  const [parked] = await fulfilWith(database, { [TYPE]: needsArrival }, [event]);
+  assert.equal(parked!.row.status, 'processing');
+  // A fulfilment re-running the parked event (its wait gave up, or the sweep reclaimed it): it
+  // holds the row, and takes the key before it reads, as needsArrival does.
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let holder: number | undefined;
+  const rerun = database.db.transaction().execute(async (tx) => {
+    await sql`select 1 from stripe_events where event_id = ${event.id} for update`.execute(tx);
+    holder = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(tx)).rows[0]!.pid;
+    await released;
+    await lockWaitKeys(tx, [keyOf(paymentIntent)]);
+    return (await sql`select 1 from arrivals where key = ${keyOf(paymentIntent)}`.execute(tx)).rows.length;
+  });
+  try {
+    await waitFor('the re-run to hold the row', () => Promise.resolve(holder));
+    let waked = false;
+    const arrive = database.db.transaction().execute(async (tx) => {
+      await sql`insert into arrivals (key) values (${keyOf(paymentIntent)})`.execute(tx);
+      const woken = await wakeWaiting(tx, [keyOf(paymentIntent)], { maxAttempts: 10 });
+      waked = true;
+      await waitFor('the re-run to wait for the key', () => blockedBy(holder!, 'advisory'));
+      return woken;
+    });
+    // The re-run goes on for the key once the wake is past the row, or stuck behind it.
+    await waitFor('the wake to pass the row, or to wait for it', async () => waked || (await blockedBy(holder!, 'transactionid')) || (await blockedBy(holder!, 'tuple')));
+    release();
+    // The wake passed over the held row; the re-run, once the arrival commits, sees what arrived.
+    assert.deepEqual(await arrive, []);
+    assert.equal(await rerun, 1);
+  } finally {
+    release();
+    await rerun.catch(() => {});
+  }
+});
+
+/** Whether some backend waits for `pid` on a lock of this type, or `pid` waits on an advisory lock. */
+async function blockedBy(pid: number, lockType: string): Promise<boolean> {
+  const { rows } = lockType === 'advisory'
+    ? await sql`select 1 from pg_locks where pid = ${pid} and locktype = 'advisory' and not granted`.execute(database.db)
+    : await sql`select 1 from pg_locks l where not l.granted and l.locktype = ${lockType} and ${pid}::int = any(pg_blocking_pids(l.pid))`.execute(database.db);
+  return rows.length > 0;
+}
