@@ -58,7 +58,7 @@ options:
   --event checkout|payment-intent
                        ingest only: what every request carries (default checkout): checkout is a 3.3 KB
                        checkout.session.completed paying a pending order (a grant); payment-intent a 3 KB
-                       payment_intent.succeeded, stored and recorded without acting on it (the reviewer's, issue 54)
+                       payment_intent.succeeded, stored and recorded without acting on it (a reviewer's workload)
   --rounds N           ingest and drain: rounds of every server, in alternating order (default: ingest 2, drain 1; --short 1)
   --warmup S           ingest only: seconds of load before each measured run (default 2; --short 0.5)
 

@@ -2,7 +2,7 @@
 // connections, each request a unique signed event; a warm-up, then the measured run). The event
 // is the workload (--event): checkout, a ~3.3 KB checkout.session.completed that pays a pending
 // order (the default), or payment-intent, a ~3 KB payment_intent.succeeded that the service
-// stores and records without acting on it (the external reviewer's, issue 54). The servers:
+// stores and records without acting on it (an external reviewer's workload). The servers:
 // (a) ceiling: Express, no database; (b) naive: one INSERT per request
 // through a pg pool of 10; (c) group-commit: the bare batched INSERT, no verification, claim or
 // job; (d) web: the compiled service with ROLE=web; (e) all: the compiled service with the

@@ -72,7 +72,7 @@ export function eventBodies(count: number): EventBodies {
   };
 }
 
-/** The size of the external reviewer's payment_intent.succeeded events (issue 54). */
+/** The size of the external reviewer's payment_intent.succeeded events. */
 const PAYMENT_INTENT_BYTES = 3 * 1024;
 /** Stripe's limit on a metadata value. */
 const METADATA_VALUE_CHARS = 500;
