@@ -67,15 +67,33 @@ export async function fulfilEvent(db: Kysely<Database>, eventId: string, options
  */
 export async function fulfilEvents(db: Kysely<Database>, eventIds: readonly string[], options: FulfilOptions): Promise<FulfilResult[]> {
   if (eventIds.length > 1) {
+    let together: FulfilResult[] | undefined;
     try {
-      return await fulfilTogether(db, eventIds, options);
+      together = await fulfilTogether(db, eventIds, options);
     } catch (error) {
       if (!(error instanceof HandlerError) && isDatabaseUnavailable(error)) throw error;
     }
+    if (together) return lookAgainIfParked(db, eventIds, together, options);
   }
   const results: FulfilResult[] = [];
   for (const eventId of eventIds) results.push(await fulfilEvent(db, eventId, options));
   return results;
+}
+
+/**
+ * An event parked by a transaction that also wrote what it waits for (its waker's event in the
+ * same batch, run after it) was woken by nobody: the wake ran before the wait was written. Each
+ * such event looks once more, alone, now that the batch has committed: it finds what it waited for,
+ * or parks again (then its first wait is what is reported). Waits are rare, so is this pass.
+ */
+async function lookAgainIfParked(db: Kysely<Database>, eventIds: readonly string[], results: FulfilResult[], options: FulfilOptions): Promise<FulfilResult[]> {
+  const parked = (result: FulfilResult) => 'wait' in result && result.wait !== undefined && result.status === 'processing';
+  if (!results.some(parked)) return results;
+  return Promise.all(results.map(async (result, i) => {
+    if (!parked(result)) return result;
+    const again = await fulfilEvent(db, eventIds[i]!, options);
+    return 'wait' in again && again.wait !== undefined && again.status === 'processing' ? result : again;
+  }));
 }
 
 /**

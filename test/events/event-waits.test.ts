@@ -105,3 +105,19 @@ async function blockedBy(pid: number, lockType: string): Promise<boolean> {
     : await sql`select 1 from pg_locks l where not l.granted and l.locktype = ${lockType} and ${pid}::int = any(pg_blocking_pids(l.pid))`.execute(database.db);
   return rows.length > 0;
 }
+
+test('a waiter and its waker fulfilled in one transaction, the waiter first: it does not stay parked', async () => {
+  // The waker's wake runs before the waiter's wait is written (a wait is written after every
+  // handler of the transaction has run), so it finds nobody to wake; the waiter must still learn
+  // that what it waited for arrived.
+  const paymentIntent = randomStripeId('pi');
+  const waiter = sampleEvent(TYPE, { ...exampleObject('payment_intent'), id: paymentIntent });
+  const arrival = sampleEvent('charge.succeeded', { ...exampleObject('charge'), id: randomStripeId('ch'), payment_intent: paymentIntent });
+  const arrives: EventHandler = async (tx) => {
+    await sql`insert into arrivals (key) values (${keyOf(paymentIntent)})`.execute(tx);
+    await wakeWaiting(tx, [keyOf(paymentIntent)], { maxAttempts: 10 });
+    return { status: 'processed' };
+  };
+  const [waited, arrived] = await fulfilWith(database, { [TYPE]: needsArrival, 'charge.succeeded': arrives }, [waiter, arrival]);
+  assert.deepEqual([waited!.row.status, arrived!.row.status], ['processed', 'processed']);
+});
