@@ -11,6 +11,8 @@
 // what it needs exists; a module that writes what K stands for calls wakeWaiting([K]) after the
 // write, in the same transaction. A waker holds the rows it wrote until it commits, and takes K
 // last: a waiter that needs one of those rows locks it before K, never after, or the two deadlock.
+// A waiter and its waker in one transaction (a batch of jobs) are the one case the locks cannot
+// order: fulfilment looks at such a waiter again after the commit (fulfil-event.ts).
 import { sql, type Transaction } from 'kysely';
 import type { Database, EventStatus } from '../db/schema.js';
 import { addEventJobs, EVENTS_PER_JOB, newJobKeyPrefix, type EnqueueOptions } from '../worker/job-queue.js';
