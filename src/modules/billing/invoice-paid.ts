@@ -11,7 +11,7 @@
 // balance grants: its period is paid. A grant is told to the app as subscription.period_paid in
 // the same transaction (docs/notifications.md).
 import type { Transaction } from 'kysely';
-import { objectOf, PermanentError, RetryLaterError, type EventHandler, type HandlerContext, type Wake } from '../../business-module.js';
+import { lockWaitKeys, objectOf, PermanentError, RetryLaterError, type EventHandler, type HandlerContext, type Wake } from '../../business-module.js';
 import { addGrants, notifyAccounts, paymentWaitKey } from '../ledger/index.js';
 import { stripeInvoice, stripeInvoicePayment, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
 import { lockLinkedSubscription } from './subscription-links.js';
@@ -67,8 +67,14 @@ export const invoicePaid = ({ notifications, wake }: HandlerContext): EventHandl
     .executeTakeFirst();
   if (granted) {
     await addGrants(tx, [{ accountId: subscription.account_id, credits: subscription.credits }]);
-    // A dispute or a refund of this payment that overtook it waits for the grant (docs/events.md).
-    await wake(tx, [...invoice.payment_intents.map(paymentWaitKey), invoiceWaitKey(invoice.id)]);
+    // A dispute or a refund of this payment that overtook it waits for the grant (docs/events.md),
+    // by its PaymentIntent. An invoice of today's API names none: invoice_payment.paid links them.
+    // The invoice's key orders this read against a link being written (linkPayments takes it too):
+    // a link committed first is read here, one committed after wakes its waiters itself.
+    await lockWaitKeys(tx, [invoiceWaitKey(invoice.id)]);
+    const linkedPayments = await tx.selectFrom('invoice_payments').select('payment_intent_id').where('invoice_id', '=', invoice.id).execute();
+    const paidBy = new Set([...invoice.payment_intents, ...linkedPayments.map((row) => row.payment_intent_id)]);
+    await wake(tx, [...[...paidBy].map(paymentWaitKey), invoiceWaitKey(invoice.id)]);
     const at = (seconds: number | null) => (seconds === null ? null : new Date(seconds * 1000).toISOString());
     await notifyAccounts(tx, notifications, [
       {
@@ -107,6 +113,8 @@ export const invoicePaymentPaid = (wake: Wake): EventHandler => async (transacti
  */
 async function linkPayments(tx: Transaction<BillingDatabase>, wake: Wake, invoiceId: string, paymentIntents: readonly string[]): Promise<void> {
   if (paymentIntents.length === 0) return;
+  // In turn with the invoice's grant, which reads the links to wake their waiters (above).
+  await lockWaitKeys(tx, [invoiceWaitKey(invoiceId)]);
   const linked = await tx
     .insertInto('invoice_payments')
     .values(paymentIntents.map((payment_intent_id) => ({ payment_intent_id, invoice_id: invoiceId })))
