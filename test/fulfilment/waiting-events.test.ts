@@ -82,6 +82,29 @@ test("a dispute of a renewal delivered before that period's invoice.paid waits f
   await toldOnce('subscription.period_disputed', subscription.accountId);
 });
 
+test("a renewal's dispute woken by its payment's link before the grant waits again, and the grant wakes it", async () => {
+  const subscription = await subscribedThroughApi(file);
+  const start = Math.floor(Date.now() / 1000) - 120;
+  const firstPeriod = periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS });
+  for (const event of firstPeriod) await delivered(event);
+  for (const event of firstPeriod) await finishedEvent(file.database, event.id);
+  const renewal = periodEvents(subscription, { cycle: 2, lastAt: start + 60, periodEnd: start + 2 * PERIOD_SECONDS });
+  const paymentIntentId = (renewal.find((e) => e.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
+  const withdrawn = await delivered(sampleEvent('charge.dispute.funds_withdrawn', disputeObject({ paymentIntentId, amount: subscription.amount, currency: subscription.currency, status: 'needs_response' })));
+  const first = await waitingEvent(file.database, withdrawn.id);
+
+  // The link comes first and wakes the dispute, which finds no grant yet and waits again.
+  await processed(await delivered(renewal.find((e) => e.type === 'invoice_payment.paid')!));
+  await waitFor('the dispute to have looked again and waited', async () => {
+    const again = await waitingEvent(file.database, withdrawn.id);
+    return again.job_key !== first.job_key;
+  });
+  // The grant names no PaymentIntent on its invoice (today's API): it wakes the linked one.
+  await processed(await delivered(renewal.find((e) => e.type === 'invoice.paid')!));
+  await processed(withdrawn);
+  assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
+});
+
 test("a subscription's first events before the checkout that links it wait for it, and the subscription is not left 'pending'", async () => {
   const subscription = await subscribedThroughApi(file);
   const start = Math.floor(Date.now() / 1000) - 60;
