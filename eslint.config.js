@@ -36,13 +36,13 @@ export default defineConfig(
     },
   },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
-  // The dashboard's browser script: its types are checked by tsconfig.dashboard.json.
+  // The dashboard's browser modules: their types are checked by tsconfig.dashboard.json.
   {
     files: ['src/http/dashboard/*.js'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,
-      sourceType: 'script',
+      sourceType: 'module',
       globals: { document: 'readonly', location: 'readonly', fetch: 'readonly', setInterval: 'readonly', console: 'readonly' },
     },
   },

@@ -1,7 +1,8 @@
 // Development only: a receiver for the service's own outcome notifications, so that `npm start`
 // and `npm run send-event` show an `order.paid` arriving with no app to receive it. In
-// development APP_WEBHOOK_URL defaults to it (src/config.ts). It verifies each notification as an
-// app must (the standardwebhooks package) and logs it; it keeps nothing, so it does not dedupe.
+// development APP_WEBHOOK_URL defaults to it (src/config/settings.ts). It verifies each
+// notification as an app must (the standardwebhooks package) and logs it; it keeps nothing, so it
+// does not dedupe.
 import express from 'express';
 import { Webhook } from 'standardwebhooks';
 import type { Logger } from '../logger.js';

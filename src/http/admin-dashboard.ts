@@ -1,8 +1,8 @@
-// /admin: the dashboard page, signing in and out, and its two static files. Everything else under
+// /admin: the dashboard page, signing in and out, and its static files. Everything else under
 // /admin (the JSON API) sits behind adminGuard, which takes the bearer token or a session; with a
 // session, a request that changes something must also come from the dashboard's own origin.
 import express, { Router, type RequestHandler } from 'express';
-import { ADMIN_CSP, dashboardCss, dashboardJs, dashboardPage, loginPage } from './admin-page.js';
+import { ADMIN_CSP, dashboardCss, dashboardPage, dashboardScripts, loginPage } from './admin-page.js';
 import { endSession, hasSession, startSession, type SessionDeps } from './admin-session.js';
 import { hasBearer, refuseUnauthenticated, secretsEqual } from './auth.js';
 import { isCrossOrigin, refuseCrossOrigin } from './same-origin.js';
@@ -32,7 +32,9 @@ export function adminDashboard(deps: SessionDeps): Router {
   });
   // The stylesheet carries no data and the sign-in page needs it.
   router.get('/admin/app.css', (_req, res) => void res.type('css').set('Cache-Control', 'no-cache').send(dashboardCss));
-  router.get('/admin/app.js', adminGuard(deps), (_req, res) => void res.type('js').set('Cache-Control', 'no-cache').send(dashboardJs));
+  for (const [name, script] of dashboardScripts) {
+    router.get(`/admin/${name}`, adminGuard(deps), (_req, res) => void res.type('js').set('Cache-Control', 'no-cache').send(script));
+  }
 
   router.post('/admin/login', express.urlencoded({ extended: false, limit: '4kb' }), async (req, res, next) => {
     const token: unknown = (req.body as Record<string, unknown> | undefined)?.token;

@@ -1,8 +1,8 @@
-// The ops dashboard at /admin: one page an operator keeps open. Plain HTML, CSS and a small
-// script (src/http/dashboard/), served by the app itself (no build step, no CDN). Data comes from
+// The ops dashboard at /admin: one page an operator keeps open. Plain HTML, CSS and small ES
+// modules (src/http/dashboard/), served by the app itself (no build step, no CDN). Data comes from
 // /admin/api/* with the session cookie; everything from the database is rendered with
 // textContent, never as HTML. Served with a CSP that allows only these same-origin files.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export const ADMIN_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'";
 
@@ -24,8 +24,14 @@ export function loginPage(error?: string): string {
   );
 }
 
-// The dashboard itself is three static files beside this one (src/http/dashboard/), read once.
-const dashboardFile = (name: string) => readFileSync(new URL(`./dashboard/${name}`, import.meta.url), 'utf8');
+// The dashboard itself is static files beside this one (src/http/dashboard/), read once: the page,
+// its stylesheet and its scripts, app.js and the modules it imports, by file name.
+const dashboardFolder = new URL('./dashboard/', import.meta.url);
+const dashboardFile = (name: string) => readFileSync(new URL(name, dashboardFolder), 'utf8');
 export const dashboardPage = dashboardFile('index.html');
 export const dashboardCss = dashboardFile('app.css');
-export const dashboardJs = dashboardFile('app.js');
+export const dashboardScripts: ReadonlyMap<string, string> = new Map(
+  readdirSync(dashboardFolder)
+    .filter((name) => name.endsWith('.js'))
+    .map((name) => [name, dashboardFile(name)]),
+);
