@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { createOutbox } from '../../src/notifications/outbox.js';
-import { reclaimDeliveries } from '../../src/notifications/reclaim.js';
+import { reclaimDeliveries } from '../../src/maintenance/lease-reclaim.js';
 import { signDelivery } from '../../src/stripe/sample-events.js';
 import { processesForFile } from '../support/child-service.js';
 import { givenOrder, paidEvent } from '../support/factories.js';
