@@ -1,8 +1,8 @@
 // The sweep's discipline for deliveries: an attempt whose worker died (kill -9, OOM, a container
 // replaced mid-POST) leaves its lease behind. Every SWEEP_CRON tick this frees each delivery whose
-// lease ran out, due at once, for the next batch of any pump (src/notifications/delivery-pump.ts). The attempt
-// that was cut short counts as one, as a reclaim counts against an event's attempts: a
-// notification whose every attempt kills its worker ends 'failed' rather than looping for good.
+// lease ran out, due at once, for the next batch of any pump (src/notifications/delivery-pump.ts).
+// The attempt that was cut short counts as one, as a reclaim counts against an event's attempts:
+// a notification whose every attempt kills its worker ends 'failed' rather than looping for good.
 // SKIP LOCKED: any number of runs may overlap.
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
