@@ -1,7 +1,7 @@
 // npm run prune: retention on demand (the worker also prunes daily at 03:17).
 import { runScript } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
-import { MAX_RETENTION_DAYS, MIN_RETENTION_DAYS, pruneEvents } from '../src/prune/prune-events.js';
+import { MAX_RETENTION_DAYS, MIN_RETENTION_DAYS, pruneEvents } from '../src/maintenance/prune.js';
 
 runScript({
   usage: `usage: npm run prune -- [--older-than-days <n>] [--json]

@@ -2,7 +2,7 @@
 import { sinceOption } from '../src/cli/duration.js';
 import { runScript, UsageError } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
-import { reconcileEvents, STRIPE_EVENTS_RETENTION_DAYS, type ReconcileLists } from '../src/reconcile/reconcile-events.js';
+import { reconcileEvents, STRIPE_EVENTS_RETENTION_DAYS, type ReconcileLists } from '../src/maintenance/reconcile.js';
 import { CallRate } from '../src/stripe/call-rate.js';
 import { createStripeClient } from '../src/stripe/client.js';
 

@@ -4,7 +4,7 @@ import { runScript } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
 import { countsByType, inboxStatusReader, listFailedEvents } from '../src/events/read-model.js';
 import { notificationSummary, type EndpointSummary } from '../src/notifications/notification-store.js';
-import { describeSweep, sweepState } from '../src/sweep/sweep-schedule.js';
+import { describeSweep, sweepState } from '../src/maintenance/sweep-schedule.js';
 
 /** Per endpoint, the notifications the app has not yet received; an endpoint with none is not listed. */
 function notificationLines(enabled: boolean, endpoints: readonly EndpointSummary[]): string[] {

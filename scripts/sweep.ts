@@ -1,7 +1,7 @@
 // npm run sweep: the backstop sweep on demand (the worker also runs it every SWEEP_CRON tick).
 import { runScript } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
-import { sweepStaleEvents } from '../src/sweep/sweep-stale-events.js';
+import { sweepStaleEvents } from '../src/maintenance/sweep.js';
 
 runScript({
   usage: `usage: npm run sweep -- [--dry-run] [--stale-after <seconds>] [--limit <n>] [--json]

@@ -15,7 +15,7 @@ import type { Logger } from './logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { shutdown } from './shutdown.js';
 import { StripeCalls } from './stripe/outbound.js';
-import { startWorker, type Worker, type WorkerOptions } from './run-worker.js';
+import { startWorker, type Worker, type WorkerOptions } from './worker/start-worker.js';
 
 export interface ServiceDeps {
   config: Config;
@@ -25,7 +25,7 @@ export interface ServiceDeps {
   /** The businesses to run (src/modules/index.ts); the service itself knows none. */
   modules: readonly BusinessModule[];
   logger: Logger;
-  /** Tests only: tighter thresholds for the worker (src/run-worker.ts). */
+  /** Tests only: tighter thresholds for the worker (src/worker/start-worker.ts). */
   workerOptions?: WorkerOptions;
 }
 

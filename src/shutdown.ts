@@ -12,7 +12,7 @@ import type { Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Readiness } from './http/readiness.js';
 import type { Logger } from './logger.js';
-import type { Worker } from './run-worker.js';
+import type { Worker } from './worker/start-worker.js';
 
 export interface ShutdownDeps {
   server: Server;

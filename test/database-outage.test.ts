@@ -19,7 +19,7 @@ import { migrate } from '../src/db/migrate.js';
 import { runWorkerMigrations } from '../src/worker/worker-migrations.js';
 import { createLogger } from '../src/logger.js';
 import { signDelivery } from '../src/stripe/sample-events.js';
-import { sweepStaleEvents } from '../src/sweep/sweep-stale-events.js';
+import { sweepStaleEvents } from '../src/maintenance/sweep.js';
 import type { TestDatabase } from './support/database.js';
 import { givenOrder, paidEvent } from './support/factories.js';
 import { spawnService, type ChildService } from './support/child-service.js';

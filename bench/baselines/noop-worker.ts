@@ -1,6 +1,7 @@
 // Baseline for `npm run bench -- drain`: bare graphile-worker draining a backlog of `noop` jobs
 // that do nothing. Same concurrency (CONCURRENCY) and pool size (POOL_SIZE) as the service's
-// worker, and the same run() options as src/run-worker.ts, minus our tasks and crontab.
+// worker, and the same run() options as src/worker/fulfilment-runner.ts, minus our tasks and
+// crontab.
 // graphile-worker's per-job info lines are dropped, as the service sends them to debug.
 import { Logger, run } from 'graphile-worker';
 import pg from 'pg';

@@ -3,7 +3,7 @@
 // query uses the partial index stripe_events_processing_idx (auto_explain of the real statement),
 // then STALE abandoned 'processing' rows (old enqueued_at, no job) reclaimed by one sweep call.
 // The ratios between the two sizes show whether both stay flat.
-import { sweepStaleEvents, type SweepOptions } from '../../src/sweep/sweep-stale-events.js';
+import { sweepStaleEvents, type SweepOptions } from '../../src/maintenance/sweep.js';
 import { openExplainedDatabase } from '../../scripts/dev/explained-database.js';
 import { createBenchDatabase, type BenchDatabase } from '../support/database.js';
 import type { BenchOptions } from '../support/options.js';

@@ -20,7 +20,7 @@ import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { waker } from '../../src/events/event-waits.js';
 import { attachCheckoutSession, createOrder } from '../../src/modules/credits/orders.js';
 import { checkoutSession, sampleEvent, signDelivery, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
+import { sweepStaleEvents } from '../../src/maintenance/sweep.js';
 import { serviceMigrations } from '../../src/modules/index.js';
 
 const DEFAULT_SERVER = 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -58,8 +58,9 @@ export function openServicePools(urls: string | DatabaseUrls, { workerConcurrenc
     // rest is /readyz and a connection being replaced.
     intake: 3,
     api: 8,
-    // Each concurrent job of both runners (src/run-worker.ts: its transaction, then
-    // graphile-worker's completion of it), plus each runner's LISTEN client and their bookkeeping.
+    // Each concurrent job of both runners (src/worker/fulfilment-runner.ts, module-jobs-runner.ts:
+    // its transaction, then graphile-worker's completion of it), plus each runner's LISTEN client
+    // and their bookkeeping.
     worker: workerConcurrency + moduleJobConcurrency + 4,
     // No connection is held across a POST: the pump's lease of the next batch, and each batch's
     // record (src/notifications/delivery-pump.ts).

@@ -39,7 +39,7 @@ export interface EventWaitColumns {
   wait_until: Date | null;
 }
 
-/** Written by src/http/idempotent-request.ts only; pruned by src/prune/prune-events.ts. */
+/** Written by src/http/idempotent-request.ts only; pruned by src/maintenance/prune-idempotency-keys.ts. */
 export interface ApiIdempotencyKeysTable {
   /** `<operation>:<the caller's key>`. */
   idempotency_key: string;
@@ -60,7 +60,7 @@ export interface ApiIdempotencyKeysTable {
   leased_until: Date | null;
   /**
    * A module numbers something by these keys (countKeys): kept for good. The others are pruned
-   * with the events (src/prune/prune-events.ts).
+   * with the events (src/maintenance/prune.ts).
    */
   counted: ColumnType<boolean, boolean, never>;
 }

@@ -1,9 +1,8 @@
 // Every status change of stripe_events is a named function here: claim, lock for fulfilment,
 // finish, record a failure, replay. The route, the task and the scripts call these; none of them
 // carries its own UPDATE. The other writers are the two maintenance services, each statement
-// beside its loop, defaults and schedule: the sweep's reclaim (src/sweep/) and prune's delete
-// (src/prune/). The state machine
-// itself is enforced by CHECK constraints in sql/0001 (a finished row has finished_at, a failed
+// beside its loop, defaults and schedule: the sweep's reclaim (src/maintenance/sweep.ts) and
+// prune's delete (src/maintenance/prune-events.ts). The state machine itself is enforced by CHECK constraints in sql/0001 (a finished row has finished_at, a failed
 // row has last_error, ...).
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventStatus, StripeEventRow, StripeEventsTable } from '../db/schema.js';

@@ -10,7 +10,7 @@ import { eventDetail, eventTimeline, findPayloadText, listFailedEvents, listStuc
 import type { Metrics } from '../metrics/metrics.js';
 import { listNotifications, notificationSummary, replayNotifications } from '../notifications/notification-store.js';
 import { NOTIFICATION_ID } from '../notifications/outbox.js';
-import { sweepStaleEvents } from '../sweep/sweep-stale-events.js';
+import { sweepStaleEvents } from '../maintenance/sweep.js';
 import { adminGuard } from './admin-dashboard.js';
 import { proveConnection } from './connection-keep-alive.js';
 import { badRequest, checkIdParam, lookupId } from './validation.js';

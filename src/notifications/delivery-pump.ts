@@ -11,8 +11,9 @@
 // (docs/benchmarks.md, "Outcome notifications"). The price is a poll: a new notification waits up
 // to POLL_MS when the pump is idle, and an idle process asks once per POLL_MS.
 //
-// A worker killed mid-attempt leaves leases that run out: the sweep frees those deliveries
-// (reclaim.ts) and the next batch takes them, so an attempt in flight is retried, never lost.
+// A worker killed mid-attempt leaves leases that run out: the lease reclaim frees those deliveries
+// (src/maintenance/lease-reclaim.ts) and the next batch takes them, so an attempt in flight is
+// retried, never lost.
 //
 // An app that answers 429 (or 502/503/504) with Retry-After is overloaded or being deployed: the
 // delivery's next attempt waits as long as it asks (capped, never less than its backoff), and so

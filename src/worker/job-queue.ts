@@ -1,9 +1,10 @@
-// graphile-worker's queue as this service uses it, all in one place: adding the
-// `process_stripe_event` jobs that carry claimed events, which of those jobs still wait, how many
-// are queued, deleting the ones that can never run again, and adding a business module's own
-// jobs. Only graphile-worker's public interface is used (the `graphile_worker.jobs` view and its
-// SQL functions add_jobs, add_job, complete_jobs); the tables behind them are private to it and
-// may change in any release (docs/operations.md). Running the jobs is run-worker.ts.
+// graphile-worker's queue as this service uses it: adding the `process_stripe_event` jobs that
+// carry claimed events, which of those jobs still wait, how many are queued, and adding a business
+// module's own jobs (deleting the ones that can never run again is prune's:
+// src/maintenance/prune-jobs.ts). Only graphile-worker's public interface is used (the
+// `graphile_worker.jobs` view and its SQL functions add_jobs, add_job, complete_jobs); the tables
+// behind them are private to it and may change in any release (docs/operations.md). Running the
+// jobs is src/worker/start-worker.ts.
 //
 // A job carries the events claimed (or reclaimed, or replayed) together, up to EVENTS_PER_JOB, as a
 // graphile-worker batch job: payload [{ eventId }, ...]; the task loads the rows. One job per batch
@@ -82,7 +83,7 @@ export function addEventJobs(keyed: RawBuilder<unknown>, options: EnqueueOptions
  * Our jobs that will still run, as (key, created_at): queued or in their retry backoff, or
  * fetched by a worker less than `staleBefore` ago (under a backlog a live worker may hold a job a
  * while, waiting for a pooled connection, before it takes the row locks). The sweep leaves the
- * events of these jobs alone (src/sweep/sweep-stale-events.ts).
+ * events of these jobs alone (src/maintenance/sweep.ts).
  */
 export function waitingJobs(staleBefore: RawBuilder<Date>): RawBuilder<{ key: string | null; created_at: Date; ours: boolean }> {
   return sql`
@@ -103,21 +104,6 @@ export async function countQueuedJobs(db: Kysely<Database>): Promise<{ jobs: num
            (select count(*) from stripe_events e
             where e.status = 'processing' and e.job_key in (select key from queued))::int as events`.execute(db);
   return rows[0] ?? { jobs: 0, events: 0 };
-}
-
-/**
- * Deletes fulfilment jobs that can never run again: out of graphile-worker's attempts and not
- * locked. Their events ended 'failed' on the row first (the row counts every attempt, and a job
- * never has more than the row allows), so the row is the dead letter and the job is litter.
- * graphile-worker itself keeps such jobs forever. Returns how many went.
- */
-export async function deleteSpentJobs(db: Kysely<Database>): Promise<number> {
-  // complete_jobs deletes only jobs no live worker holds (unlocked, or locked over 4 hours ago).
-  const { rows } = await sql<{ n: number }>`
-    select count(*)::int as n from graphile_worker.complete_jobs(array(
-      select j.id from graphile_worker.jobs j
-      where j.task_identifier = ${PROCESS_EVENT_TASK} and j.attempts >= j.max_attempts and j.locked_at is null))`.execute(db);
-  return rows[0]?.n ?? 0;
 }
 
 /**

@@ -4,7 +4,7 @@
 // core through src/business-module.ts only, and another module through that module's index.ts
 // only: each is one face, so what a module may use is what those files export. Domain code speaks
 // no HTTP: under src/modules/ only routes.ts files import Express or the front door's HTTP helpers
-// (what it re-exports from src/http/), and the core's folders (events/, fulfilment/, sweep/, db/,
+// (what it re-exports from src/http/), and the core's folders (events/, fulfilment/, maintenance/, db/,
 // ...) never import src/http/; the wiring at the top of src/ (service.ts, shutdown.ts) may.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';

@@ -14,7 +14,7 @@ import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
 import { serviceDispatch } from '../support/handlers.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
-import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
+import { sweepStaleEvents } from '../../src/maintenance/sweep.js';
 import { FulfilmentBatcher } from '../../src/fulfilment/fulfilment-batcher.js';
 import { processStripeEventsTask } from '../../tasks/process_stripe_event.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';

@@ -16,7 +16,7 @@ import { claimEvents } from '../../src/events/event-store.js';
 import { refundedCharge, sampleEvent } from '../../src/stripe/sample-events.js';
 import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
 import { FulfilmentBatcher } from '../../src/fulfilment/fulfilment-batcher.js';
-import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
+import { sweepStaleEvents } from '../../src/maintenance/sweep.js';
 import { serviceDispatch } from '../support/handlers.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';

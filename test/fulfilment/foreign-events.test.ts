@@ -12,7 +12,7 @@ import { finishedEvent, givenOrder, newAccountId, orderRow, paidEvent, quotaOf, 
 import { serviceForFile } from '../support/service.js';
 import { checkoutCompleted, subscribedThroughApi } from '../support/subscriptions.js';
 
-// graphile-worker retries after e^1 ≈ 2.7 s, found by a poll every 2 s (src/run-worker.ts).
+// graphile-worker retries after e^1 ≈ 2.7 s, found by a poll every 2 s (src/worker/runners.ts).
 const RETRY_TIMEOUT_MS = 20_000;
 
 const file = serviceForFile();

@@ -6,7 +6,7 @@ import { createLogger } from '../../src/logger.js';
 import { openServicePools, type ServicePools } from '../../src/db/pools.js';
 import { businessModules, loadServiceConfig } from '../../src/modules/index.js';
 import { startService, type Service } from '../../src/service.js';
-import type { WorkerOptions } from '../../src/run-worker.js';
+import type { WorkerOptions } from '../../src/worker/start-worker.js';
 import type { DatabaseUrls } from '../../src/db/connection-pooler.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-stripe/index.js';

@@ -10,9 +10,9 @@ import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-st
 import { claimEvents } from '../../src/events/event-store.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
-import { checkDatabaseIdentity } from '../../src/reconcile/database-identity.js';
-import { RECONCILE_TASK } from '../../src/reconcile/reconcile-events.js';
-import { sweepTask } from '../../src/sweep/sweep-stale-events.js';
+import { checkDatabaseIdentity } from '../../src/maintenance/database-identity.js';
+import { RECONCILE_TASK } from '../../src/maintenance/reconcile.js';
+import { sweepTask } from '../../tasks/sweep_stale_events.js';
 import { databaseForFile } from '../support/database.js';
 import { finishedEvent, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
 import { deleteJobs, fulfilmentJobs, holdJobs, lockedLongerThan } from '../support/jobs.js';

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { openDatabase } from '../../src/db/database.js';
 import { claimEvents, replayEvents } from '../../src/events/event-store.js';
 import { sampleEvent } from '../../src/stripe/sample-events.js';
-import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
+import { sweepStaleEvents } from '../../src/maintenance/sweep.js';
 import { databaseForFile } from '../support/database.js';
 import { deleteJobs, fulfilmentJobs, holdJobs, jobOf, lockedLongerThan, type JobHolder } from '../support/jobs.js';
 import { waitFor } from '../support/wait-for.js';

@@ -7,7 +7,7 @@ import { beforeEach, test } from 'node:test';
 import { sql } from 'kysely';
 import { claimEvents } from '../../src/events/event-store.js';
 import { createOutbox } from '../../src/notifications/outbox.js';
-import { pruneEvents } from '../../src/prune/prune-events.js';
+import { pruneEvents } from '../../src/maintenance/prune.js';
 import { databaseForFile } from '../support/database.js';
 import { finishedEvent, givenOrder, grantsOf, incomingEvent, paidEvent, paidOrder, quotaOf } from '../support/factories.js';
 import { deleteJobs, fulfilmentJobs, holdJobs, jobOf } from '../support/jobs.js';

@@ -2,7 +2,7 @@
 // wrote to before (an asynchronous failover, a restore from a backup or a dump) and queues a
 // reconcile at once, rather than at the next RECONCILE_CRON tick. Events that got their 2xx from
 // the old database and never reached the new one are lost to the webhook: Stripe does not resend
-// them, and only its Events API still has them (reconcile-events.ts).
+// them, and only its Events API still has them (reconcile.ts).
 //
 // The identity is (system identifier, current timeline, database oid):
 // - a standby promoted by a failover keeps its primary's system identifier but starts a new
@@ -14,17 +14,19 @@
 //
 // Checked when the worker starts, on every SWEEP_CRON tick (task `check_database_identity`, one
 // query) and when graphile-worker's LISTEN connection comes back after losing the database
-// (src/run-worker.ts): a failover without a restart is caught as soon as the worker reconnects.
-// A change also queues a sweep soon (src/sweep/): the jobs in flight at a failover stay locked.
-import type { Task } from 'graphile-worker';
+// (watchDatabaseIdentity): a failover without a restart is caught as soon as the worker
+// reconnects. A change also queues a sweep soon (sweep.ts): the jobs in flight at a failover stay
+// locked.
+import type { WorkerEvents } from 'graphile-worker';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { isInsufficientPrivilege } from '../db/pg-errors.js';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
-import { queueSweepSoon } from '../sweep/sweep-stale-events.js';
 import { addJob } from '../worker/job-queue.js';
+import type { MaintenanceService } from './maintenance-service.js';
 import { forgetCursors } from './reconcile-cursors.js';
-import { RECONCILE_TASK, reconcileTask } from './reconcile-events.js';
+import { RECONCILE_TASK } from './reconcile.js';
+import { queueSweepSoon } from './sweep.js';
 
 /** graphile-worker's identifier for the watch's task: stored in every queued job, so it stays. */
 const IDENTITY_TASK = 'check_database_identity';
@@ -72,18 +74,37 @@ export interface IdentityCheckOptions {
 }
 
 /**
- * The watch as the worker runs it (src/run-worker.ts): on the sweep's schedule, one attempt per
- * tick (the next tick checks again). The crontab runs each tick once across worker containers.
+ * The watch as the worker runs it: task `check_database_identity`
+ * (tasks/check_database_identity.ts) on the sweep's schedule, one attempt per tick (the next tick
+ * checks again). The crontab runs each tick once across worker containers. Its task reads
+ * STRIPE_SECRET_KEY, to know whether a reconcile can run (reconcileRuns).
  */
-export const identityTask = {
+export const databaseIdentityService: MaintenanceService<'sweepCron' | 'stripeSecretKey'> = {
   identifier: IDENTITY_TASK,
-  crontab: ({ sweepCron }: { sweepCron: string }) => `${sweepCron} ${IDENTITY_TASK} ?max=1`,
-  task:
-    ({ db, logger, config }: { db: Kysely<Database>; logger: Logger; config: { stripeSecretKey: string | undefined } }): Task =>
-    async () => {
-      await checkDatabaseIdentity(db, { reconcile: reconcileTask.runs(config), logger });
-    },
+  settings: ['sweepCron', 'stripeSecretKey'],
+  crontab: ({ sweepCron }) => `${sweepCron} ${IDENTITY_TASK} ?max=1`,
 };
+
+/**
+ * Checks now, as the worker starts, and again whenever graphile-worker's LISTEN connection comes
+ * back after an error (a failover ends every connection): a failover or restore while no worker
+ * ran is noticed at start-up, one while running at the reconnect, else at the next SWEEP_CRON
+ * tick. Not fatal: the next tick checks again.
+ */
+export async function watchDatabaseIdentity(db: Kysely<Database>, events: WorkerEvents, options: Required<IdentityCheckOptions>): Promise<void> {
+  const check = (when: string) =>
+    checkDatabaseIdentity(db, options).catch((error: unknown) =>
+      options.logger.error({ err: error }, `checking the database's identity ${when} failed; the next SWEEP_CRON tick checks again`),
+    );
+  await check('at start-up');
+  let listenLost = false;
+  events.on('pool:listen:error', () => (listenLost = true));
+  events.on('pool:listen:success', () => {
+    if (!listenLost) return;
+    listenLost = false;
+    void check('after LISTEN reconnected');
+  });
+}
 
 /**
  * Reads the database's identity, records it if it differs from the recorded one, and then queues

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { signDelivery } from '../../src/stripe/sample-events.js';
-import { sweepStaleEvents } from '../../src/sweep/sweep-stale-events.js';
+import { sweepStaleEvents } from '../../src/maintenance/sweep.js';
 import { processesForFile } from '../support/child-service.js';
 import { givenOrder, paidEvent } from '../support/factories.js';
 import { WEBHOOK_SECRET } from '../support/service.js';

@@ -1,29 +1,36 @@
 // The sweep's discipline for deliveries: an attempt whose worker died (kill -9, OOM, a container
 // replaced mid-POST) leaves its lease behind. Every SWEEP_CRON tick this frees each delivery whose
-// lease ran out, due at once, for the next batch of any pump (delivery-pump.ts). The attempt
-// that was cut short counts as one, as a reclaim counts against an event's attempts: a
-// notification whose every attempt kills its worker ends 'failed' rather than looping for good.
+// lease ran out, due at once, for the next batch of any pump (src/notifications/delivery-pump.ts).
+// The attempt that was cut short counts as one, as a reclaim counts against an event's attempts:
+// a notification whose every attempt kills its worker ends 'failed' rather than looping for good.
 // SKIP LOCKED: any number of runs may overlap.
-import type { Task } from 'graphile-worker';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
+import type { MaintenanceService } from './maintenance-service.js';
 
+/** graphile-worker's identifier for the reclaim's task: stored in every queued job, so it stays. */
 const RECLAIM_TASK = 'reclaim_notification_deliveries';
+/** Rows per statement (per transaction), until a batch comes back short. */
 const RECLAIM_BATCH_ROWS = 100;
 
 const INTERRUPTED = 'interrupted: the worker stopped during the attempt';
 
-export const reclaimTask = {
+/**
+ * The reclaim as the worker runs it: task `reclaim_notification_deliveries`
+ * (tasks/reclaim_notification_deliveries.ts) on the sweep's schedule, one attempt per tick.
+ */
+export const leaseReclaimService: MaintenanceService<'sweepCron' | 'appWebhookMaxAttempts'> = {
   identifier: RECLAIM_TASK,
-  crontab: ({ sweepCron }: { sweepCron: string }) => `${sweepCron} ${RECLAIM_TASK} ?max=1`,
-  task:
-    ({ db, logger, config }: { db: Kysely<Database>; logger: Logger; config: { appWebhookMaxAttempts: number } }): Task =>
-    async () => {
-      const reclaimed = await reclaimDeliveries(db, config.appWebhookMaxAttempts);
-      if (reclaimed > 0) logger.warn({ reclaimed }, 'notification deliveries whose worker died were freed for another attempt');
-    },
+  settings: ['sweepCron', 'appWebhookMaxAttempts'],
+  crontab: ({ sweepCron }) => `${sweepCron} ${RECLAIM_TASK} ?max=1`,
 };
+
+/** One run: reclaims every lapsed lease, and logs a line only when there was one. */
+export async function reclaimLeases(db: Kysely<Database>, { maxAttempts, logger }: { maxAttempts: number; logger: Logger }): Promise<void> {
+  const reclaimed = await reclaimDeliveries(db, maxAttempts);
+  if (reclaimed > 0) logger.warn({ reclaimed }, 'notification deliveries whose worker died were freed for another attempt');
+}
 
 /**
  * Frees every delivery whose attempt's lease ran out, in batches, or fails it when that was its

@@ -6,20 +6,22 @@
 // never resends those. Idempotent: an event we already have is skipped by the claim itself (its
 // id is the primary key), so running it twice changes nothing.
 //
-// Everything of it is here: the worker task `reconcile_events` and its schedule, the bounded run
-// and what it records, and where a run cut short stopped (reconcile-cursors.ts). One function, three callers: the cron task, the same task queued when the
-// database's identity changed (database-identity.ts), and `npm run reconcile`.
-import type { Task } from 'graphile-worker';
+// Everything of it is here: its settings and schedule, the bounded run and what it records, and
+// where a run cut short stopped (reconcile-cursors.ts); its task entry is tasks/reconcile_events.ts.
+// One function, three callers: the cron task, the same task queued when the database's identity
+// changed (database-identity.ts), and `npm run reconcile`.
 import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
+import type { Config } from '../config.js';
 import type { Database } from '../db/schema.js';
 import { claimEvents, type IncomingEvent } from '../events/event-store.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { CallRate } from '../stripe/call-rate.js';
+import type { CallRate } from '../stripe/call-rate.js';
 import { toIncomingEvent, toIncomingNotification, type ThinNotification } from '../stripe/webhook-event.js';
 import { apiPathOf } from '../stripe/thin-events.js';
+import type { MaintenanceService } from './maintenance-service.js';
 import { readCursors, saveCursors, type ReconcileCursors, type ReconcileList } from './reconcile-cursors.js';
 
 /** Stripe's Events API lists events of the last 30 days only. */
@@ -83,55 +85,24 @@ interface Page {
 }
 
 /**
- * Reconcile as the worker runs it (src/run-worker.ts): task `reconcile_events` every
+ * Reconcile as the worker runs it: task `reconcile_events` (tasks/reconcile_events.ts) every
  * RECONCILE_CRON tick over the last RECONCILE_WINDOW_HOURS, bounded by RECONCILE_MAX_CALLS and
  * RECONCILE_CALLS_PER_SECOND. One attempt per tick: a failed run is the next tick's work.
  *
- * Not scheduled without STRIPE_SECRET_KEY (`runs`): that is development, whose offline stand-in
- * forgets its events when it stops, so there is nothing to reconcile against. Then the crontab
- * line is empty (graphile-worker skips it), the worker says so once as it registers the task,
- * and a changed database identity queues no run either (database-identity.ts).
+ * Not scheduled without STRIPE_SECRET_KEY (`reconcileRuns`): that is development, whose offline
+ * stand-in forgets its events when it stops, so there is nothing to reconcile against. Then the
+ * crontab line is empty (graphile-worker skips it), the worker says so once as it registers the
+ * task, and a changed database identity queues no run either (database-identity.ts).
  */
-export const reconcileTask = {
+export const reconcileRuns = ({ stripeSecretKey }: Pick<Config, 'stripeSecretKey'>) => stripeSecretKey !== undefined;
+
+export const reconcileService: MaintenanceService<
+  'stripeSecretKey' | 'reconcileCron' | 'reconcileWindowMs' | 'reconcileMaxCalls' | 'reconcileCallsPerSecond' | 'maxAttempts'
+> = {
   identifier: RECONCILE_TASK,
-  runs: (config: { stripeSecretKey: string | undefined }) => config.stripeSecretKey !== undefined,
-  crontab: (config: ReconcileConfig) => (reconcileTask.runs(config) && config.reconcileCron !== 'off' ? `${config.reconcileCron} ${RECONCILE_TASK} ?max=1` : ''),
-  task: ({ db, stripe, logger, metrics, config }: ReconcileTaskDeps): Task => {
-    if (!reconcileTask.runs(config)) logger.info('reconcile is off: STRIPE_SECRET_KEY is unset (development), so Stripe has no events of ours to list');
-    // One pace for every run of this process, so two runs at once (a tick and a triggered one) share it.
-    const callRate = new CallRate(config.reconcileCallsPerSecond);
-    return async () => {
-      await reconcileEvents(db, stripe, {
-        // Every event, not only undelivered ones: an event lost with a failed-over database had its 2xx.
-        since: new Date(Date.now() - config.reconcileWindowMs),
-        maxAttempts: config.maxAttempts,
-        maxCalls: config.reconcileMaxCalls,
-        callRate,
-        resume: true,
-        logger,
-        metrics,
-      });
-    };
-  },
+  settings: ['stripeSecretKey', 'reconcileCron', 'reconcileWindowMs', 'reconcileMaxCalls', 'reconcileCallsPerSecond', 'maxAttempts'],
+  crontab: (settings) => (reconcileRuns(settings) && settings.reconcileCron !== 'off' ? `${settings.reconcileCron} ${RECONCILE_TASK} ?max=1` : ''),
 };
-
-interface ReconcileConfig {
-  stripeSecretKey: string | undefined;
-  reconcileCron: string;
-  reconcileWindowMs: number;
-  reconcileMaxCalls: number;
-  reconcileCallsPerSecond: number;
-  maxAttempts: number;
-}
-
-interface ReconcileTaskDeps {
-  /** The worker pool. */
-  db: Kysely<Database>;
-  stripe: Stripe;
-  logger: Logger;
-  metrics: Pick<Metrics, 'reconciledEvents'>;
-  config: ReconcileConfig;
-}
 
 /**
  * Lists Stripe's events created since `options.since`, newest first, page by page, claiming each

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { createOutbox } from '../../src/notifications/outbox.js';
-import { reclaimDeliveries } from '../../src/notifications/reclaim.js';
+import { reclaimDeliveries } from '../../src/maintenance/lease-reclaim.js';
 import { signDelivery } from '../../src/stripe/sample-events.js';
 import { processesForFile } from '../support/child-service.js';
 import { givenOrder, paidEvent } from '../support/factories.js';
@@ -21,7 +21,7 @@ test('a delivery in flight when its worker is SIGKILLed is retried by another pr
   const receiver = await startNotificationReceiver();
   try {
     receiver.answer = () => 'hang';
-    // A 2 s attempt: its lease lapses 5 s later (src/notifications/deliver.ts).
+    // A 2 s attempt: its lease lapses 5 s later (src/notifications/delivery-pump.ts).
     const env = notifyingTo(receiver, { APP_WEBHOOK_TIMEOUT_SECONDS: '2' });
     const first = await file.start(env);
     const order = await givenOrder(file.database);

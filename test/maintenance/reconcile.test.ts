@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
-import { reconcileEvents } from '../../src/reconcile/reconcile-events.js';
+import { reconcileEvents } from '../../src/maintenance/reconcile.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 import { thinNotification } from '../../src/stripe/sample-events.js';
 

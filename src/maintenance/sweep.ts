@@ -1,17 +1,17 @@
 // The backstop sweep: re-enqueues 'processing' events whose worker died (kill -9, OOM, a
 // container replaced mid-job), which graphile-worker itself would leave locked for 4 hours.
-// Everything of it is here: its defaults, its worker task and schedule, the statement that
-// decides what is stale, and the loop that runs it in batches. One function, three callers: the
+// Everything of it is here: its defaults, settings and schedule, the statement that decides what
+// is stale, and the loop that runs it in batches; its task entry (tasks/sweep_stale_events.ts)
+// only reads the job's payload. One function, three callers: the
 // `sweep_stale_events` cron task (and the one-off job a failover queues), `npm run sweep` and
 // POST /admin/api/sweep. Any number of sweeps may run at once.
-import type { Task } from 'graphile-worker';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import { z } from 'zod';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database, EventStatus } from '../db/schema.js';
 import { addEventJobs, addJob, jobKeyPerRow, waitingJobs } from '../worker/job-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { MaintenanceService } from './maintenance-service.js';
 
 /** Rows per statement (per transaction): short locks, small jobs (each batch's jobs carry ≤ 25 events). */
 const SWEEP_BATCH_ROWS = 100;
@@ -21,30 +21,21 @@ const DRY_RUN_ROWS = 10_000;
 const SWEEP_TASK = 'sweep_stale_events';
 
 /**
- * The sweep as the worker runs it (src/run-worker.ts): task `sweep_stale_events` on the
+ * The sweep as the worker runs it: task `sweep_stale_events` (tasks/sweep_stale_events.ts) on the
  * crontab every SWEEP_CRON tick, one attempt per tick, since a failed sweep is simply the next
  * tick's work. The crontab guarantees one run per tick across all worker containers; running more
  * would still be safe (SKIP LOCKED), just wasted.
  */
-export const sweepTask = {
+export const sweepService: MaintenanceService<'sweepCron' | 'staleAfterMs' | 'maxAttempts'> = {
   identifier: SWEEP_TASK,
-  crontab: ({ sweepCron }: { sweepCron: string }) => `${sweepCron} ${SWEEP_TASK} ?max=1`,
-  task:
-    ({ db, logger, metrics, config }: SweepTaskDeps): Task =>
-    async (payload) => {
-      const soon = soonPayload.safeParse(payload);
-      const staleAfterMs = soon.success ? soon.data.staleAfterSeconds * 1000 : config.staleAfterMs;
-      await sweepStaleEvents(db, { staleAfterMs, maxAttempts: config.maxAttempts, logger, metrics });
-    },
+  settings: ['sweepCron', 'staleAfterMs', 'maxAttempts'],
+  crontab: ({ sweepCron }) => `${sweepCron} ${SWEEP_TASK} ?max=1`,
 };
-
-/** The payload of a sweep queued by queueSweepSoon(); the crontab's jobs carry none of it. */
-const soonPayload = z.object({ staleAfterSeconds: z.number().int().positive() });
 
 /**
  * Queues one sweep, `afterSeconds` from now, that takes as stale what was enqueued or fetched
  * before now: for when the caller knows that every worker holding a job right now has lost it.
- * A failover is that case (src/reconcile/database-identity.ts): the jobs fetched from the old
+ * A failover is that case (database-identity.ts): the jobs fetched from the old
  * leader are locked on the new one, and their workers' attempts to release them died with the old
  * leader's connections, so graphile-worker would leave them locked for 4 hours and the schedule's
  * sweep would wait STALE_AFTER_SECONDS. The delay lets a live worker that fetched a job just now
@@ -55,14 +46,6 @@ const soonPayload = z.object({ staleAfterSeconds: z.number().int().positive() })
  */
 export async function queueSweepSoon(tx: Transaction<Database>, { afterSeconds, reason }: { afterSeconds: number; reason: string }): Promise<void> {
   await addJob(tx, SWEEP_TASK, { staleAfterSeconds: afterSeconds }, { key: `${SWEEP_TASK}:${reason}`, maxAttempts: 3, inSeconds: afterSeconds });
-}
-
-interface SweepTaskDeps {
-  /** The worker pool. */
-  db: Kysely<Database>;
-  logger: Logger;
-  metrics: Pick<Metrics, 'sweepReclaims'>;
-  config: { staleAfterMs: number; maxAttempts: number };
 }
 
 export interface SweepOptions {

@@ -1,0 +1,17 @@
+// graphile-worker task `prune_events`: the daily retention run (src/maintenance/prune.ts), which
+// prunes every table with the events' cutoff. No payload.
+import type { Task } from 'graphile-worker';
+import type { Config } from '../src/config.js';
+import type { MaintenanceTaskDeps } from '../src/maintenance/maintenance-service.js';
+import { pruneEvents, pruneService } from '../src/maintenance/prune.js';
+
+type Deps = Pick<MaintenanceTaskDeps, 'db' | 'logger'> & { config: Pick<Config, 'eventRetentionDays'> };
+
+export const pruneTask = {
+  ...pruneService,
+  task:
+    ({ db, logger, config }: Deps): Task =>
+    async () => {
+      await pruneEvents(db, { retentionDays: config.eventRetentionDays, logger });
+    },
+};
