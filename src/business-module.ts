@@ -24,8 +24,8 @@ import type { StripeCalls } from './stripe/outbound.js';
 export type { BusinessModule, RouteContext, TaskContext } from './module-interface.js';
 
 // What a module may use of the core. Handlers: the contract, outcomes and errors.
-export { PermanentError, RetryLaterError, recordOnly, type BatchHandler, type EventHandler, type Handler, type Handlers } from './fulfilment/handler.js';
-export type { FinishOutcome } from './events/event-store.js';
+export { recordOnly, type BatchHandler, type EventHandler, type Handler, type Handlers } from './fulfilment/handler.js';
+export { PermanentError, RetryLaterError, type FinishOutcome } from './outcomes.js';
 export type { Database, Defaulted, StripeEventRow } from './db/schema.js';
 export { isUniqueViolation } from './db/pg-errors.js';
 // Waiting for what Stripe delivers later (a RetryLaterError's keys): lock them before the read that

@@ -6,11 +6,10 @@
 import type { Kysely } from 'kysely';
 import { isDatabaseUnavailable, isNumericValueOutOfRange } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
-import { lockForFulfilment, markFinished, recordFailure, type FinishOutcome } from '../events/event-store.js';
+import { lockForFulfilment, markFinished, recordFailure } from '../events/event-store.js';
 import { parkWaiting } from '../events/event-waits.js';
 import type { EnqueueOptions } from '../worker/job-queue.js';
-import { describeError } from '../error-chain.js';
-import { PermanentError, RetryLaterError } from './handler.js';
+import { describeError, PermanentError, RetryLaterError, type FinishOutcome } from '../outcomes.js';
 import { snapshotTypeOf } from '../stripe/thin-events.js';
 import { HandlerError, type Dispatch } from './dispatch.js';
 import type { FetchThin } from './thin-fetch.js';

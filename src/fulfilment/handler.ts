@@ -4,7 +4,7 @@
 // invariants 2 and 6).
 import type { Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../db/schema.js';
-import type { FinishOutcome } from '../events/event-store.js';
+import type { FinishOutcome } from '../outcomes.js';
 
 /**
  * Handles one event. `tx` is the fulfilment transaction, with the event's row locked; the outcome
@@ -32,40 +32,3 @@ export type Handlers = Readonly<Record<string, Handler>>;
  * 'processed', never acted on. Acting on both would grant twice.
  */
 export const recordOnly: EventHandler = () => Promise.resolve({ status: 'processed' });
-
-/**
- * Retrying can never make this event succeed (an unknown order, an amount mismatch, a payload
- * that will never parse): it ends 'failed' at once with this message, a dead letter to replay
- * after fixing the cause.
- */
-export class PermanentError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'PermanentError';
-  }
-}
-
-/**
- * The event depends on something that has not happened yet (a refund before the payment it
- * refunds was fulfilled, a subscription's event before the checkout that links it): the event is
- * parked, spends no attempt, and runs again as soon as what it waits for commits (src/events/
- * event-waits.ts). Thrown before the handler writes anything: where several modules handle the
- * type, another module's outcome wins over a RetryLaterError (docs/handlers.md).
- *
- * `waitsFor`: the keys that wake it (e.g. `payment_intent:pi_…`); the module that writes what a
- * key stands for wakes it with wakeWaiting. Before the read that decided to wait, the handler
- * took the keys' locks with lockWaitKeys, or a wake could slip in between.
- * `ignoreWhenExhausted`: what the event waits for may never come (a dispute of a payment that may
- * not be ours); when the wait gives up it ends 'ignored' with this message, not 'failed'.
- */
-export class RetryLaterError extends Error {
-  readonly waitsFor: readonly string[];
-  readonly ignoreWhenExhausted: boolean;
-
-  constructor(message: string, options: { waitsFor: readonly string[]; ignoreWhenExhausted?: boolean }) {
-    super(message);
-    this.name = 'RetryLaterError';
-    this.waitsFor = options.waitsFor;
-    this.ignoreWhenExhausted = options.ignoreWhenExhausted ?? false;
-  }
-}

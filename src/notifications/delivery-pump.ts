@@ -23,7 +23,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely } from 'kysely';
 import type { Database, DeliveryStatus } from '../db/schema.js';
-import { describeError } from '../error-chain.js';
+import { describeError } from '../outcomes.js';
 import type { Logger } from '../logger.js';
 import { judgeProgress, type JobLoopStatus } from '../worker/job-loop-watchdog.js';
 import { honouredRetryAfterMs, retryDelayMs } from './backoff.js';
