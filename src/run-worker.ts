@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import type Stripe from 'stripe';
 import { processStripeEventsTask } from '../tasks/process_stripe_event.js';
-import type { BusinessModule, TaskContext } from './module-interface.js';
+import type { BusinessModule, Handlers, TaskContext } from './module-contract.js';
 import type { Config } from './config.js';
 import type { Database } from './db/schema.js';
 import { createDispatch } from './fulfilment/dispatch.js';
@@ -26,7 +26,6 @@ import { graphileLogger } from './worker/graphile-logger.js';
 import { JobLoopWatchdog, type JobLoopStatus } from './worker/job-loop-watchdog.js';
 import { PROCESS_EVENT_TASK } from './worker/job-queue.js';
 import { FulfilmentBatcher } from './fulfilment/fulfilment-batcher.js';
-import type { Handlers } from './fulfilment/handler.js';
 import { thinFetcher } from './fulfilment/thin-fetch.js';
 import { CallRate } from './stripe/call-rate.js';
 

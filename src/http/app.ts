@@ -1,7 +1,7 @@
 // Builds the Express app without listening, so tests and main.ts share one construction.
 import express from 'express';
 import type { Kysely } from 'kysely';
-import type { BusinessModule } from '../module-interface.js';
+import type { BusinessModule } from '../module-contract.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/schema.js';
 import type { ClaimOutcome, IncomingEvent } from '../events/event-store.js';

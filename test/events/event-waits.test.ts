@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { lockWaitKeys, wakeWaiting } from '../../src/events/event-waits.js';
-import type { EventHandler } from '../../src/fulfilment/handler.js';
+import type { EventHandler } from '../../src/module-contract.js';
 import { RetryLaterError } from '../../src/outcomes.js';
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';

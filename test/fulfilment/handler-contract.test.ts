@@ -7,7 +7,7 @@ import { before, describe, test } from 'node:test';
 import { sql, type Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../../src/db/schema.js';
 import { WAIT_HOURS } from '../../src/events/event-waits.js';
-import type { EventHandler } from '../../src/fulfilment/handler.js';
+import type { EventHandler } from '../../src/module-contract.js';
 import { PermanentError, RetryLaterError } from '../../src/outcomes.js';
 import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { databaseForFile } from '../support/database.js';
