@@ -77,7 +77,7 @@ interface MaintenanceTask {
  * a claim is rarely in flight and the wait is a few milliseconds (docs/benchmarks.md, "What the
  * speed-only code buys").
  */
-const INTAKE_FIRST_MAX_WAIT_MS = 100;
+const GIVE_WAY_MAX_WAIT_MS = 100;
 
 /** Run on the fulfilment runner's crontab. */
 const MAINTENANCE_TASKS: readonly MaintenanceTask[] = [sweepTask, pruneTask, reclaimTask, reconcileTask, identityTask];
@@ -130,7 +130,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     // pays its round trips once for several jobs.
     const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers });
     const fetchThin = thinFetcher(stripeCalls, new CallRate(config.stripeFetchesPerSecond), config.stripeLivemode);
-    const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, fetchThin, maxJobs: concurrency, ...(intake && { yieldTo: () => intake.whenIdle(INTAKE_FIRST_MAX_WAIT_MS) }) });
+    const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, fetchThin, maxJobs: concurrency, ...(intake && { giveWay: () => intake.whenIdle(GIVE_WAY_MAX_WAIT_MS) }) });
     const fulfilmentLoop = await start('fulfilment', {
       concurrency,
       preset: {
