@@ -31,7 +31,7 @@ export { addJob as addModuleJob } from './worker/job-queue.js';
 export { payloadHolds, type BusinessRecord } from './events/read-model.js';
 // What the dashboard's accounts view shows of a module under an account.
 export type { AccountGrant, AccountRecords, AccountRun } from './accounts/account-view.js';
-export type { StripeCallFailure, StripeCalls } from './stripe/outbound.js';
+export type { StripeCallFailure, StripeCalls } from './stripe/stripe-calls.js';
 export type { Logger } from './logger.js';
 // Outcome notifications to the app (docs/notifications.md), written in the outcome's transaction.
 export type { NewNotification, Notifications } from './notifications/outbox.js';

@@ -17,7 +17,7 @@ import type { EventLookups } from './events/read-model.js';
 import type { Logger } from './logger.js';
 import type { Notifications } from './notifications/outbox.js';
 import type { FinishOutcome } from './outcomes.js';
-import type { StripeCalls } from './stripe/outbound.js';
+import type { StripeCalls } from './stripe/stripe-calls.js';
 
 // Handlers: what a module gives the fulfilment loop for an event type. A handler runs inside the
 // transaction that finishes the event's row, so whatever it writes commits together with the

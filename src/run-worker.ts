@@ -17,7 +17,7 @@ import type { Metrics } from './metrics/metrics.js';
 import { startDeliveryPump, type DeliveryPump } from './notifications/delivery-pump.js';
 import { createOutbox } from './notifications/outbox.js';
 import { reclaimTask } from './notifications/reclaim.js';
-import type { StripeCalls } from './stripe/outbound.js';
+import type { StripeCalls } from './stripe/stripe-calls.js';
 import { pruneTask } from './prune/prune-events.js';
 import { checkDatabaseIdentity, identityTask } from './reconcile/database-identity.js';
 import { reconcileTask } from './reconcile/reconcile-events.js';

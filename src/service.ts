@@ -14,7 +14,7 @@ import { Readiness } from './http/readiness.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { shutdown } from './shutdown.js';
-import { StripeCalls } from './stripe/outbound.js';
+import { StripeCalls } from './stripe/stripe-calls.js';
 import { startWorker, type Worker, type WorkerOptions } from './run-worker.js';
 
 export interface ServiceDeps {

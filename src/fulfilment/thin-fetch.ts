@@ -11,7 +11,7 @@
 import { z } from 'zod';
 import type { StripeEventRow } from '../db/schema.js';
 import type { CallRate } from '../stripe/call-rate.js';
-import type { StripeCalls } from '../stripe/outbound.js';
+import type { StripeCalls } from '../stripe/stripe-calls.js';
 import { quoted } from '../quoted.js';
 import { Stripe } from '../stripe/sdk.js';
 import { apiPathOf, snapshotTypeOf } from '../stripe/thin-events.js';

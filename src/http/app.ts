@@ -8,7 +8,7 @@ import type { ClaimOutcome, IncomingEvent } from '../events/event-store.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { longestCallMs } from '../stripe/client.js';
-import type { StripeCalls } from '../stripe/outbound.js';
+import type { StripeCalls } from '../stripe/stripe-calls.js';
 import { adminDashboard } from './admin-dashboard.js';
 import { adminRoutes } from './admin-routes.js';
 import { apiRoutes } from './api-routes.js';

@@ -1,7 +1,7 @@
 // The outbox as ops read and act on it: what is pending or failed per endpoint (status, metrics,
 // the dashboard), the notifications by status, by the event that produced them or by account
 // (each delivery with its attempts), and the replay of a dead letter. The outbox writes (outbox.ts) and the
-// deliveries move rows (deliver.ts, reclaim.ts); only a replay here moves them back.
+// deliveries move rows (delivery-pump.ts, reclaim.ts); only a replay here moves them back.
 import { sql, type Kysely } from 'kysely';
 import type { Database, DeliveryStatus } from '../db/schema.js';
 import { endpointLabel } from './endpoint-label.js';

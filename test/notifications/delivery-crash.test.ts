@@ -21,7 +21,7 @@ test('a delivery in flight when its worker is SIGKILLed is retried by another pr
   const receiver = await startNotificationReceiver();
   try {
     receiver.answer = () => 'hang';
-    // A 2 s attempt: its lease lapses 5 s later (src/notifications/deliver.ts).
+    // A 2 s attempt: its lease lapses 5 s later (src/notifications/delivery-pump.ts).
     const env = notifyingTo(receiver, { APP_WEBHOOK_TIMEOUT_SECONDS: '2' });
     const first = await file.start(env);
     const order = await givenOrder(file.database);
