@@ -6,7 +6,7 @@ import type { Db } from '../src/db/database.js';
 import { addCatalogItem, archiveCatalogItem, importStripeCatalog, type AddOutcome, type CatalogItem, type ImportResult } from '../src/modules/catalog/index.js';
 import { catalogKinds } from '../src/modules/index.js';
 import { createStripeClient } from '../src/stripe/client.js';
-import { StripeCalls } from '../src/stripe/outbound.js';
+import { StripeCalls } from '../src/stripe/stripe-calls.js';
 
 type Kind = keyof typeof catalogKinds;
 

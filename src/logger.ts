@@ -28,7 +28,7 @@ export function createLogger(level: string, { fd = 1, sync = true, pretty = fals
     base: { service: 'stripe-inbox' },
     // Not pino's own `redact` option: with a wildcard path it parses every path again for every
     // field of every line, and that garbage was the largest share of what the service allocated
-    // under load (docs/benchmarks.md, "What the speed-only code buys"). This does the same check on
+    // under load (docs/speed.md). This does the same check on
     // each line's fields and allocates only when it censors. (A child logger's bindings are not
     // fields: ours are names set in code.)
     formatters: { log: redactSecrets },

@@ -7,7 +7,7 @@ import { databaseUrlOrEmbedded } from './db/embedded-postgres.js';
 import { migrate } from './db/migrate.js';
 import { runWorkerMigrations } from './worker/worker-migrations.js';
 import { developmentHelp } from './dev/development-help.js';
-import { describeError } from './error-chain.js';
+import { describeError } from './outcomes.js';
 import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
 import { startService } from './service.js';
 import { installShutdown } from './shutdown.js';

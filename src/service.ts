@@ -2,7 +2,7 @@
 // main.ts and the tests share it, so tests run the same wiring as production.
 import type { Server } from 'node:http';
 import type Stripe from 'stripe';
-import type { BusinessModule } from './module-interface.js';
+import type { BusinessModule } from './module-contract.js';
 import type { Config } from './config.js';
 import type { ServicePools } from './db/pools.js';
 import { ClaimBatcher } from './events/claim-batcher.js';
@@ -14,7 +14,7 @@ import { Readiness } from './http/readiness.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { shutdown } from './shutdown.js';
-import { StripeCalls } from './stripe/outbound.js';
+import { StripeCalls } from './stripe/stripe-calls.js';
 import { startWorker, type Worker, type WorkerOptions } from './worker/start-worker.js';
 
 export interface ServiceDeps {

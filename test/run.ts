@@ -1,7 +1,7 @@
 // `npm test`: finds a Postgres, builds one migrated template database for this run, runs the test
 // files with node's test runner (each file clones the template), then drops the databases this
 // run created, and only those; and first those of an earlier run on this machine that was killed
-// before it could (test/support/run-databases.ts). `npm test -- test/http/webhook.test.ts`
+// before it could (test/support/run-databases.ts). `npm test -- test/http/webhook-claim.test.ts`
 // runs a subset.
 //
 // TEST_POSTGRES picks the server, so that one machine can run the suite on two majors (CI runs

@@ -1,7 +1,7 @@
 // Part 4, sweep (issue target 4). On a table of finished events, grown from the first size to
-// the second: a sweep with nothing to do (median and p95 of EMPTY_RUNS), whether its candidate
+// the second: a sweep with nothing to do (median and p95 of emptyRuns), whether its candidate
 // query uses the partial index stripe_events_processing_idx (auto_explain of the real statement),
-// then STALE abandoned 'processing' rows (old enqueued_at, no job) reclaimed by one sweep call.
+// then `stale` abandoned 'processing' rows (old enqueued_at, no job) reclaimed by one sweep call.
 // The ratios between the two sizes show whether both stay flat.
 import { sweepStaleEvents, type SweepOptions } from '../../src/maintenance/sweep.js';
 import { openExplainedDatabase } from '../../scripts/dev/explained-database.js';

@@ -2,8 +2,8 @@
 // its balance, what granted its credits and what was taken back of them, what it used them for,
 // its other business records (subscriptions, disputes) and the notifications the app was sent
 // about it. The core keeps no account of its own: an account is the selling application's user
-// id, and each business module tells what it holds under it (accountRecords, part of
-// src/business-module.ts); the notifications are the core's. Reads only.
+// id, and each business module tells what it holds under it (accountRecords, part of the
+// module contract, src/module-contract.ts); the notifications are the core's. Reads only.
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { BusinessRecord } from '../events/read-model.js';
@@ -55,7 +55,7 @@ export interface AccountRecords {
   readonly records?: readonly BusinessRecord[];
 }
 
-/** What a business module tells the accounts view (part of src/business-module.ts). */
+/** What a business module tells the accounts view (part of the module contract, src/module-contract.ts). */
 export interface AccountLookups {
   /** What the module holds under the account, each list at most `limit` long, newest first. */
   accountRecords?(db: Kysely<Database>, accountId: string, limit: number): Promise<AccountRecords>;

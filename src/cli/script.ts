@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { describeError } from '../error-chain.js';
+import { describeError } from '../outcomes.js';
 import { openDatabase, type Db } from '../db/database.js';
 import { databaseUrlOrEmbedded } from '../db/embedded-postgres.js';
 import { resolveDatabaseUrls } from '../db/connection-pooler.js';

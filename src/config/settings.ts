@@ -170,7 +170,7 @@ export const settings = {
   appWebhookTimeoutMs: { env: 'APP_WEBHOOK_TIMEOUT_SECONDS', schema: int(1, 60).transform(toMs), example: '10', default: '10' },
   /** Attempts per endpoint before a notification is 'failed'; the default spans about 3 days (src/notifications/backoff.ts). */
   appWebhookMaxAttempts: { env: 'APP_WEBHOOK_MAX_ATTEMPTS', schema: int(1, 100), example: String(DEFAULT_DELIVERY_ATTEMPTS), default: String(DEFAULT_DELIVERY_ATTEMPTS) },
-  /** Delivery jobs at once in this process (each sends up to DELIVERIES_PER_JOB at once), on their own runner and pool: a slow app holds these only. */
+  /** Delivery batches in flight at once in this process (each sends up to DELIVERIES_PER_BATCH at once, src/notifications/delivery-pump.ts), on their own pool: a slow app holds these only. */
   appWebhookConcurrency: { env: 'APP_WEBHOOK_CONCURRENCY', schema: int(1, 100), example: '4', default: '4' },
 } as const;
 

@@ -7,9 +7,13 @@
 // Used for webhook claims (src/events/claim-batcher.ts) and for the jobs a worker runs at once
 // (src/fulfilment/fulfilment-batcher.ts): on these machines a round trip to Postgres costs more
 // than the work in it, so sharing the commit and one set-based statement between items is what
-// raises throughput (docs/benchmarks.md, "What the speed-only code buys"). whenIdle lets fulfilment
-// wait for the claims where both share a process; busyShare lets the notification pump give way to
-// both.
+// raises throughput (docs/speed.md).
+//
+// Giving way is this project's back-pressure: work that can wait gives way to the webhook's
+// claims, because Stripe's deadline is on the answer, not on the credits. Fulfilment gives way to
+// the claims where both share a process (ROLE=all), and the notification pump to fulfilment and
+// those claims. A group measures how busy it is for them: whenIdle, what fulfilment awaits before
+// a batch; busyShare, what the pump compares with its threshold.
 export interface GroupCommitOptions {
   /** Most items in one transaction (bounds statement size and the locks held). */
   maxBatch: number;

@@ -1,6 +1,6 @@
 // Postgres errors classified by SQLSTATE in one place, so callers decide "retry later" or
 // "answer 503" without string matching.
-import { errorChain } from '../error-chain.js';
+import { errorChain } from '../outcomes.js';
 import { PoolBusyError } from './pools.js';
 
 const CONNECTION_CODES = new Set([

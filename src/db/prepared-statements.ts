@@ -1,7 +1,7 @@
 // Kysely's statements run as named prepared statements, one per distinct SQL text per connection.
 // Postgres then parses and plans each statement once per connection instead of on every call, which
-// on the fulfilment path is a large share of the database's CPU per event (docs/benchmarks.md,
-// "What the speed-only code buys"). graphile-worker prepares its own statements the same way. This
+// on the fulfilment path is a large share of the database's CPU per event (docs/speed.md).
+// graphile-worker prepares its own statements the same way. This
 // wrapper is also where a statement that a column's type change made Postgres refuse is prepared
 // again (below).
 //

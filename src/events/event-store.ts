@@ -6,6 +6,7 @@
 // row has last_error, ...).
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventStatus, StripeEventRow, StripeEventsTable } from '../db/schema.js';
+import type { FinishOutcome } from '../outcomes.js';
 import { addEventJobs, jobKeys, type EnqueueOptions } from '../worker/job-queue.js';
 
 /** A verified delivery, reduced to what the inbox stores. */
@@ -165,12 +166,6 @@ export async function claimEvents(
 export async function lockForFulfilment(tx: Transaction<Database>, eventIds: readonly string[]): Promise<StripeEventRow[]> {
   return tx.selectFrom('stripe_events').select(EVENT_COLUMNS).where('event_id', '=', sql<string>`any(${[...eventIds]}::text[])`).orderBy('event_id').forUpdate().execute();
 }
-
-/**
- * How a handled event ends. An 'ignored' event may say why, and a 'processed' one what it did when
- * an operator may wonder (kept in last_error, shown to ops).
- */
-export type FinishOutcome = { status: 'processed'; reason?: string } | { status: 'ignored'; reason?: string } | { status: 'duplicate'; duplicateOf: string };
 
 /**
  * Commits with the side-effects, in the same transaction (docs/design.md, invariant 6). One

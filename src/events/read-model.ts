@@ -135,7 +135,7 @@ export interface BusinessRecord {
   readonly fields: Readonly<Record<string, string | number | boolean | null>>;
 }
 
-/** What a business module tells the dashboard about events (part of src/business-module.ts). */
+/** What a business module tells the dashboard about events (part of the module contract, src/module-contract.ts). */
 export interface EventLookups {
   /** The records an event touched or names, for the dashboard's event detail. */
   eventRecords?(db: Kysely<Database>, event: Pick<StripeEventRow, 'event_id' | 'type' | 'object_id' | 'payload'>): Promise<BusinessRecord[]>;

@@ -11,10 +11,9 @@
 // every module ignores it, the event keeps each module's reason.
 import type { Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../db/schema.js';
-import { describeError } from '../error-chain.js';
-import type { FinishOutcome } from '../events/event-store.js';
+import type { BatchHandler, Handler, Handlers } from '../module-contract.js';
+import { describeError, PermanentError, RetryLaterError, type FinishOutcome } from '../outcomes.js';
 import { isThinType } from '../stripe/thin-events.js';
-import { PermanentError, RetryLaterError, type BatchHandler, type Handler, type Handlers } from './handler.js';
 
 /**
  * Runs the handlers for a batch of events in one transaction and returns their outcomes, in order:

@@ -13,7 +13,14 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { IncomingEvent, IntakeFinish } from '../events/event-store.js';
 import { isThinType, snapshotTypeOf } from '../stripe/thin-events.js';
-import { recordOnly, type Handlers } from './handler.js';
+import type { EventHandler, Handlers } from '../module-contract.js';
+
+/**
+ * For a type that only tells us what we already know or will learn from the type that fulfils
+ * (payment_intent.succeeded beside checkout.session.completed): stored for the audit trail and
+ * 'processed', never acted on. Acting on both would grant twice. Known here by identity.
+ */
+export const recordOnly: EventHandler = () => Promise.resolve({ status: 'processed' });
 
 export interface IntakeRule {
   /** The types some module acts on: what this release registers. */

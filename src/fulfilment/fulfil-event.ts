@@ -6,11 +6,10 @@
 import type { Kysely } from 'kysely';
 import { isDatabaseUnavailable, isNumericValueOutOfRange } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
-import { lockForFulfilment, markFinished, recordFailure, type FinishOutcome } from '../events/event-store.js';
+import { lockForFulfilment, markFinished, recordFailure } from '../events/event-store.js';
 import { parkWaiting } from '../events/event-waits.js';
 import type { EnqueueOptions } from '../worker/job-queue.js';
-import { describeError } from '../error-chain.js';
-import { PermanentError, RetryLaterError } from './handler.js';
+import { describeError, PermanentError, RetryLaterError, type FinishOutcome } from '../outcomes.js';
 import { snapshotTypeOf } from '../stripe/thin-events.js';
 import { HandlerError, type Dispatch } from './dispatch.js';
 import type { FetchThin } from './thin-fetch.js';
@@ -152,7 +151,7 @@ async function fulfilLocked(db: Kysely<Database>, eventIds: readonly string[], o
     // The handlers are done with the payloads. Let go of them now and each batch's parsed payloads
     // die young; kept through the finish statement and the commit, under load they lived long
     // enough to be copied into V8's old generation, and that set the pace of full collections in a
-    // process that also answers webhooks (docs/benchmarks.md, "What the speed-only code buys").
+    // process that also answers webhooks (docs/speed.md).
     for (const event of events) event.payload = null;
     const finished = events.flatMap((event, i) => {
       const outcome = outcomes[i]!;

@@ -4,8 +4,8 @@
 // one transaction: one lock statement, each handler's set-based statement, one finish statement,
 // one commit for all of their events. Under load the round trips are paid once for several jobs
 // instead of once for each, and a round trip costs more CPU than the rows it writes
-// (docs/benchmarks.md, "What the speed-only code buys"). A job that runs alone, at low load, goes
-// at once, unless yieldTo makes it wait for the webhook's claims (ROLE=all, src/service.ts).
+// (docs/speed.md). A job that runs alone, at low load, goes
+// at once, unless it gives way to the webhook's claims (giveWay; ROLE=all, src/service.ts).
 //
 // A batch never changes an outcome. Side-effects and status flips still commit together
 // (docs/design.md, invariant 6), and fulfilEvents falls back to one event per transaction when a
@@ -22,8 +22,8 @@ import { fulfilEvents, type FulfilOptions, type FulfilResult } from './fulfil-ev
 export interface FulfilmentBatcherOptions extends FulfilOptions {
   /** Most jobs in one transaction: the worker's concurrency, the jobs it can run at once. */
   maxJobs: number;
-  /** Awaited before each shared transaction takes its jobs: the webhook's claims go first where both run. */
-  yieldTo?: () => Promise<void>;
+  /** Awaited before each shared transaction takes its jobs: fulfilment gives way to the webhook's claims where both run (src/db/group-commit.ts). */
+  giveWay?: () => Promise<void>;
 }
 
 /**
@@ -43,7 +43,7 @@ export class FulfilmentBatcher {
       maxBatch: options.maxJobs,
       maxInFlight: TRANSACTIONS_IN_FLIGHT,
       // Jobs that start while it waits join the batch.
-      ...(options.yieldTo && { beforeBatch: options.yieldTo }),
+      ...(options.giveWay && { beforeBatch: options.giveWay }),
       // fulfilEvents already fulfils each event alone when a shared transaction fails; what still
       // rejects (the database away, or a failure of that one-by-one pass) fails every job of the
       // batch, and graphile-worker retries each, alone.

@@ -11,11 +11,11 @@
 import { z } from 'zod';
 import type { StripeEventRow } from '../db/schema.js';
 import type { CallRate } from '../stripe/call-rate.js';
-import type { StripeCalls } from '../stripe/outbound.js';
+import type { StripeCalls } from '../stripe/stripe-calls.js';
 import { quoted } from '../quoted.js';
 import { Stripe } from '../stripe/sdk.js';
 import { apiPathOf, snapshotTypeOf } from '../stripe/thin-events.js';
-import { PermanentError } from './handler.js';
+import { PermanentError } from '../outcomes.js';
 
 /** The event as its handlers read it: type, payload (and, for a current state, its time) replaced. */
 export type FetchThin = (event: StripeEventRow) => Promise<StripeEventRow>;

@@ -3,7 +3,7 @@
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { accountView } from '../accounts/account-view.js';
-import type { BusinessModule, RouteContext } from '../module-interface.js';
+import type { BusinessModule, RouteContext } from '../module-contract.js';
 import { DELIVERY_STATUSES } from '../db/schema.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
 import { eventDetail, eventTimeline, findPayloadText, listFailedEvents, listStuckEvents, searchEvents } from '../events/read-model.js';

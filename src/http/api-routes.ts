@@ -2,7 +2,7 @@
 // (src/business-module.ts); this router gives them all the same door: bearer API_TOKEN, JSON
 // bodies of at most 16 KB.
 import express, { Router } from 'express';
-import type { BusinessModule, RouteContext } from '../module-interface.js';
+import type { BusinessModule, RouteContext } from '../module-contract.js';
 import { requireBearer } from './auth.js';
 
 export function apiRoutes(modules: readonly BusinessModule[], context: RouteContext): Router {

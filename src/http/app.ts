@@ -1,14 +1,14 @@
 // Builds the Express app without listening, so tests and main.ts share one construction.
 import express from 'express';
 import type { Kysely } from 'kysely';
-import type { BusinessModule } from '../module-interface.js';
+import type { BusinessModule } from '../module-contract.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/schema.js';
 import type { ClaimOutcome, IncomingEvent } from '../events/event-store.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { longestCallMs } from '../stripe/client.js';
-import type { StripeCalls } from '../stripe/outbound.js';
+import type { StripeCalls } from '../stripe/stripe-calls.js';
 import { adminDashboard } from './admin-dashboard.js';
 import { adminRoutes } from './admin-routes.js';
 import { apiRoutes } from './api-routes.js';

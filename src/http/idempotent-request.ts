@@ -23,7 +23,7 @@ import { createHash } from 'node:crypto';
 import type { Response } from 'express';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
-import type { StripeCallFailure } from '../stripe/outbound.js';
+import type { StripeCallFailure } from '../stripe/stripe-calls.js';
 
 export interface HttpResult {
   status: number;

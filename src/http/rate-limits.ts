@@ -55,7 +55,7 @@ export function clientKey(req: Request): string {
 
 // Every webhook asks for its client's key, and ipKeyGenerator parses each IPv6 address it is given
 // (an IPv4 client of a server listening on `::` arrives as ::ffff:a.b.c.d): 5 % of a busy service's
-// CPU went there (docs/benchmarks.md, "What the speed-only code buys"). The same few addresses
+// CPU went there (docs/speed.md). The same few addresses
 // (Stripe's, the proxy's) ask again and again, so the keys are kept; a flood of new addresses only
 // refills the map.
 const MAX_CLIENT_KEYS = 10_000;

@@ -120,7 +120,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  /** One attempt of a notification delivery (src/notifications/deliver.ts), into the two metrics above. */
+  /** One attempt of a notification delivery (src/notifications/delivery-pump.ts), into the two metrics above. */
   readonly notificationAttempts: AttemptObserver = (labels, seconds) => {
     this.notificationDeliveries.inc(labels);
     this.notificationAttemptSeconds.observe({ endpoint: labels.endpoint, outcome: labels.outcome }, seconds);

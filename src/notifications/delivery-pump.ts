@@ -24,7 +24,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely } from 'kysely';
 import type { Database, DeliveryStatus } from '../db/schema.js';
-import { describeError } from '../error-chain.js';
+import { describeError } from '../outcomes.js';
 import type { Logger } from '../logger.js';
 import { judgeProgress, type JobLoopStatus } from '../worker/job-loop-watchdog.js';
 import { honouredRetryAfterMs, retryDelayMs } from './backoff.js';
@@ -38,13 +38,13 @@ const POLL_MS = 500;
 /**
  * Credits first, then the app told: a batch waits while what it gives way to (fulfilment, and the
  * webhooks' claims under ROLE=all) had a transaction open more than this share of the recent
- * past, looking again every GIVE_WAY_CHECK_MS, and goes after GIVE_WAY_MAX_MS regardless. A
+ * past, looking again every GIVE_WAY_CHECK_MS, and goes after GIVE_WAY_MAX_WAIT_MS regardless. A
  * backlog draining or a burst of webhooks keeps them busier than that, so deliveries trickle
  * (a batch a second) and catch up after; a steady moderate rate does not, and they go at once.
  */
 const GIVE_WAY_BUSY_SHARE = 0.5;
 const GIVE_WAY_CHECK_MS = 20;
-const GIVE_WAY_MAX_MS = 1_000;
+const GIVE_WAY_MAX_WAIT_MS = 1_000;
 /**
  * A lease outlives its attempt's timeout by this much, for the record to be written. Were a stalled
  * process to record later still, the delivery would at worst be sent twice: at least once holds.
@@ -135,7 +135,7 @@ export function startDeliveryPump({ db, config, logger, observe, givesWayTo = []
   };
 
   const giveWay = async () => {
-    const deadline = performance.now() + GIVE_WAY_MAX_MS;
+    const deadline = performance.now() + GIVE_WAY_MAX_WAIT_MS;
     while (givesWayTo.some((work) => work.busyShare() > GIVE_WAY_BUSY_SHARE) && performance.now() < deadline && !stopping.signal.aborted) {
       await sleep(GIVE_WAY_CHECK_MS);
     }

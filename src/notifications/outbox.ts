@@ -27,7 +27,7 @@ export interface NewNotification {
   readonly data: Readonly<Record<string, unknown>>;
 }
 
-/** What a module's handlers and tasks are given to notify with (the front door's ModuleContext). */
+/** What a module's handlers and tasks are given to notify with (the module contract's ModuleContext). */
 export interface Notifications {
   /** False when APP_WEBHOOK_URL is unset: nothing would deliver a notification, so none is written. */
   readonly enabled: boolean;

@@ -10,7 +10,7 @@
 // MB of memory (src/stripe/sdk.ts). Neither follows a redirect.
 import type { Agent, OutgoingHttpHeaders } from 'node:http';
 import { Webhook } from 'standardwebhooks';
-import { describeError } from '../error-chain.js';
+import { describeError } from '../outcomes.js';
 import { quoted } from '../quoted.js';
 import { SERVICE_VERSION } from '../version.js';
 import { askedRetryAfterMs } from './retry-after.js';

@@ -2,7 +2,7 @@
 // exchange (connect, headers and body), not the idle timeout Node's socket timeout is: a Stripe
 // (or a proxy in front of it) trickling its answer a byte at a time resets an idle timer forever,
 // and the call would outlive the Idempotency-Key lease, which is sized by this timeout (client.ts). Otherwise as the SDK's own Node client: keep-alive agents, and
-// the same errors, so the SDK's retries and our classification (outbound.ts) see no difference.
+// the same errors, so the SDK's retries and our classification (stripe-calls.ts) see no difference.
 import type { IncomingMessage } from 'node:http';
 import { Stripe } from './sdk.js';
 

@@ -3,7 +3,7 @@
 // a module keeps its own next to its handlers.
 import { z } from 'zod';
 import type { StripeEventRow } from '../db/schema.js';
-import { PermanentError } from '../fulfilment/handler.js';
+import { PermanentError } from '../outcomes.js';
 import { quoted } from '../quoted.js';
 
 // The envelope around each object schema, built once per schema: building a zod schema costs far

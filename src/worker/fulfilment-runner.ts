@@ -9,12 +9,12 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/schema.js';
 import { createDispatch } from '../fulfilment/dispatch.js';
 import { FulfilmentBatcher } from '../fulfilment/fulfilment-batcher.js';
-import type { Handlers } from '../fulfilment/handler.js';
+import type { Handlers } from '../module-contract.js';
 import { thinFetcher } from '../fulfilment/thin-fetch.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { CallRate } from '../stripe/call-rate.js';
-import type { StripeCalls } from '../stripe/outbound.js';
+import type { StripeCalls } from '../stripe/stripe-calls.js';
 import type { JobLoopWatchdog } from './job-loop-watchdog.js';
 import { PROCESS_EVENT_TASK } from './job-queue.js';
 import type { Runners } from './runners.js';
@@ -24,10 +24,9 @@ import type { Runners } from './runners.js';
  * fulfilment transaction starts when no claim is in flight, or after this wait at the latest. In a
  * burst that keeps the 2xx fast — Stripe's deadline is on the answer, not on the credits — and jobs
  * gather meanwhile, so fulfilment catches up in larger, cheaper transactions. At a steady low rate
- * a claim is rarely in flight and the wait is a few milliseconds (docs/benchmarks.md, "What the
- * speed-only code buys").
+ * a claim is rarely in flight and the wait is a few milliseconds (docs/speed.md).
  */
-const INTAKE_FIRST_MAX_WAIT_MS = 100;
+const GIVE_WAY_MAX_WAIT_MS = 100;
 
 export interface FulfilmentRunnerDeps {
   config: Pick<Config, 'workerConcurrency' | 'maxAttempts' | 'staleAfterMs' | 'stripeLivemode' | 'stripeFetchesPerSecond'>;
@@ -50,13 +49,12 @@ export async function startFulfilmentRunner(runners: Runners, deps: FulfilmentRu
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
   const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers });
   const fetchThin = thinFetcher(stripeCalls, new CallRate(config.stripeFetchesPerSecond), config.stripeLivemode);
-  const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, fetchThin, maxJobs: concurrency, ...(intake && { yieldTo: () => intake.whenIdle(INTAKE_FIRST_MAX_WAIT_MS) }) });
+  const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, fetchThin, maxJobs: concurrency, ...(intake && { giveWay: () => intake.whenIdle(GIVE_WAY_MAX_WAIT_MS) }) });
   const loop = await runners.start('fulfilment', {
     concurrency,
     preset: {
       worker: {
-        // Fetch jobs for all slots in one query (docs/benchmarks.md, "What the speed-only code
-        // buys"). The trade-off on a kill: jobs held in the local queue stay locked; their events
+        // Fetch jobs for all slots in one query (docs/speed.md). The trade-off on a kill: jobs held in the local queue stay locked; their events
         // are still 'processing' and the sweep reclaims them once the lock is older than
         // STALE_AFTER_SECONDS, so jobs must not sit in the local queue that long (ttl). Batched
         // completion is off: with it, a database that goes away while a batch of failures is

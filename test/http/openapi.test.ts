@@ -30,7 +30,7 @@ import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { businessModules } from '../../src/modules/index.js';
 import { createStripeClient } from '../../src/stripe/client.js';
-import { StripeCalls } from '../../src/stripe/outbound.js';
+import { StripeCalls } from '../../src/stripe/stripe-calls.js';
 import { compileComponents, openApi } from '../support/openapi.js';
 import { serviceForFile, STRIPE_SECRET_KEY } from '../support/service.js';
 

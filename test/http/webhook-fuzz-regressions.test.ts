@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { sql } from 'kysely';
-import { unstorableJson } from '../../src/stripe/webhook-event.js';
+import { unstorableJson } from '../../src/stripe/unstorable-json.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { startTestService, WEBHOOK_SECRET, type TestService } from '../support/service.js';
 import { freshEvent, hmac, now, signed, webhookJudge, type WebhookJudge } from '../support/webhook-deliveries.js';

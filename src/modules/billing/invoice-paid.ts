@@ -13,7 +13,7 @@
 import type { Transaction } from 'kysely';
 import { lockWaitKeys, objectOf, PermanentError, RetryLaterError, type EventHandler, type HandlerContext, type Wake } from '../../business-module.js';
 import { addGrants, notifyAccounts, paymentWaitKey } from '../ledger/index.js';
-import { stripeInvoice, stripeInvoicePayment, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+import { stripeInvoice, stripeInvoicePayment, SUBSCRIPTION_ID_KEY } from './stripe-schemas.js';
 import { lockLinkedSubscription } from './subscription-links.js';
 import { invoiceWaitKey, linkWaitKey } from './subscriptions.js';
 import { withBillingTables, type BillingDatabase } from './tables.js';

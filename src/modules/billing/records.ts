@@ -3,7 +3,7 @@
 // that search by our subscription id finds; and an account's subscriptions and paid periods.
 import type { Kysely } from 'kysely';
 import { payloadHolds, type AccountRecords, type BusinessRecord, type Database, type StripeEventRow } from '../../business-module.js';
-import { stripeInvoice, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+import { stripeInvoice, SUBSCRIPTION_ID_KEY } from './stripe-schemas.js';
 import { withBillingTables } from './tables.js';
 
 export async function subscriptionOfEvent(db: Kysely<Database>, event: Pick<StripeEventRow, 'event_id' | 'object_id' | 'payload'>): Promise<BusinessRecord[]> {

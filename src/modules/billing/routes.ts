@@ -9,7 +9,7 @@ import { catalogAdminRoutes } from '../catalog/index.js';
 import { accountId } from '../ledger/index.js';
 import { newPlan, planCatalog } from './plan-catalog.js';
 import type { BillingSettings } from './settings.js';
-import { cancelAtPeriodEnd, openSubscriptionCheckout, type BillingCallDeps, type SubscriptionCheckoutOutcome } from './stripe-calls.js';
+import { cancelAtPeriodEnd, openSubscriptionCheckout, type BillingCallDeps, type SubscriptionCheckoutOutcome } from './checkout-and-cancel.js';
 import { createSubscription, findSubscription, listPlans } from './subscriptions.js';
 import { withBillingTables, type SubscriptionRow } from './tables.js';
 
@@ -61,7 +61,7 @@ export function billingApiRoutes(context: ModuleRouteContext<BillingSettings>): 
   });
 
   // Repeating a cancel is harmless: Stripe gets the same request with the same key (a new one
-  // only once the subscription was resumed since: stripe-calls.ts).
+  // only once the subscription was resumed since: checkout-and-cancel.ts).
   router.post('/subscriptions/:id/cancel', async (req, res) => {
     const subscription = await findSubscription(db, req.params.id);
     if (!subscription) return notFound(res);

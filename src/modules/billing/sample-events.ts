@@ -3,7 +3,7 @@
 // period's events come in the order Stripe emits them, each `created` a second after the last;
 // deliveries then arrive in any order.
 import { exampleObject, randomStripeId, sampleEvent, type SampleEvent } from '../../business-module.js';
-import { SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+import { SUBSCRIPTION_ID_KEY } from './stripe-schemas.js';
 
 export interface SampleSubscription {
   /** Ours (subscr_…), as POST /api/subscriptions made it. */

@@ -4,7 +4,7 @@
 // created|updated|deleted carry the subscription itself; invoice.payment_failed means the status
 // is changing, so the subscription is fetched from Stripe.
 import { objectOf, type EventHandler, type Notifications, type Wake } from '../../business-module.js';
-import { stripeInvoice, stripeSubscription, subscriptionCheckoutSession, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+import { stripeInvoice, stripeSubscription, subscriptionCheckoutSession, SUBSCRIPTION_ID_KEY } from './stripe-schemas.js';
 import { linkCheckoutSession, lockLinkedSubscription } from './subscription-links.js';
 import { applyState, requestRefresh, stateOf } from './subscription-state.js';
 import { withBillingTables } from './tables.js';

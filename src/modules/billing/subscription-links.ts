@@ -11,7 +11,7 @@
 // that row's own checkout to link it, and fails when it never does.
 import type { Transaction } from 'kysely';
 import { isUniqueViolation, lockWaitKeys, PermanentError, quoted, RetryLaterError, type Wake } from '../../business-module.js';
-import { SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+import { SUBSCRIPTION_ID_KEY } from './stripe-schemas.js';
 import { linkWaitKey, lockSubscription, sessionWaitKey } from './subscriptions.js';
 import type { BillingDatabase, SubscriptionRow } from './tables.js';
 

@@ -18,7 +18,7 @@ import type { Task } from 'graphile-worker';
 import { z } from 'zod';
 import { addModuleJob, type ModuleContext, type Notifications } from '../../business-module.js';
 import { notifyAccounts } from '../ledger/index.js';
-import { stripeSubscription, type StripeSubscription } from './stripe-objects.js';
+import { stripeSubscription, type StripeSubscription } from './stripe-schemas.js';
 import { lockSubscription } from './subscriptions.js';
 import { withBillingTables, type BillingDatabase, type SubscriptionRow } from './tables.js';
 

@@ -1,9 +1,10 @@
-// Billing's calls to Stripe, each with an Idempotency-Key derived from our subscription
+// Billing's calls to Stripe, opening a subscription's Checkout Session and cancelling it at period
+// end, each with an Idempotency-Key derived from our subscription
 // (docs/design.md, invariant 9): every retry of the same operation, from any process, does it once.
 import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';
 import type { Notifications, StripeCallFailure, StripeCalls, Wake } from '../../business-module.js';
-import { stripeSubscription, SUBSCRIPTION_ID_KEY } from './stripe-objects.js';
+import { stripeSubscription, SUBSCRIPTION_ID_KEY } from './stripe-schemas.js';
 import { applyState, requestRefresh, stateOf } from './subscription-state.js';
 import { lockSubscription, storeCheckoutSession } from './subscriptions.js';
 import type { BillingDatabase, SubscriptionRow } from './tables.js';
