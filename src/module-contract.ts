@@ -116,7 +116,7 @@ export interface RouteContext {
   readonly notifications: Notifications;
 }
 
-/** What the core hands a module's tasks (src/run-worker.ts); the module's code sees ModuleContext. */
+/** What the core hands a module's tasks (src/worker/module-jobs-runner.ts); the module's code sees ModuleContext. */
 export interface TaskContext {
   readonly config: Config;
   readonly db: Kysely<Database>;

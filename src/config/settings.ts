@@ -80,7 +80,7 @@ export const settings = {
   metricsToken: { env: 'METRICS_TOKEN', schema: token, example: 'a long random string for Prometheus (openssl rand -hex 32)', default: (r: Resolved) => r.adminToken },
   workerConcurrency: { env: 'WORKER_CONCURRENCY', schema: int(1, 100), example: '5', default: '5' },
   /**
-   * Slots for the modules' jobs, which call Stripe (src/run-worker.ts): their own, so a
+   * Slots for the modules' jobs, which call Stripe (src/worker/module-jobs-runner.ts): their own, so a
    * Stripe that hangs holds these and never the fulfilment slots of WORKER_CONCURRENCY.
    */
   moduleJobConcurrency: { env: 'MODULE_JOB_CONCURRENCY', schema: int(1, 100), example: '2', default: '2' },
@@ -88,7 +88,7 @@ export const settings = {
   sweepCron: { env: 'SWEEP_CRON', schema: z.string().regex(/^(\S+\s+){4}\S+$/, 'must have five crontab fields'), example: '* * * * *', default: '* * * * *' },
   /**
    * When the reconcile task lists Stripe's recent events and claims those we lack
-   * (src/reconcile/reconcile-events.ts); `off` schedules none (a changed database identity still
+   * (src/maintenance/reconcile.ts); `off` schedules none (a changed database identity still
    * starts one). Hourly off the hour by default: a lost event then waits at most an hour.
    */
   reconcileCron: {

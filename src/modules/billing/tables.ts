@@ -2,22 +2,13 @@
 // `withBillingTables(db)`; the account balances it grants into are the ledger's.
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database, Defaulted } from '../../business-module.js';
-import type { PlanInterval } from '../catalog/index.js';
+import type { CatalogColumns, PlanInterval } from '../catalog/index.js';
 
-export interface PlansTable {
+export interface PlansTable extends CatalogColumns {
   plan_id: string;
-  name: string;
-  amount: number;
-  currency: string;
   interval: PlanInterval;
   /** Bills every interval_count intervals (sql/billing/0021). */
   interval_count: Defaulted<number>;
-  credits: number;
-  active: Defaulted<boolean>;
-  /** Checkout sells this Price instead of inline price_data. */
-  stripe_price_id: Defaulted<string | null>;
-  /** The Price's Product, which product.updated names. */
-  stripe_product_id: Defaulted<string | null>;
 }
 
 export interface SubscriptionsTable {

@@ -1,6 +1,6 @@
 // The catalog's operations, the same for packages (credits module) and plans (billing module):
-// the admin API, npm run catalog and the dashboard all go through them. Each module keeps the
-// writes of its own table in its CatalogKind; the steps around them (the Price check, what a
+// the admin API, npm run catalog and the dashboard all go through them. A CatalogKind reads and
+// writes one module's table (catalog-table.ts); the steps around it (the Price check, what a
 // refusal says) are here once.
 import type { Kysely } from 'kysely';
 import type { Database, StripeCallFailure, StripeCalls } from '../../business-module.js';
@@ -51,12 +51,6 @@ export interface CatalogKind<I extends NewCatalogItem = NewCatalogItem> {
 export interface CatalogChange {
   name?: string | undefined;
   active?: boolean | undefined;
-}
-
-/** The columns a change sets (name and active are the same columns in both tables); undefined when it changes nothing. */
-export function changedColumns(change: CatalogChange): { name?: string; active?: boolean } | undefined {
-  if (change.name === undefined && change.active === undefined) return undefined;
-  return { ...(change.name !== undefined && { name: change.name }), ...(change.active !== undefined && { active: change.active }) };
 }
 
 export interface CatalogDeps {

@@ -4,20 +4,13 @@
 // the ledger's.
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database, Defaulted } from '../../business-module.js';
+import type { CatalogColumns } from '../catalog/index.js';
 
 export type OrderStatus = 'pending' | 'paid' | 'refunded';
 
-export interface PackagesTable {
+/** Its Stripe Price and Product columns are sql/credits/0020's. */
+export interface PackagesTable extends CatalogColumns {
   package_id: string;
-  name: string;
-  amount: number;
-  currency: string;
-  credits: number;
-  active: Defaulted<boolean>;
-  /** Checkout sells this Price instead of inline price_data (sql/credits/0020). */
-  stripe_price_id: Defaulted<string | null>;
-  /** The Price's Product, which product.updated names. */
-  stripe_product_id: Defaulted<string | null>;
 }
 
 export interface OrdersTable {

@@ -4,13 +4,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { migrate } from '../../src/db/migrate.js';
-import { requestHash } from '../../src/http/idempotent-request.js';
-import { createLogger } from '../../src/logger.js';
-import { serviceMigrations } from '../../src/modules/index.js';
-import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { migrate } from '../../../src/db/migrate.js';
+import { requestHash } from '../../../src/http/idempotent-request.js';
+import { createLogger } from '../../../src/logger.js';
+import { serviceMigrations } from '../../../src/modules/index.js';
+import { runWorkerMigrations } from '../../../src/worker/worker-migrations.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { startTestService, type TestService } from '../../support/service.js';
 
 const ORDER = 'ord_before_0030';
 const PAYMENT_INTENT = 'pi_before_0030';

@@ -4,11 +4,11 @@
 // before Stripe, whatever Stripe itself would have said.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { OrderRow } from '../../src/modules/credits/tables.js';
-import { refundedCharge, sampleEvent } from '../../src/stripe/sample-events.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { finishedEvent, paidOrder } from '../support/factories.js';
-import { startTestService, type HttpReply, type TestService } from '../support/service.js';
+import type { OrderRow } from '../../../src/modules/credits/tables.js';
+import { refundedCharge, sampleEvent } from '../../../src/stripe/sample-events.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { finishedEvent, paidOrder } from '../../support/factories.js';
+import { startTestService, type HttpReply, type TestService } from '../../support/service.js';
 
 let database: TestDatabase;
 /** Two containers: each has its own pools; they share the database and Stripe. */

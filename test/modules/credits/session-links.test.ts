@@ -4,13 +4,13 @@
 // of the merchant's metadata is capped and escaped.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { recordOrderPayments, type OrderPayment } from '../../src/modules/credits/order-payment.js';
-import { waker } from '../../src/events/event-waits.js';
-import { attachCheckoutSession, createOrder } from '../../src/modules/credits/orders.js';
-import type { OrderRow } from '../../src/modules/credits/tables.js';
-import { checkoutSession, randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { finishedEvent, givenOrder, grantsOf, newAccountId, orderRow, paidEvent, quotaOf, waitingEvent, refusedAtOnce as refusedAtOnceIn } from '../support/factories.js';
-import { serviceForFile } from '../support/service.js';
+import { recordOrderPayments, type OrderPayment } from '../../../src/modules/credits/order-payment.js';
+import { waker } from '../../../src/events/event-waits.js';
+import { attachCheckoutSession, createOrder } from '../../../src/modules/credits/orders.js';
+import type { OrderRow } from '../../../src/modules/credits/tables.js';
+import { checkoutSession, randomStripeId, sampleEvent, type SampleEvent } from '../../../src/stripe/sample-events.js';
+import { finishedEvent, givenOrder, grantsOf, newAccountId, orderRow, paidEvent, quotaOf, waitingEvent, refusedAtOnce as refusedAtOnceIn } from '../../support/factories.js';
+import { serviceForFile } from '../../support/service.js';
 
 // graphile-worker retries after e^1 ≈ 2.7 s, found by a poll every 2 s (src/worker/runners.ts).
 const RETRY_TIMEOUT_MS = 20_000;

@@ -4,12 +4,12 @@
 // without a worker, so the payment's event stays 'processing' as long as the test wants.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { claimEvents } from '../../src/events/event-store.js';
-import { businessModules } from '../../src/modules/index.js';
-import { disputeObject, sampleEvent } from '../../src/stripe/sample-events.js';
-import { databaseForFile } from '../support/database.js';
-import { givenOrder, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
-import { fulfilWith, handlersOf } from '../support/handlers.js';
+import { claimEvents } from '../../../src/events/event-store.js';
+import { businessModules } from '../../../src/modules/index.js';
+import { disputeObject, sampleEvent } from '../../../src/stripe/sample-events.js';
+import { databaseForFile } from '../../support/database.js';
+import { givenOrder, incomingEvent, paidEvent, quotaOf } from '../../support/factories.js';
+import { fulfilWith, handlersOf } from '../../support/handlers.js';
 
 const database = databaseForFile();
 const everyModule = businessModules.map((module) => handlersOf(module));

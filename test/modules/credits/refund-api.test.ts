@@ -4,11 +4,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
-import type { OrderRow } from '../../src/modules/credits/tables.js';
+import type { OrderRow } from '../../../src/modules/credits/tables.js';
 
-import { givenOrder, paidOrder } from '../support/factories.js';
-import { serviceForFile } from '../support/service.js';
-import { waitFor } from '../support/wait-for.js';
+import { givenOrder, paidOrder } from '../../support/factories.js';
+import { serviceForFile } from '../../support/service.js';
+import { waitFor } from '../../support/wait-for.js';
 
 const file = serviceForFile();
 

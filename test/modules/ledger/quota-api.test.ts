@@ -2,9 +2,9 @@
 // so however many runs race for an account, exactly as many succeed as it has credits.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { recordOrderPayments } from '../../src/modules/credits/order-payment.js';
-import { givenOrder, newAccountId } from '../support/factories.js';
-import { serviceForFile } from '../support/service.js';
+import { recordOrderPayments } from '../../../src/modules/credits/order-payment.js';
+import { givenOrder, newAccountId } from '../../support/factories.js';
+import { serviceForFile } from '../../support/service.js';
 
 const file = serviceForFile({ env: { ROLE: 'web' } });
 

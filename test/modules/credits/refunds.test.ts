@@ -3,12 +3,12 @@
 // event of the wrong mode never acts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { OrderRow } from '../../src/modules/credits/tables.js';
-import { consumeCredits } from '../../src/modules/ledger/runs.js';
-import { refundedCharge, sampleEvent } from '../../src/stripe/sample-events.js';
-import { createTestDatabase } from '../support/database.js';
-import { finishedEvent, givenOrder, orderRow, paidEvent, paidOrder, quotaOf, waitingEvent } from '../support/factories.js';
-import { serviceForFile, startTestService } from '../support/service.js';
+import type { OrderRow } from '../../../src/modules/credits/tables.js';
+import { consumeCredits } from '../../../src/modules/ledger/runs.js';
+import { refundedCharge, sampleEvent } from '../../../src/stripe/sample-events.js';
+import { createTestDatabase } from '../../support/database.js';
+import { finishedEvent, givenOrder, orderRow, paidEvent, paidOrder, quotaOf, waitingEvent } from '../../support/factories.js';
+import { serviceForFile, startTestService } from '../../support/service.js';
 
 const file = serviceForFile();
 

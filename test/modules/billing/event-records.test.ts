@@ -4,14 +4,14 @@
 // subscription it names and the invoice grant it made.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { eventDetail, searchEvents } from '../../src/events/read-model.js';
-import { billingModule } from '../../src/modules/billing/index.js';
-import { invoiceObject, subscriptionObject } from '../../src/modules/billing/sample-events.js';
-import { randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
-import { databaseForFile } from '../support/database.js';
-import { eventRow } from '../support/factories.js';
-import { fulfilWith, handlersOf } from '../support/handlers.js';
-import { checkoutCompleted, givenSubscription } from '../support/subscriptions.js';
+import { eventDetail, searchEvents } from '../../../src/events/read-model.js';
+import { billingModule } from '../../../src/modules/billing/index.js';
+import { invoiceObject, subscriptionObject } from '../../../src/modules/billing/sample-events.js';
+import { randomStripeId, sampleEvent } from '../../../src/stripe/sample-events.js';
+import { databaseForFile } from '../../support/database.js';
+import { eventRow } from '../../support/factories.js';
+import { fulfilWith, handlersOf } from '../../support/handlers.js';
+import { checkoutCompleted, givenSubscription } from '../../support/subscriptions.js';
 
 const database = databaseForFile({ maxConnections: 4 });
 

@@ -7,15 +7,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { invoiceObject, PERIOD_SECONDS, subscriptionObject, type SampleSubscription } from '../../src/modules/billing/sample-events.js';
-import { waker } from '../../src/events/event-waits.js';
-import { linkCheckoutSession } from '../../src/modules/billing/subscription-links.js';
-import { createSubscription, storeCheckoutSession } from '../../src/modules/billing/subscriptions.js';
-import { randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { eventRow, finishedEvent, newAccountId, quotaOf, waitingEvent, refusedAtOnce as refusedAtOnceIn } from '../support/factories.js';
-import { serviceForFile } from '../support/service.js';
-import { checkoutCompleted, subscribedThroughApi } from '../support/subscriptions.js';
-import { waitFor } from '../support/wait-for.js';
+import { invoiceObject, PERIOD_SECONDS, subscriptionObject, type SampleSubscription } from '../../../src/modules/billing/sample-events.js';
+import { waker } from '../../../src/events/event-waits.js';
+import { linkCheckoutSession } from '../../../src/modules/billing/subscription-links.js';
+import { createSubscription, storeCheckoutSession } from '../../../src/modules/billing/subscriptions.js';
+import { randomStripeId, sampleEvent, type SampleEvent } from '../../../src/stripe/sample-events.js';
+import { eventRow, finishedEvent, newAccountId, quotaOf, waitingEvent, refusedAtOnce as refusedAtOnceIn } from '../../support/factories.js';
+import { serviceForFile } from '../../support/service.js';
+import { checkoutCompleted, subscribedThroughApi } from '../../support/subscriptions.js';
+import { waitFor } from '../../support/wait-for.js';
 
 // graphile-worker retries after e^1 ≈ 2.7 s, found by a poll every 2 s (src/worker/runners.ts).
 const RETRY_TIMEOUT_MS = 20_000;

@@ -3,12 +3,12 @@
 // stand-in), and invoice.payment_failed fetches it too, since the status is changing.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { invoiceObject, subscriptionObject } from '../../src/modules/billing/sample-events.js';
-import { sampleEvent } from '../../src/stripe/sample-events.js';
-import { finishedEvent } from '../support/factories.js';
-import { serviceForFile } from '../support/service.js';
-import { subscribedThroughApi } from '../support/subscriptions.js';
-import { waitFor } from '../support/wait-for.js';
+import { invoiceObject, subscriptionObject } from '../../../src/modules/billing/sample-events.js';
+import { sampleEvent } from '../../../src/stripe/sample-events.js';
+import { finishedEvent } from '../../support/factories.js';
+import { serviceForFile } from '../../support/service.js';
+import { subscribedThroughApi } from '../../support/subscriptions.js';
+import { waitFor } from '../../support/wait-for.js';
 
 const file = serviceForFile();
 

@@ -4,12 +4,12 @@
 // that made them: Stripe's retry, a second Event object, an ops replay.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { PERIOD_SECONDS, periodEvents } from '../../src/modules/billing/sample-events.js';
-import { disputeObject, randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { finishedEvent, paidOrder } from '../support/factories.js';
-import { notifyingServiceForFile, receivedWhere } from '../support/notification-receiver.js';
-import { subscribedThroughApi } from '../support/subscriptions.js';
-import { waitFor } from '../support/wait-for.js';
+import { PERIOD_SECONDS, periodEvents } from '../../../src/modules/billing/sample-events.js';
+import { disputeObject, randomStripeId, sampleEvent, type SampleEvent } from '../../../src/stripe/sample-events.js';
+import { finishedEvent, paidOrder } from '../../support/factories.js';
+import { notifyingServiceForFile, receivedWhere } from '../../support/notification-receiver.js';
+import { subscribedThroughApi } from '../../support/subscriptions.js';
+import { waitFor } from '../../support/wait-for.js';
 
 const file = notifyingServiceForFile();
 

@@ -2,9 +2,9 @@
 // at Stripe is archived too, the event saying why; a Price no item sells ends ignored.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { exampleObject, randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
-import { finishedEvent } from '../support/factories.js';
-import { serviceForFile } from '../support/service.js';
+import { exampleObject, randomStripeId, sampleEvent } from '../../../src/stripe/sample-events.js';
+import { finishedEvent } from '../../support/factories.js';
+import { serviceForFile } from '../../support/service.js';
 
 const file = serviceForFile();
 

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { addGrants } from '../../src/modules/ledger/account-credits.js';
-import { newAccountId } from '../support/factories.js';
-import { serviceForFile, type HttpReply } from '../support/service.js';
+import { addGrants } from '../../../src/modules/ledger/account-credits.js';
+import { newAccountId } from '../../support/factories.js';
+import { serviceForFile, type HttpReply } from '../../support/service.js';
 
 const file = serviceForFile({ env: { ROLE: 'web' } });
 

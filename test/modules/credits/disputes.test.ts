@@ -5,13 +5,13 @@
 // of one order never take the same credits twice.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { OrderRow } from '../../src/modules/credits/tables.js';
-import { consumeCredits } from '../../src/modules/ledger/runs.js';
-import { withLedgerTables } from '../../src/modules/ledger/tables.js';
-import { disputeObject, randomStripeId, refundedCharge, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { createTestDatabase } from '../support/database.js';
-import { finishedEvent, givenOrder, paidEvent, paidOrder, quotaOf } from '../support/factories.js';
-import { serviceForFile, startTestService } from '../support/service.js';
+import type { OrderRow } from '../../../src/modules/credits/tables.js';
+import { consumeCredits } from '../../../src/modules/ledger/runs.js';
+import { withLedgerTables } from '../../../src/modules/ledger/tables.js';
+import { disputeObject, randomStripeId, refundedCharge, sampleEvent, type SampleEvent } from '../../../src/stripe/sample-events.js';
+import { createTestDatabase } from '../../support/database.js';
+import { finishedEvent, givenOrder, paidEvent, paidOrder, quotaOf } from '../../support/factories.js';
+import { serviceForFile, startTestService } from '../../support/service.js';
 
 const file = serviceForFile();
 type PaidOrder = OrderRow & { payment_intent_id: string };

@@ -4,11 +4,11 @@
 // share one revocation target, so neither takes what the other took.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PERIOD_SECONDS, periodEvents } from '../../src/modules/billing/sample-events.js';
-import { disputeObject, randomStripeId, refundedCharge, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { finishedEvent, quotaOf } from '../support/factories.js';
-import { serviceForFile } from '../support/service.js';
-import { subscribedThroughApi, type GivenSubscription } from '../support/subscriptions.js';
+import { PERIOD_SECONDS, periodEvents } from '../../../src/modules/billing/sample-events.js';
+import { disputeObject, randomStripeId, refundedCharge, sampleEvent, type SampleEvent } from '../../../src/stripe/sample-events.js';
+import { finishedEvent, quotaOf } from '../../support/factories.js';
+import { serviceForFile } from '../../support/service.js';
+import { subscribedThroughApi, type GivenSubscription } from '../../support/subscriptions.js';
 
 const file = serviceForFile();
 

@@ -6,14 +6,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { billingModule } from '../../src/modules/billing/index.js';
-import { subscriptionObject } from '../../src/modules/billing/sample-events.js';
-import { sampleEvent } from '../../src/stripe/sample-events.js';
-import { newAccountId } from '../support/factories.js';
-import { fulfilWith, handlersOf } from '../support/handlers.js';
-import { waitFor } from '../support/wait-for.js';
-import { ADMIN_TOKEN, serviceForFile, type HttpReply } from '../support/service.js';
-import { checkoutCompleted, subscribedThroughApi, type GivenSubscription } from '../support/subscriptions.js';
+import { billingModule } from '../../../src/modules/billing/index.js';
+import { subscriptionObject } from '../../../src/modules/billing/sample-events.js';
+import { sampleEvent } from '../../../src/stripe/sample-events.js';
+import { newAccountId } from '../../support/factories.js';
+import { fulfilWith, handlersOf } from '../../support/handlers.js';
+import { waitFor } from '../../support/wait-for.js';
+import { ADMIN_TOKEN, serviceForFile, type HttpReply } from '../../support/service.js';
+import { checkoutCompleted, subscribedThroughApi, type GivenSubscription } from '../../support/subscriptions.js';
 
 const file = serviceForFile({ env: { ROLE: 'web' } });
 

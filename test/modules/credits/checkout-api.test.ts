@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import type { RecordedStripeRequest } from '../../src/dev/offline-stripe/index.js';
+import type { RecordedStripeRequest } from '../../../src/dev/offline-stripe/index.js';
 
-import { newAccountId } from '../support/factories.js';
-import { waitFor } from '../support/wait-for.js';
-import { ADMIN_TOKEN, type HttpReply, serviceForFile } from '../support/service.js';
+import { newAccountId } from '../../support/factories.js';
+import { waitFor } from '../../support/wait-for.js';
+import { ADMIN_TOKEN, type HttpReply, serviceForFile } from '../../support/service.js';
 
 const file = serviceForFile({ env: { ROLE: 'web' } });
 

@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { PERIOD_SECONDS, periodEvents } from '../../src/modules/billing/sample-events.js';
-import { emptyCatalogWarning } from '../../src/modules/index.js';
-import { finishedEvent, givenOrder, newAccountId, paidEvent, quotaOf } from '../support/factories.js';
-import { API_TOKEN, serviceForFile } from '../support/service.js';
-import { subscribedThroughApi } from '../support/subscriptions.js';
-import { waitFor } from '../support/wait-for.js';
+import { PERIOD_SECONDS, periodEvents } from '../../../src/modules/billing/sample-events.js';
+import { emptyCatalogWarning } from '../../../src/modules/index.js';
+import { finishedEvent, givenOrder, newAccountId, paidEvent, quotaOf } from '../../support/factories.js';
+import { API_TOKEN, serviceForFile } from '../../support/service.js';
+import { subscribedThroughApi } from '../../support/subscriptions.js';
+import { waitFor } from '../../support/wait-for.js';
 
 const file = serviceForFile();
 const admin = (method: string, path: string, body?: unknown) => file.service.call(method, `/admin/api${path}`, body === undefined ? {} : { body });

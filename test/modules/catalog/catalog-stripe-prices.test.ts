@@ -3,9 +3,9 @@
 // interval) or is archived; Checkout then sells line_items[0][price], not price_data.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { exampleObject, randomStripeId } from '../../src/stripe/sample-events.js';
-import { newAccountId } from '../support/factories.js';
-import { serviceForFile } from '../support/service.js';
+import { exampleObject, randomStripeId } from '../../../src/stripe/sample-events.js';
+import { newAccountId } from '../../support/factories.js';
+import { serviceForFile } from '../../support/service.js';
 
 const file = serviceForFile({ env: { ROLE: 'web' } });
 const admin = (method: string, path: string, body: unknown) => file.service.call(method, `/admin/api${path}`, { body });

@@ -4,11 +4,11 @@
 // that must not grant end 'ignored' with the reason.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { invoiceObject, PERIOD_SECONDS, periodEvents } from '../../src/modules/billing/sample-events.js';
-import { exampleObject, randomStripeId, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { finishedEvent, quotaOf } from '../support/factories.js';
-import { serviceForFile } from '../support/service.js';
-import { subscribedThroughApi } from '../support/subscriptions.js';
+import { invoiceObject, PERIOD_SECONDS, periodEvents } from '../../../src/modules/billing/sample-events.js';
+import { exampleObject, randomStripeId, sampleEvent, type SampleEvent } from '../../../src/stripe/sample-events.js';
+import { finishedEvent, quotaOf } from '../../support/factories.js';
+import { serviceForFile } from '../../support/service.js';
+import { subscribedThroughApi } from '../../support/subscriptions.js';
 
 const file = serviceForFile();
 
