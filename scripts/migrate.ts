@@ -2,7 +2,7 @@
 // also migrates at start-up; this is for running it as a separate deploy step.
 import { runScript } from '../src/cli/script.js';
 import { migrate } from '../src/db/migrate.js';
-import { runWorkerMigrations } from '../src/worker/worker-migrations.js';
+import { runWorkerMigrations } from '../src/queue/worker-migrations.js';
 import { serviceMigrations } from '../src/modules/index.js';
 
 runScript({

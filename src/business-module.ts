@@ -26,7 +26,7 @@ export { lockWaitKeys, WAIT_HOURS, type Wake } from './events/event-waits.js';
 export { objectOf, objectOrError, refundedCharge, stripeDispute, type RefundedCharge, type StripeDispute } from './stripe/stripe-objects.js';
 export { quoted } from './quoted.js';
 // A module's own job, queued in the caller's transaction.
-export { addJob as addModuleJob } from './worker/job-queue.js';
+export { addJob as addModuleJob } from './queue/job-queue.js';
 // What the dashboard shows of a module beside an event, and how its search reads payloads.
 export { payloadHolds, type BusinessRecord } from './events/read-model.js';
 // What the dashboard's accounts view shows of a module under an account.

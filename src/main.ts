@@ -5,7 +5,7 @@ import { openServicePools } from './db/pools.js';
 import { PoolerModeError, resolveDatabaseUrls } from './db/connection-pooler.js';
 import { databaseUrlOrEmbedded } from './db/embedded-postgres.js';
 import { migrate } from './db/migrate.js';
-import { runWorkerMigrations } from './worker/worker-migrations.js';
+import { runWorkerMigrations } from './queue/worker-migrations.js';
 import { developmentHelp } from './dev/development-help.js';
 import { describeError } from './outcomes.js';
 import { createLogger, logUnhandledRejections, type Logger } from './logger.js';

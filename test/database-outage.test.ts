@@ -16,7 +16,7 @@ import pg from 'pg';
 import { openDatabase } from '../src/db/database.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/db/embedded-postgres.js';
 import { migrate } from '../src/db/migrate.js';
-import { runWorkerMigrations } from '../src/worker/worker-migrations.js';
+import { runWorkerMigrations } from '../src/queue/worker-migrations.js';
 import { createLogger } from '../src/logger.js';
 import { signDelivery } from '../src/stripe/sample-events.js';
 import { sweepStaleEvents } from '../src/maintenance/sweep.js';

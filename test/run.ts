@@ -21,7 +21,7 @@ import { UsageError } from '../src/cli/script.js';
 import { openDatabase } from '../src/db/database.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/db/embedded-postgres.js';
 import { migrate } from '../src/db/migrate.js';
-import { runWorkerMigrations } from '../src/worker/worker-migrations.js';
+import { runWorkerMigrations } from '../src/queue/worker-migrations.js';
 import { createLogger } from '../src/logger.js';
 import { databaseUrl } from './support/database-url.js';
 import { embeddedPostgresMajor } from './support/embedded-major.js';

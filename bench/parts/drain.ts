@@ -29,7 +29,7 @@ import { BENCH_PACKAGE, eventBodies, type EventBodies } from '../support/webhook
 // The timeout covers the notifying run's deliveries too: minutes for 20k in the first runs.
 const FULL = { events: 20_000, timeoutMs: 600_000, baselineRuns: 2 };
 const SHORT = { events: 200, timeoutMs: 60_000, baselineRuns: 1 };
-// Events claimed together, so carried by one job (src/worker/job-queue.ts): what a claim held at
+// Events claimed together, so carried by one job (src/queue/job-queue.ts): what a claim held at
 // the ingest bench's 50 connections (about ten, docs/benchmarks.md, "Drain"), not the most a job
 // may carry. A backlog after an outage arrives through the same webhook, so its jobs look the same.
 const CLAIM_BATCH = 10;

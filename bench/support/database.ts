@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
+import { runWorkerMigrations } from '../../src/queue/worker-migrations.js';
 import { createLogger } from '../../src/logger.js';
 import { onCleanup } from './cleanup.js';
 import { serviceMigrations } from '../../src/modules/index.js';

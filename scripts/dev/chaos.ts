@@ -14,7 +14,7 @@ import { wholeNumberOption } from '../../src/cli/whole-number.js';
 import { ServiceFleet } from './service-fleet.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
+import { runWorkerMigrations } from '../../src/queue/worker-migrations.js';
 import type { Database } from '../../src/db/schema.js';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { waker } from '../../src/events/event-waits.js';

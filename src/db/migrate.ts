@@ -1,7 +1,7 @@
 // Applies the core's sql/NNNN_*.sql and the business modules' migrations in one sequence of
 // versions, each in its own transaction, under an advisory lock so two processes starting at once
 // apply each migration once; then graphile-worker's own migrations, which the caller hands in
-// (src/worker/worker-migrations.ts) so that src/db/ knows nothing of the worker or the modules.
+// (src/queue/worker-migrations.ts) so that src/db/ knows nothing of the worker or the modules.
 // Forward-only and expand/contract (docs/migrations.md): a release must keep working against
 // the schema of the next one, because two versions run at once during a rolling deploy.
 import { createHash } from 'node:crypto';
@@ -64,7 +64,7 @@ export interface MigrateResult {
 export interface MigrateOptions {
   /**
    * graphile-worker's own migrations, run after ours under the same lock: the service's are
-   * runWorkerMigrations (src/worker/worker-migrations.ts).
+   * runWorkerMigrations (src/queue/worker-migrations.ts).
    */
   runWorkerMigrations: (pool: pg.Pool, logger: Logger) => Promise<void>;
 }

@@ -23,7 +23,7 @@ export interface StripeEventsTable {
   received_at: Defaulted<Date>;
   enqueued_at: Defaulted<Date>;
   finished_at: Date | null;
-  /** The key of the graphile-worker job of the last enqueue (src/worker/job-queue.ts); null before 0007. */
+  /** The key of the graphile-worker job of the last enqueue (src/queue/job-queue.ts); null before 0007. */
   job_key: string | null;
 }
 

@@ -7,7 +7,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventStatus, StripeEventRow, StripeEventsTable } from '../db/schema.js';
 import type { FinishOutcome } from '../outcomes.js';
-import { addEventJobs, jobKeys, type EnqueueOptions } from '../worker/job-queue.js';
+import { addEventJobs, jobKeys, type EnqueueOptions } from '../queue/job-queue.js';
 
 /** A verified delivery, reduced to what the inbox stores. */
 export interface IncomingEvent {

@@ -15,7 +15,7 @@
 // order: fulfilment looks at such a waiter again after the commit (fulfil-event.ts).
 import { sql, type Transaction } from 'kysely';
 import type { Database, EventStatus } from '../db/schema.js';
-import { addEventJobs, EVENTS_PER_JOB, newJobKeyPrefix, type EnqueueOptions } from '../worker/job-queue.js';
+import { addEventJobs, EVENTS_PER_JOB, newJobKeyPrefix, type EnqueueOptions } from '../queue/job-queue.js';
 
 /**
  * How long an event waits at most, from its first wait: Stripe retries a delivery for up to three

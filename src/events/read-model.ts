@@ -4,7 +4,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { EVENT_STATUSES, type Database, type EventStatus, type StripeEventRow } from '../db/schema.js';
 import { lastMaintenanceRun } from '../db/maintenance-runs.js';
-import { countQueuedJobs } from '../worker/job-queue.js';
+import { countQueuedJobs } from '../queue/job-queue.js';
 
 export interface InboxStatus {
   counts: Record<EventStatus, number>;

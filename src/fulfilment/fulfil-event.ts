@@ -8,7 +8,7 @@ import { isDatabaseUnavailable, isNumericValueOutOfRange } from '../db/pg-errors
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
 import { lockForFulfilment, markFinished, recordFailure } from '../events/event-store.js';
 import { parkWaiting } from '../events/event-waits.js';
-import type { EnqueueOptions } from '../worker/job-queue.js';
+import type { EnqueueOptions } from '../queue/job-queue.js';
 import { describeError, PermanentError, RetryLaterError, type FinishOutcome } from '../outcomes.js';
 import { snapshotTypeOf } from '../stripe/thin-events.js';
 import { HandlerError, type Dispatch } from './dispatch.js';
@@ -58,7 +58,7 @@ export async function fulfilEvent(db: Kysely<Database>, eventId: string, options
 }
 
 /**
- * Fulfils a job's events (src/worker/job-queue.ts) in one transaction: one lock statement, each
+ * Fulfils a job's events (src/queue/job-queue.ts) in one transaction: one lock statement, each
  * handler, one finish statement, one commit. If that fails — a handler threw, or two batches
  * deadlocked on the same order — it was rolled back as a whole, and each event is then fulfilled
  * alone, so a failure is recorded against the one event that failed. A database that is away

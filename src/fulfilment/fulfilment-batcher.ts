@@ -1,5 +1,5 @@
 // Group commit for fulfilment (src/db/group-commit.ts), the worker's twin of the webhook's
-// claim-batcher.ts. A job already carries the events claimed together (src/worker/job-queue.ts);
+// claim-batcher.ts. A job already carries the events claimed together (src/queue/job-queue.ts);
 // jobs that run at once — graphile-worker fetches a batch of them for its free slots — also share
 // one transaction: one lock statement, each handler's set-based statement, one finish statement,
 // one commit for all of their events. Under load the round trips are paid once for several jobs
@@ -12,7 +12,7 @@
 // batch fails, so a failure is counted against its own event only. A job on a retry runs alone, so
 // an event that keeps failing costs its own fallback, not its neighbours'. A job waiting here holds
 // no row lock yet: the sweep leaves it alone because graphile-worker fetched it moments ago
-// (docs/design.md, invariant 7; src/worker/job-queue.ts waitingJobs), and the wait is short next
+// (docs/design.md, invariant 7; src/queue/job-queue.ts waitingJobs), and the wait is short next
 // to STALE_AFTER_SECONDS.
 import type { Kysely } from 'kysely';
 import { GroupCommit } from '../db/group-commit.js';

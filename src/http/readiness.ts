@@ -1,7 +1,7 @@
 // Readiness: 200 only while the database answers and takes writes (not a standby), migrations
 // are applied and the process is not shutting down. A proxy stops routing to a container that is not ready.
 //
-// Liveness: 200 unless the worker's job loop is stalled (src/worker/job-loop-watchdog.ts). A
+// Liveness: 200 unless the worker's job loop is stalled (src/queue/job-loop-watchdog.ts). A
 // worker that cannot reach its database fulfils nothing while the process looks alive, so this
 // is what shows it. It also gates readiness for ROLE=worker, which serves nothing else; for
 // ROLE=all it does not, because that process's webhook intake runs on its own pool and may be

@@ -22,7 +22,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { isInsufficientPrivilege } from '../db/pg-errors.js';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
-import { addJob } from '../worker/job-queue.js';
+import { addJob } from '../queue/job-queue.js';
 import type { MaintenanceService } from './maintenance-service.js';
 import { forgetCursors } from './reconcile-cursors.js';
 import { RECONCILE_TASK } from './reconcile.js';

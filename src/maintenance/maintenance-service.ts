@@ -1,7 +1,7 @@
 // The shape every maintenance service has, as River's maintainer knows its services: a task
 // identifier, the settings it reads and its crontab line. The service's file holds those and its
 // loop; its task entry (tasks/<identifier>.ts) adds the task, which checks the job's payload and
-// calls the loop. The maintainer (maintainer.ts) hands each the settings it names, nothing else.
+// calls the loop. The maintainer (src/worker/maintainer.ts) hands each the settings it names, nothing else.
 import type { Task } from 'graphile-worker';
 import type { Kysely } from 'kysely';
 import type Stripe from 'stripe';

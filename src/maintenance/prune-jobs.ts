@@ -7,7 +7,7 @@
 // ago).
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { PROCESS_EVENT_TASK } from '../worker/job-queue.js';
+import { PROCESS_EVENT_TASK } from '../queue/job-queue.js';
 
 /** Deletes the spent fulfilment jobs. Returns how many went. */
 export async function pruneSpentJobs(db: Kysely<Database>): Promise<number> {

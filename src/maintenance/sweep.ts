@@ -8,7 +8,7 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database, EventStatus } from '../db/schema.js';
-import { addEventJobs, addJob, jobKeyPerRow, waitingJobs } from '../worker/job-queue.js';
+import { addEventJobs, addJob, jobKeyPerRow, waitingJobs } from '../queue/job-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { MaintenanceService } from './maintenance-service.js';
@@ -121,7 +121,7 @@ interface ReclaimOptions {
  *   row lock for the whole fulfilment transaction, so a live worker is never reclaimed, however
  *   slow; a dead worker's connection ends and Postgres drops its lock (SKIP LOCKED does the rest).
  * - A waiting job (queued, in its retry backoff, or fetched by a worker less than staleAfterMs
- *   ago: src/worker/job-queue.ts) means nothing is abandoned; a second job would also cut that
+ *   ago: src/queue/job-queue.ts) means nothing is abandoned; a second job would also cut that
  *   backoff short. Those rows are left alone and not counted.
  * - A job locked by a dead worker, a job out of graphile-worker attempts, or no job at all: the
  *   event goes into a fresh job. The dead worker's job stays locked until graphile-worker frees it

@@ -13,7 +13,7 @@ import type { Database } from '../db/schema.js';
 import { inboxStatusReader, type InboxStatus } from '../events/read-model.js';
 import type { AttemptObserver } from '../notifications/delivery-pump.js';
 import { notificationSummary } from '../notifications/notification-store.js';
-import type { JobLoopStatus } from '../worker/job-loop-watchdog.js';
+import type { JobLoopStatus } from '../queue/job-loop-watchdog.js';
 
 const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'busy', 'unavailable'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];

@@ -26,7 +26,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database, DeliveryStatus } from '../db/schema.js';
 import { describeError } from '../outcomes.js';
 import type { Logger } from '../logger.js';
-import { judgeProgress, type JobLoopStatus } from '../worker/job-loop-watchdog.js';
+import { judgeProgress, type JobLoopStatus } from '../queue/job-loop-watchdog.js';
 import { honouredRetryAfterMs, retryDelayMs } from './backoff.js';
 import { endpointLabel } from './endpoint-label.js';
 import { createSender, type AttemptResult } from './send.js';
@@ -69,7 +69,7 @@ export interface PumpDeps {
   observe: AttemptObserver;
   /** What each batch gives way to while it is busy: fulfilment, and the webhooks' claims under ROLE=all. */
   givesWayTo?: readonly { busyShare(): number }[];
-  /** Tests of a stall: its threshold (src/worker/job-loop-watchdog.ts). */
+  /** Tests of a stall: its threshold (src/queue/job-loop-watchdog.ts). */
   stallAfterMs?: number;
   /** Tests of throttling: the backoff after the n-th failed attempt, shorter than backoff.ts's. */
   retryDelayMs?: (attempt: number) => number;

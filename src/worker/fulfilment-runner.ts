@@ -1,5 +1,5 @@
 // The fulfilment runner: task `process_stripe_event` (tasks/process_stripe_event.ts), and on its
-// crontab the maintenance services (src/maintenance/maintainer.ts). A job carries the events
+// crontab the maintenance services (src/worker/maintainer.ts). A job carries the events
 // claimed together (job-queue.ts), and the jobs running at once are fulfilled in one transaction
 // (src/fulfilment/fulfilment-batcher.ts): a backlog pays its round trips once for several jobs.
 import type { TaskList } from 'graphile-worker';
@@ -15,8 +15,8 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { CallRate } from '../stripe/call-rate.js';
 import type { StripeCalls } from '../stripe/stripe-calls.js';
-import type { JobLoopWatchdog } from './job-loop-watchdog.js';
-import { PROCESS_EVENT_TASK } from './job-queue.js';
+import type { JobLoopWatchdog } from '../queue/job-loop-watchdog.js';
+import { PROCESS_EVENT_TASK } from '../queue/job-queue.js';
 import type { Runners } from './runners.js';
 
 /**

@@ -4,8 +4,8 @@
 import { run, type Runner, type RunnerOptions } from 'graphile-worker';
 import type pg from 'pg';
 import type { Logger } from '../logger.js';
-import { graphileLogger } from './graphile-logger.js';
-import { JobLoopWatchdog, type JobLoopStatus } from './job-loop-watchdog.js';
+import { graphileLogger } from '../queue/graphile-logger.js';
+import { JobLoopWatchdog, type JobLoopStatus } from '../queue/job-loop-watchdog.js';
 
 export type RunnerName = 'fulfilment' | 'modules' | 'notifications';
 

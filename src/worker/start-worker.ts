@@ -1,6 +1,6 @@
 // The worker, assembled from a few starters, as River starts its services from one client: the
 // fulfilment runner with the maintenance services on its crontab (fulfilment-runner.ts,
-// src/maintenance/maintainer.ts), the modules' runner (module-jobs-runner.ts) and the pump that
+// src/worker/maintainer.ts), the modules' runner (module-jobs-runner.ts) and the pump that
 // delivers outcome notifications (notification-pump.ts). Each runner fetches only its own tasks,
 // so a slow Stripe or a slow app holds the slots of the work that waits on it, never fulfilment's.
 import type { Kysely } from 'kysely';
@@ -9,14 +9,14 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/schema.js';
 import type { Handlers } from '../module-contract.js';
 import type { Logger } from '../logger.js';
-import { maintainer } from '../maintenance/maintainer.js';
+import { maintainer } from './maintainer.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { BusinessModule } from '../module-contract.js';
 import type { DeliveryPump } from '../notifications/delivery-pump.js';
 import { createOutbox } from '../notifications/outbox.js';
 import type { StripeCalls } from '../stripe/stripe-calls.js';
 import { startFulfilmentRunner } from './fulfilment-runner.js';
-import type { JobLoopStatus } from './job-loop-watchdog.js';
+import type { JobLoopStatus } from '../queue/job-loop-watchdog.js';
 import { startModuleJobsRunner } from './module-jobs-runner.js';
 import { startNotificationPump } from './notification-pump.js';
 import { Runners, type RunnerName, type RunnersOptions } from './runners.js';

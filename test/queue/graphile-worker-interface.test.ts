@@ -1,4 +1,4 @@
-// The part of graphile-worker's public interface this service stands on (src/worker/job-queue.ts):
+// The part of graphile-worker's public interface this service stands on (src/queue/job-queue.ts):
 // the columns of the graphile_worker.jobs view, the fields of job_spec in the order we build it,
 // and the SQL functions we call. A graphile-worker release that changes any of them fails here,
 // by name, instead of leaving a sweep that silently reclaims too much or nothing.
