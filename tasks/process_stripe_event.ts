@@ -1,6 +1,6 @@
 // graphile-worker task `process_stripe_event` (the name is stored in every queued job, so it stays):
 // fulfils the events a job names. The job's payload is a batch of event ids, [{ eventId }, ...]
-// (src/worker/job-queue.ts); the rows hold the rest. The batch is fulfilled together, with the
+// (src/queue/job-queue.ts); the rows hold the rest. The batch is fulfilled together, with the
 // batches of the jobs running at once (src/fulfilment/fulfilment-batcher.ts), and each event
 // reported on its own (src/fulfilment/report-result.ts): graphile-worker retries, with its
 // backoff, only the events whose entry in the returned list rejects.

@@ -39,8 +39,10 @@ export async function reclaimLeases(db: Kysely<Database>, { maxAttempts, logger 
 export async function reclaimDeliveries(db: Kysely<Database>, maxAttempts: number): Promise<number> {
   let reclaimed = 0;
   for (;;) {
+    // MATERIALIZED: the locked batch is chosen once; folded into the update, the SKIP LOCKED
+    // subquery could be run again and take more rows than its limit (PostgreSQL bug #15715).
     const { rows } = await sql<{ taken: number }>`
-      with lapsed as (
+      with lapsed as materialized (
         select delivery_id from notification_deliveries
         where leased_until < now() and status = 'pending'
         order by leased_until
