@@ -29,7 +29,11 @@ export default defineConfig(
         {
           paths: [
             { name: 'stripe', allowTypeImports: true, message: "Import { Stripe } from src/stripe/sdk.ts, which loads the SDK's CommonJS build." },
-            ...['node:http', 'http'].map((name) => ({ name, allowTypeImports: true, message: "Use process.getBuiltinModule('node:http') (see src/stripe/sdk.ts)." })),
+            ...['node:http', 'http'].map((name) => ({
+              name,
+              allowTypeImports: true,
+              message: "Use process.getBuiltinModule('node:http') (see src/stripe/sdk.ts).",
+            })),
           ],
         },
       ],

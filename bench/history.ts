@@ -102,7 +102,10 @@ function parseOptions(argv: string[]): { commits: Commit[]; short: boolean } | '
     } catch (error) {
       throw new UsageError(`--commits-file: cannot read ${file}: ${(error as Error).message}`);
     }
-    revisions = text.split('\n').map((line) => line.replace(/#.*/, '').trim()).filter((line) => line !== '');
+    revisions = text
+      .split('\n')
+      .map((line) => line.replace(/#.*/, '').trim())
+      .filter((line) => line !== '');
     if (revisions.length === 0) throw new UsageError(`--commits-file: ${file} names no commit`);
   } else {
     revisions = positionals.length > 0 ? positionals : defaultRevisions();
@@ -127,7 +130,9 @@ function parseOptions(argv: string[]): { commits: Commit[]; short: boolean } | '
 function defaultRevisions(): string[] {
   resolve(FIRST_COMMIT);
   resolve(MAINLINE);
-  const merges = git(['log', '--first-parent', '--merges', '--reverse', '--format=%H', `${FIRST_COMMIT}..${MAINLINE}`]).split('\n').filter(Boolean);
+  const merges = git(['log', '--first-parent', '--merges', '--reverse', '--format=%H', `${FIRST_COMMIT}..${MAINLINE}`])
+    .split('\n')
+    .filter(Boolean);
   return [FIRST_COMMIT, ...merges, 'HEAD'];
 }
 
@@ -162,16 +167,24 @@ function worktree(sha: string): string {
   } catch {
     throw new Error(`${dir} exists but is not a git worktree: move it away, or remove it and run git worktree prune`);
   }
-  if (head !== sha) throw new Error(`${dir} is at ${head.slice(0, 7)}, not ${sha.slice(0, 7)}: git -C ${dir} checkout --detach ${sha}, or remove it (git worktree remove --force ${dir})`);
+  if (head !== sha)
+    throw new Error(
+      `${dir} is at ${head.slice(0, 7)}, not ${sha.slice(0, 7)}: git -C ${dir} checkout --detach ${sha}, or remove it (git worktree remove --force ${dir})`,
+    );
   const changed = git(['status', '--porcelain', '--untracked-files=normal'], dir);
-  if (changed !== '') throw new Error(`${dir} has changes (git -C ${dir} status): its bench would not measure ${sha.slice(0, 7)}; restore it or remove it (git worktree remove --force ${dir})`);
+  if (changed !== '')
+    throw new Error(
+      `${dir} has changes (git -C ${dir} status): its bench would not measure ${sha.slice(0, 7)}; restore it or remove it (git worktree remove --force ${dir})`,
+    );
   log(`${sha.slice(0, 7)}: reusing ${dir}`);
   return dir;
 }
 
 /** npm ci, unless this script installed from the same lockfile before. The commit's Node 26 comes with it (the `node` package). */
 async function install(dir: string): Promise<void> {
-  const lockHash = createHash('sha256').update(readFileSync(path.join(dir, 'package-lock.json'))).digest('hex');
+  const lockHash = createHash('sha256')
+    .update(readFileSync(path.join(dir, 'package-lock.json')))
+    .digest('hex');
   const stamp = path.join(dir, 'node_modules', INSTALL_STAMP);
   if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === lockHash) {
     log(`${path.basename(dir).slice(0, 7)}: dependencies installed from this lockfile already`);
@@ -258,7 +271,13 @@ async function waitForOtherBenches(): Promise<number> {
   return (Date.now() - started) / 1000;
 }
 
-async function benchPart(dir: string, sha: string, part: 'ingest' | 'drain', can: { json: boolean; servers: boolean; rounds: boolean }, short: boolean): Promise<PartResult> {
+async function benchPart(
+  dir: string,
+  sha: string,
+  part: 'ingest' | 'drain',
+  can: { json: boolean; servers: boolean; rounds: boolean },
+  short: boolean,
+): Promise<PartResult> {
   const args = ['run', '-s', 'bench', '--', part];
   if (part === 'ingest' && can.servers) args.push('--servers', SERVERS);
   if (part === 'ingest' && can.rounds) args.push('--rounds', INGEST_ROUNDS);
@@ -294,7 +313,10 @@ async function benchPart(dir: string, sha: string, part: 'ingest' | 'drain', can
 function parseJsonOutput(stdout: string): { figures: Figure[]; failures: Array<{ part: string; error: string }> } {
   const start = stdout.search(/^\{/m);
   if (start < 0) throw new Error('no JSON object on stdout');
-  const data = JSON.parse(stdout.slice(start)) as { figures?: Array<{ name: string; value: number | null; note?: string }>; failures?: Array<{ part: string; error: string }> };
+  const data = JSON.parse(stdout.slice(start)) as {
+    figures?: Array<{ name: string; value: number | null; note?: string }>;
+    failures?: Array<{ part: string; error: string }>;
+  };
   if (!Array.isArray(data.figures)) throw new Error('no figures in the JSON');
   return {
     figures: data.figures.map((f) => ({ name: f.name, value: f.value ?? Number.NaN, ...(f.note !== undefined && { note: f.note }) })),
@@ -345,7 +367,11 @@ async function measure(commit: Commit, short: boolean): Promise<CommitResult> {
     const node = nodeVersion(dir);
     log(`${sha}: ${node}`);
     const can = await capabilities(dir);
-    const missing = [!can.json && '--json (its table parsed)', !can.servers && '--servers (every default server ran)', !can.rounds && '--rounds (its default rounds)'].filter(Boolean);
+    const missing = [
+      !can.json && '--json (its table parsed)',
+      !can.servers && '--servers (every default server ran)',
+      !can.rounds && '--rounds (its default rounds)',
+    ].filter(Boolean);
     result.notes.push(node, `install ${installSeconds.toFixed(0)} s`, ...(missing.length > 0 ? [`its bench has no ${missing.join(', no ')}`] : []));
     for (const part of ['ingest', 'drain'] as const) {
       if (interrupted) break;

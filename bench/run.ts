@@ -18,7 +18,15 @@ import type { BenchOptions } from './support/options.js';
 import { formatTable, type Figure } from './support/report.js';
 import { BENCH_EVENTS, type BenchEvent } from './support/webhook-events.js';
 
-const PARTS = { statements: benchStatements, ingest: benchIngest, drain: benchDrain, latency: benchLatency, sweep: benchSweep, abuse: benchAbuse, replication: benchReplication } as const;
+const PARTS = {
+  statements: benchStatements,
+  ingest: benchIngest,
+  drain: benchDrain,
+  latency: benchLatency,
+  sweep: benchSweep,
+  abuse: benchAbuse,
+  replication: benchReplication,
+} as const;
 type PartName = keyof typeof PARTS;
 /** `all`: replication needs Debian's patroni, etcd-server and haproxy, so it runs only when named. */
 const ALL: readonly PartName[] = ['statements', 'ingest', 'drain', 'latency', 'sweep', 'abuse'];
@@ -115,22 +123,38 @@ function parseOptions(argv: string[]): { parts: PartName[]; json: boolean; optio
   const unknown = servers?.find((name) => !(SERVERS as readonly string[]).includes(name));
   if (unknown !== undefined) throw new UsageError(`--servers: unknown server '${unknown}' (choose from ${SERVERS.join(', ')})`);
   if (values.event !== undefined && !runs('ingest')) throw new UsageError('--event is for the ingest part: npm run bench -- ingest --event payment-intent');
-  if (values.event !== undefined && !Object.hasOwn(BENCH_EVENTS, values.event)) throw new UsageError(`--event: unknown event '${values.event}' (choose from ${Object.keys(BENCH_EVENTS).join(', ')})`);
+  if (values.event !== undefined && !Object.hasOwn(BENCH_EVENTS, values.event))
+    throw new UsageError(`--event: unknown event '${values.event}' (choose from ${Object.keys(BENCH_EVENTS).join(', ')})`);
   const event = values.event as BenchEvent | undefined;
   const rounds = values.rounds === undefined ? undefined : Number(values.rounds);
-  if (rounds !== undefined && !runs('ingest') && !runs('drain')) throw new UsageError('--rounds is for the ingest and drain parts: npm run bench -- ingest drain --rounds 4');
+  if (rounds !== undefined && !runs('ingest') && !runs('drain'))
+    throw new UsageError('--rounds is for the ingest and drain parts: npm run bench -- ingest drain --rounds 4');
   if (rounds !== undefined && (!Number.isInteger(rounds) || rounds < 1 || rounds > 10)) throw new UsageError('--rounds must be a whole number from 1 to 10');
   const warmupSeconds = values.warmup === undefined ? undefined : Number(values.warmup);
   if (warmupSeconds !== undefined && !runs('ingest')) throw new UsageError('--warmup is for the ingest part: npm run bench -- ingest --warmup 10');
-  if (warmupSeconds !== undefined && !(warmupSeconds >= 0.5 && warmupSeconds <= 120)) throw new UsageError('--warmup must be a number of seconds from 0.5 to 120');
+  if (warmupSeconds !== undefined && !(warmupSeconds >= 0.5 && warmupSeconds <= 120))
+    throw new UsageError('--warmup must be a number of seconds from 0.5 to 120');
   const size = ingestSize({ short: values.short === true, ...(rounds && { rounds }), ...(warmupSeconds && { warmupSeconds }) });
   if (size.events > MAX_INGEST_EVENTS) {
-    throw new UsageError(`${size.rounds} rounds with a ${size.warmupSeconds} s warm-up need ${size.events.toLocaleString('en')} unique events, more than the ${MAX_INGEST_EVENTS.toLocaleString('en')} the bench holds in memory: fewer --rounds or a shorter --warmup`);
+    throw new UsageError(
+      `${size.rounds} rounds with a ${size.warmupSeconds} s warm-up need ${size.events.toLocaleString('en')} unique events, more than the ${MAX_INGEST_EVENTS.toLocaleString('en')} the bench holds in memory: fewer --rounds or a shorter --warmup`,
+    );
   }
   return {
     parts,
     json: values.json === true,
-    options: { serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL, short: values.short === true, concurrency, nodeFlags, env, dbSettings, ...(servers && { servers }), ...(event && { event }), ...(rounds && { rounds }), ...(warmupSeconds && { warmupSeconds }) },
+    options: {
+      serverUrl: process.env.DATABASE_URL ?? DEFAULT_SERVER_URL,
+      short: values.short === true,
+      concurrency,
+      nodeFlags,
+      env,
+      dbSettings,
+      ...(servers && { servers }),
+      ...(event && { event }),
+      ...(rounds && { rounds }),
+      ...(warmupSeconds && { warmupSeconds }),
+    },
   };
 }
 
@@ -155,12 +179,27 @@ async function main(): Promise<number> {
   const leftover = await dropLeftoverBenchDatabases(options.serverUrl);
   if (leftover.length > 0) options.log(`dropped ${leftover.length} database(s) a killed bench left behind: ${leftover.join(', ')}`);
   const machine = await machineFacts(options.serverUrl);
-  out(Object.entries({ ...machine, mode: options.short ? 'short (CI smoke: numbers not meaningful)' : 'full' }).map(([k, v]) => `${k}: ${v}`).join('\n'));
+  out(
+    Object.entries({ ...machine, mode: options.short ? 'short (CI smoke: numbers not meaningful)' : 'full' })
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\n'),
+  );
   out(`service NODE_OPTIONS (the image's): ${imageNodeOptions() || 'none'}`);
   if (options.nodeFlags.length > 0) out(`service node flags: ${options.nodeFlags.join(' ')}`);
-  if (Object.keys(options.env).length > 0) out(`service env: ${Object.entries(options.env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
-  if (parts.includes('ingest')) out(`ingest workload: every request a unique signed ${BENCH_EVENTS[options.event ?? 'checkout']} (--event ${options.event ?? 'checkout'})`);
-  if (Object.keys(options.dbSettings).length > 0) out(`bench databases: ${Object.entries(options.dbSettings).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (Object.keys(options.env).length > 0)
+    out(
+      `service env: ${Object.entries(options.env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
+  if (parts.includes('ingest'))
+    out(`ingest workload: every request a unique signed ${BENCH_EVENTS[options.event ?? 'checkout']} (--event ${options.event ?? 'checkout'})`);
+  if (Object.keys(options.dbSettings).length > 0)
+    out(
+      `bench databases: ${Object.entries(options.dbSettings)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
 
   if (parts.some((part) => part !== 'sweep' && part !== 'statements')) {
     options.log('building the service bundle (npm run build): the parts run it as the image does');
@@ -182,7 +221,10 @@ async function main(): Promise<number> {
     }
   }
   const seconds = (Date.now() - started) / 1000;
-  if (json) process.stdout.write(`${JSON.stringify({ machine, short: options.short, ...(parts.includes('ingest') && { ingestEvent: BENCH_EVENTS[options.event ?? 'checkout'] }), nodeOptions: imageNodeOptions(), nodeFlags: options.nodeFlags, env: options.env, dbSettings: options.dbSettings, seconds, figures, failures }, null, 2)}\n`);
+  if (json)
+    process.stdout.write(
+      `${JSON.stringify({ machine, short: options.short, ...(parts.includes('ingest') && { ingestEvent: BENCH_EVENTS[options.event ?? 'checkout'] }), nodeOptions: imageNodeOptions(), nodeFlags: options.nodeFlags, env: options.env, dbSettings: options.dbSettings, seconds, figures, failures }, null, 2)}\n`,
+    );
   else if (parts.length > 1) out(`\nsummary (${seconds.toFixed(0)} s)\n${formatTable(figures)}`);
   return failures.length > 0 ? 1 : 0;
 }

@@ -36,9 +36,17 @@ const optionOf = (field: string) => OPTION_OF[field] ?? `--${field}`;
 runScript({
   usage,
   options: {
-    id: { type: 'string' }, name: { type: 'string' }, amount: { type: 'string' }, currency: { type: 'string' }, credits: { type: 'string' },
-    price: { type: 'string' }, interval: { type: 'string' }, 'interval-count': { type: 'string' }, kind: { type: 'string' },
-    product: { type: 'string' }, all: { type: 'boolean' },
+    id: { type: 'string' },
+    name: { type: 'string' },
+    amount: { type: 'string' },
+    currency: { type: 'string' },
+    credits: { type: 'string' },
+    price: { type: 'string' },
+    interval: { type: 'string' },
+    'interval-count': { type: 'string' },
+    kind: { type: 'string' },
+    product: { type: 'string' },
+    all: { type: 'boolean' },
   },
   positionals: true,
   async run({ values, positionals }, ctx) {
@@ -74,7 +82,8 @@ function noMore(rest: string[]): void {
 }
 
 function listed([packages, plans]: [CatalogItem[], CatalogItem[]]) {
-  const line = (item: CatalogItem) => `  ${item.active ? ' ' : 'archived '}${item.id}  ${item.name}  ${item.amount} ${item.currency}  ${item.credits} credits` +
+  const line = (item: CatalogItem) =>
+    `  ${item.active ? ' ' : 'archived '}${item.id}  ${item.name}  ${item.amount} ${item.currency}  ${item.credits} credits` +
     `${item.interval ? ` every ${item.interval_count} ${item.interval}` : ''}${item.stripe_price_id ? `  Price ${item.stripe_price_id}` : ''}`;
   const lines = [`packages:${packages.length ? '' : ' none'}`, ...packages.map(line), `plans:${plans.length ? '' : ' none'}`, ...plans.map(line)];
   return { json: { packages, plans }, text: lines.join('\n') };
@@ -83,11 +92,16 @@ function listed([packages, plans]: [CatalogItem[], CatalogItem[]]) {
 async function add(kind: Kind, values: Record<string, unknown>, ctx: ScriptContext, db: Db['db']): Promise<AddOutcome> {
   const number = (option: unknown) => (typeof option === 'string' && /^\d+$/.test(option) ? Number(option) : option);
   const raw = {
-    id: values.id, name: values.name, amount: number(values.amount), currency: values.currency, credits: number(values.credits),
+    id: values.id,
+    name: values.name,
+    amount: number(values.amount),
+    currency: values.currency,
+    credits: number(values.credits),
     ...(values.price !== undefined && { stripe_price_id: values.price }),
     ...(kind === 'plan' && { interval: values.interval, ...(values['interval-count'] !== undefined && { interval_count: number(values['interval-count']) }) }),
   };
-  if (kind === 'package' && (values.interval !== undefined || values['interval-count'] !== undefined)) throw new UsageError('a package has no --interval: add-plan makes a plan');
+  if (kind === 'package' && (values.interval !== undefined || values['interval-count'] !== undefined))
+    throw new UsageError('a package has no --interval: add-plan makes a plan');
   const { kind: catalogKind, input } = catalogKinds[kind];
   const parsed = input.safeParse(raw);
   if (!parsed.success) {
@@ -113,21 +127,31 @@ function stripeCalls(ctx: ScriptContext, asksStripe: boolean): StripeCalls {
 function added(kind: Kind, outcome: AddOutcome) {
   switch (outcome.outcome) {
     case 'created':
-      return { json: outcome, text: `added ${kind} ${outcome.item.id}: ${outcome.item.amount} ${outcome.item.currency}, ${outcome.item.credits} credits${outcome.item.stripe_price_id ? `, sold as Price ${outcome.item.stripe_price_id}` : ''}` };
+      return {
+        json: outcome,
+        text: `added ${kind} ${outcome.item.id}: ${outcome.item.amount} ${outcome.item.currency}, ${outcome.item.credits} credits${outcome.item.stripe_price_id ? `, sold as Price ${outcome.item.stripe_price_id}` : ''}`,
+      };
     case 'taken':
       return { json: outcome, text: `refused: ${outcome.reason}`, exitCode: 1 };
     case 'price_refused':
       return { json: outcome, text: `refused: --price: ${outcome.reason}`, exitCode: 1 };
     case 'stripe_busy':
     case 'stripe_failed':
-      return { json: outcome, text: `Stripe could not be asked for the Price (${outcome.outcome === 'stripe_failed' ? outcome.reason : 'busy'}); nothing was added, run it again`, exitCode: 1 };
+      return {
+        json: outcome,
+        text: `Stripe could not be asked for the Price (${outcome.outcome === 'stripe_failed' ? outcome.reason : 'busy'}); nothing was added, run it again`,
+        exitCode: 1,
+      };
   }
 }
 
 function imported(result: ImportResult) {
   const lines = [
     `created ${result.created.length}, already in the catalog ${result.existing.length}, skipped ${result.skipped.length}`,
-    ...result.created.map((item) => `  created ${item.interval ? 'plan' : 'package'} ${item.id}: ${item.amount} ${item.currency}, ${item.credits} credits, Price ${item.stripe_price_id}`),
+    ...result.created.map(
+      (item) =>
+        `  created ${item.interval ? 'plan' : 'package'} ${item.id}: ${item.amount} ${item.currency}, ${item.credits} credits, Price ${item.stripe_price_id}`,
+    ),
     ...result.existing.map((e) => `  exists  ${e.id}: Price ${e.stripe_price_id}`),
     ...result.skipped.map((s) => `  skipped ${s.stripe_id}: ${s.reason}`),
   ];

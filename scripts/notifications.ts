@@ -15,7 +15,12 @@ function notificationLines(n: NotificationView): string[] {
   return [
     `${n.notification_id}  ${n.type}  account ${n.account_id ?? 'none'}  ${n.created_at}${n.event_id ? `  event ${n.event_id}` : ''}`,
     ...n.deliveries.map((d) =>
-      [`  ${d.endpoint}  ${d.status}  attempts ${d.attempts}`, d.last_status_code !== null && `last status ${d.last_status_code}`, d.last_error, d.next_attempt_at && `next attempt ${d.next_attempt_at}`]
+      [
+        `  ${d.endpoint}  ${d.status}  attempts ${d.attempts}`,
+        d.last_status_code !== null && `last status ${d.last_status_code}`,
+        d.last_error,
+        d.next_attempt_at && `next attempt ${d.next_attempt_at}`,
+      ]
         .filter(Boolean)
         .join('  '),
     ),
@@ -57,7 +62,10 @@ notification does not exist.`,
       const { db } = await ctx.database();
       const notifications = await listNotifications(db, { status, limit });
       const limitReached = notifications.length === limit;
-      const lines = [`${notifications.length} notification(s) with a delivery ${status}, newest first${notifications.length ? ':' : ''}`, ...notifications.flatMap(notificationLines)];
+      const lines = [
+        `${notifications.length} notification(s) with a delivery ${status}, newest first${notifications.length ? ':' : ''}`,
+        ...notifications.flatMap(notificationLines),
+      ];
       if (limitReached) lines.push(`stopped at --limit ${limit}: older ones may match`);
       return { json: { notifications, limit_reached: limitReached }, text: lines.join('\n') };
     }
@@ -65,11 +73,14 @@ notification does not exist.`,
     if (replayIds && positionals.length === 0) throw new UsageError('--replay needs at least one notification id (msg_…)');
     const ids = [...new Set(positionals)];
     const bad = ids.find((id) => !NOTIFICATION_ID.test(id));
-    if (bad !== undefined) throw new UsageError(`--replay takes notification ids (msg_ and letters, digits, _ or -, as webhook-id carries them); got ${JSON.stringify(bad)}`);
+    if (bad !== undefined)
+      throw new UsageError(`--replay takes notification ids (msg_ and letters, digits, _ or -, as webhook-id carries them); got ${JSON.stringify(bad)}`);
     const { db } = await ctx.database();
     const { replayed, skipped } = await replayNotifications(db, replayFailed ? { failed: true } : { ids });
     // The store skips both the unknown and those with an attempt in flight; only the first is a mistake.
-    const known = skipped.length ? new Set((await listNotifications(db, { ids: skipped, limit: skipped.length })).map((n) => n.notification_id)) : new Set<string>();
+    const known = skipped.length
+      ? new Set((await listNotifications(db, { ids: skipped, limit: skipped.length })).map((n) => n.notification_id))
+      : new Set<string>();
     const inFlight = skipped.filter((id) => known.has(id));
     const missing = skipped.filter((id) => !known.has(id));
     const lines = [`replayed ${replayed.length} notification(s)`, ...replayed.map((id) => `  ${id}`)];

@@ -15,9 +15,15 @@ the order's refunds).`,
   options: { 'older-than-days': { type: 'string' } },
   async run({ values }, ctx) {
     const raw = values['older-than-days'];
-    const days = raw === undefined
-      ? ctx.config.eventRetentionDays
-      : wholeNumberOption(raw, '--older-than-days', { min: MIN_RETENTION_DAYS, max: MAX_RETENTION_DAYS, example: '90', reason: 'Stripe resends events for up to 30 days' });
+    const days =
+      raw === undefined
+        ? ctx.config.eventRetentionDays
+        : wholeNumberOption(raw, '--older-than-days', {
+            min: MIN_RETENTION_DAYS,
+            max: MAX_RETENTION_DAYS,
+            example: '90',
+            reason: 'Stripe resends events for up to 30 days',
+          });
     const { db } = await ctx.database();
     const result = await pruneEvents(db, { retentionDays: days });
     return {

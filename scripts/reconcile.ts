@@ -34,7 +34,7 @@ STRIPE_SECRET_KEY (and honours STRIPE_API_BASE).`,
     const lists = (values.lists as string | undefined) ?? 'both';
     if (!isReconcileLists(lists)) throw new UsageError(`--lists must be snapshot, thin or both, not "${lists}"`);
     const maxCalls = values['max-calls'] === undefined ? undefined : wholeNumberOption(values['max-calls'], '--max-calls', { min: 1, example: '50' });
-    if (!ctx.config.stripeSecretKey) throw new UsageError('STRIPE_SECRET_KEY is required: reconcile reads Stripe\'s Events API');
+    if (!ctx.config.stripeSecretKey) throw new UsageError("STRIPE_SECRET_KEY is required: reconcile reads Stripe's Events API");
     const stripe = createStripeClient(ctx.config.stripeSecretKey, ctx.config.stripeApiBase, { timeoutMs: ctx.config.stripeTimeoutMs });
     const { db } = await ctx.database();
     const result = await reconcileEvents(db, stripe, {

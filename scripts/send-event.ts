@@ -3,7 +3,16 @@
 // delivery) and posts them to a running instance: one event, or a subscription's whole period.
 import { periodEvents } from '../src/modules/billing/sample-events.js';
 import { billingPeriodEnd, type BillingInterval } from '../src/stripe/billing-period.js';
-import { randomStripeId, checkoutSession, exampleObject, sampleEvent, signDelivery, thinNotification, type SampleEvent, type ThinNotification } from '../src/stripe/sample-events.js';
+import {
+  randomStripeId,
+  checkoutSession,
+  exampleObject,
+  sampleEvent,
+  signDelivery,
+  thinNotification,
+  type SampleEvent,
+  type ThinNotification,
+} from '../src/stripe/sample-events.js';
 import { OFFLINE_STRIPE_PORT, TELL_EVENT_PATH } from '../src/dev/offline-stripe/index.js';
 import { runScript, UsageError } from '../src/cli/script.js';
 import { wholeNumberOption } from '../src/cli/whole-number.js';
@@ -67,7 +76,12 @@ renewals. --in-order keeps Stripe's order.`,
     if (typeof values.subscription === 'string') {
       if (positionals.length > 0) throw new UsageError('--subscription sends a whole period: give no event type with it');
       const cycle = wholeNumberOption(values.cycle, '--cycle', { min: 1, max: 1000, example: '2' });
-      const subscription = await getJson<SubscriptionView>(base, `/api/subscriptions/${encodeURIComponent(values.subscription)}`, config.apiToken, 'POST /api/subscriptions');
+      const subscription = await getJson<SubscriptionView>(
+        base,
+        `/api/subscriptions/${encodeURIComponent(values.subscription)}`,
+        config.apiToken,
+        'POST /api/subscriptions',
+      );
       const events = await subscriptionPeriod(base, config.apiToken, subscription, cycle);
       const sent = values['in-order'] === true ? events : shuffle(events);
       const replies = [];
@@ -89,7 +103,12 @@ renewals. --in-order keeps Stripe's order.`,
     if (CHECKOUT_TYPES.includes(type)) {
       if (typeof values.order !== 'string') throw new UsageError(`${type} needs --order <order_id> (from POST /api/checkout)`);
       const order = await getJson<OrderView>(base, `/api/orders/${encodeURIComponent(values.order)}`, config.apiToken, 'POST /api/checkout');
-      object = checkoutSession({ orderId: order.order_id, amount: order.amount, currency: order.currency, ...(order.checkout_session_id && { sessionId: order.checkout_session_id }) });
+      object = checkoutSession({
+        orderId: order.order_id,
+        amount: order.amount,
+        currency: order.currency,
+        ...(order.checkout_session_id && { sessionId: order.checkout_session_id }),
+      });
     } else {
       object = EXAMPLES[type] ? exampleObject(EXAMPLES[type]) : { id: randomStripeId('obj'), object: type.split('.')[0] };
     }
@@ -133,7 +152,9 @@ async function post(base: string, event: unknown, secret: string): Promise<{ sta
 /** Hands a snapshot event to the offline stand-in, so that the worker's fetch for its thin notification finds it. */
 async function tellStandIn(stripeUrl: string, event: SampleEvent): Promise<void> {
   const told = await fetch(stripeUrl + TELL_EVENT_PATH, { method: 'POST', body: JSON.stringify(event) }).catch((error: unknown) => {
-    throw new Error(`cannot reach the offline Stripe stand-in at ${stripeUrl}: is npm start running without STRIPE_SECRET_KEY? (or pass --stripe-url)`, { cause: error });
+    throw new Error(`cannot reach the offline Stripe stand-in at ${stripeUrl}: is npm start running without STRIPE_SECRET_KEY? (or pass --stripe-url)`, {
+      cause: error,
+    });
   });
   if (!told.ok) throw new Error(`${stripeUrl}${TELL_EVENT_PATH} answered ${told.status}: --thin needs the offline Stripe stand-in, not Stripe`);
 }
@@ -153,7 +174,12 @@ async function getJson<T>(base: string, path: string, apiToken: string, howToMak
  * cycle names the same one; a renewal's period follows the one the service holds.
  */
 async function subscriptionPeriod(base: string, apiToken: string, subscription: SubscriptionView, cycle: number): Promise<SampleEvent[]> {
-  const plans = await getJson<Array<{ id: string; amount: number; currency: string; interval: BillingInterval; interval_count: number }>>(base, '/api/plans', apiToken, 'a migration');
+  const plans = await getJson<Array<{ id: string; amount: number; currency: string; interval: BillingInterval; interval_count: number }>>(
+    base,
+    '/api/plans',
+    apiToken,
+    'a migration',
+  );
   const plan = plans.find((p) => p.id === subscription.plan_id);
   if (!plan) throw new Error(`plan ${subscription.plan_id} of subscription ${subscription.subscription_id} is not listed by GET /api/plans`);
   const now = Math.floor(Date.now() / 1000);

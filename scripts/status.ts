@@ -11,7 +11,10 @@ function notificationLines(enabled: boolean, endpoints: readonly EndpointSummary
   if (endpoints.length === 0) return [`notifications: ${enabled ? 'none pending or failed' : 'off (APP_WEBHOOK_URL unset)'}`];
   return [
     'notifications not yet delivered, by endpoint:',
-    ...endpoints.map((e) => `  ${e.endpoint}: pending ${e.pending}, failed ${e.failed}, oldest pending ${e.oldest_pending_age_seconds === null ? 'none' : `${e.oldest_pending_age_seconds}s`}`),
+    ...endpoints.map(
+      (e) =>
+        `  ${e.endpoint}: pending ${e.pending}, failed ${e.failed}, oldest pending ${e.oldest_pending_age_seconds === null ? 'none' : `${e.oldest_pending_age_seconds}s`}`,
+    ),
     ...(endpoints.some((e) => e.failed > 0) ? ['  failed ones: npm run notifications -- --status failed, then --replay-failed once the app takes them'] : []),
   ];
 }
@@ -36,13 +39,21 @@ failed, with the age of the oldest pending one. Exits 1 when any event has faile
     const sweep = await sweepState(db, status.last_sweep_at, ctx.config.sweepCron);
     const staleAfterSeconds = ctx.config.staleAfterMs / 1000;
     const lines = [
-      `events:  ${Object.entries(status.counts).map(([k, n]) => `${k} ${n}`).join(', ')}`,
+      `events:  ${Object.entries(status.counts)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')}`,
       `oldest processing: ${status.oldest_processing_age_seconds === null ? 'none' : `${status.oldest_processing_age_seconds}s${status.oldest_processing_age_seconds > 2 * staleAfterSeconds ? '  ← older than 2 × STALE_AFTER_SECONDS: is a worker running?' : ''}`}`,
       `waiting: ${status.waiting} (processing events parked until what they need arrives, such as a dispute before its payment's event)`,
       `jobs queued: ${status.jobs_queued}, carrying ${status.events_queued} events`,
       `last sweep:  ${describeSweep(sweep, ctx.config.sweepCron)}`,
       `by type, received within ${String(values.since)}:${byType.length ? '' : ' none'}`,
-      ...byType.map(({ type, counts }) => `  ${type}: ${Object.entries(counts).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ')}`),
+      ...byType.map(
+        ({ type, counts }) =>
+          `  ${type}: ${Object.entries(counts)
+            .filter(([, n]) => n > 0)
+            .map(([k, n]) => `${k} ${n}`)
+            .join(', ')}`,
+      ),
       ...(failed.length ? ['failed (newest first; fix the cause, then npm run replay -- <event_id>):'] : []),
       ...failed.map((e) => `  ${e.event_id}  ${e.type}  attempts ${e.attempts}  ${e.last_error ?? ''}`),
       ...notificationLines(notifications.enabled, notifications.endpoints),

@@ -15,9 +15,10 @@ any time, from any number of places at once. --dry-run lists what would be recla
     limit: { type: 'string' },
   },
   async run({ values }, ctx) {
-    const staleAfter = values['stale-after'] === undefined
-      ? ctx.config.staleAfterMs / 1000
-      : wholeNumberOption(values['stale-after'], '--stale-after', { min: 0, example: '300', reason: 'seconds' });
+    const staleAfter =
+      values['stale-after'] === undefined
+        ? ctx.config.staleAfterMs / 1000
+        : wholeNumberOption(values['stale-after'], '--stale-after', { min: 0, example: '300', reason: 'seconds' });
     const limit = values.limit === undefined ? undefined : wholeNumberOption(values.limit, '--limit', { min: 1, example: '1000' });
 
     const { db } = await ctx.database();

@@ -70,7 +70,13 @@ export function defineModule<const T extends SettingsTable = Record<never, Setti
     handlers: (config, notifications) => handlers?.(own(config), { notifications, wake: waker({ maxAttempts: config.maxAttempts }) }) ?? {},
     ...(tasks && {
       tasks: (context: TaskContext) =>
-        tasks({ settings: own(context.config), db: context.db, stripeCalls: context.stripeCalls, logger: context.logger, notifications: context.notifications }),
+        tasks({
+          settings: own(context.config),
+          db: context.db,
+          stripeCalls: context.stripeCalls,
+          logger: context.logger,
+          notifications: context.notifications,
+        }),
     }),
     ...(apiRoutes && { apiRoutes: routes(apiRoutes) }),
     ...(adminRoutes && { adminRoutes: routes(adminRoutes) }),

@@ -57,12 +57,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, modules: readon
 
   const warnings: string[] = [];
   if (production) {
-    const checked = productionChecks(given, distinct.filter((s) => !isSet(s.env)));
+    const checked = productionChecks(
+      given,
+      distinct.filter((s) => !isSet(s.env)),
+    );
     problems.push(...checked.problems);
     warnings.push(...checked.warnings);
   }
   if (isSet(settings.appWebhookUrls.env) && !isSet(settings.appWebhookSecrets.env) && production) {
-    problems.push(`APP_WEBHOOK_SECRET is required when APP_WEBHOOK_URL is set: the app verifies every notification with it ${exampleOf(settings.appWebhookSecrets)}`);
+    problems.push(
+      `APP_WEBHOOK_SECRET is required when APP_WEBHOOK_URL is set: the app verifies every notification with it ${exampleOf(settings.appWebhookSecrets)}`,
+    );
   }
   // Without DATABASE_URL, development runs the embedded Postgres, to which no other URL leads.
   if (isSet(settings.databaseDirectUrl.env) && !isSet(settings.databaseUrl.env)) {

@@ -34,7 +34,10 @@ export function createLogger(level: string, { fd = 1, sync = true, pretty = fals
     formatters: { log: redactSecrets },
   };
   if (pretty && prettyAvailable()) {
-    return pino(options, pino.transport({ target: 'pino-pretty', options: { destination: fd, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' } }));
+    return pino(
+      options,
+      pino.transport({ target: 'pino-pretty', options: { destination: fd, ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' } }),
+    );
   }
   return pino(options, pino.destination({ dest: fd, sync }));
 }

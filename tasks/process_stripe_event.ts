@@ -36,7 +36,10 @@ export function processStripeEventsTask({ fulfilment, logger, metrics }: Process
       return;
     }
     const refs = Array.isArray(parsed.data) ? parsed.data : [parsed.data];
-    const results = await fulfilment.fulfil(refs.map((ref) => ref.eventId), { retry: helpers.job.attempts > 1 });
+    const results = await fulfilment.fulfil(
+      refs.map((ref) => ref.eventId),
+      { retry: helpers.job.attempts > 1 },
+    );
     const retries = refs.map((ref, i) => report(ref.eventId, helpers.job.id, results[i]!));
     if (!Array.isArray(parsed.data)) {
       // Rethrown so graphile-worker schedules the retry with its exponential backoff.

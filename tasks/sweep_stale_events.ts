@@ -9,7 +9,10 @@ import { sweepService, sweepStaleEvents } from '../src/maintenance/sweep.js';
 /** The payload of a sweep queued by queueSweepSoon(); the crontab's jobs carry none of it. */
 const soonPayload = z.object({ staleAfterSeconds: z.number().int().positive() });
 
-type Deps = Pick<MaintenanceTaskDeps, 'db' | 'logger'> & { metrics: Pick<MaintenanceTaskDeps['metrics'], 'sweepReclaims'>; config: Pick<Config, 'staleAfterMs' | 'maxAttempts'> };
+type Deps = Pick<MaintenanceTaskDeps, 'db' | 'logger'> & {
+  metrics: Pick<MaintenanceTaskDeps['metrics'], 'sweepReclaims'>;
+  config: Pick<Config, 'staleAfterMs' | 'maxAttempts'>;
+};
 
 export const sweepTask = {
   ...sweepService,

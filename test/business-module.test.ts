@@ -12,7 +12,12 @@ import type { Logger } from '../src/logger.js';
 import type { Notifications } from '../src/notifications/outbox.js';
 import type { StripeCalls } from '../src/stripe/stripe-calls.js';
 
-const SECRETS = { NODE_ENV: 'test', STRIPE_WEBHOOK_SECRET: 'whsec_test_module_0123456789abcdef', API_TOKEN: 'test-api-token-0123456789', ADMIN_TOKEN: 'test-admin-token-0123456789' };
+const SECRETS = {
+  NODE_ENV: 'test',
+  STRIPE_WEBHOOK_SECRET: 'whsec_test_module_0123456789abcdef',
+  API_TOKEN: 'test-api-token-0123456789',
+  ADMIN_TOKEN: 'test-admin-token-0123456789',
+};
 const settings = defineSettings({ probeLimit: { env: 'PROBE_LIMIT', schema: z.string().transform(Number), example: '7', default: '3' } });
 
 /** A module that records what each of its parts was given. */

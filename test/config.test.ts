@@ -42,7 +42,11 @@ describe('invalid values', () => {
   test('are all reported at once, each with the variable and an example', () => {
     const problems = problemsOf({ NODE_ENV: 'test', ...SECRETS, PORT: 'eighty', ROLE: 'frontend', EVENT_RETENTION_DAYS: '7' });
     assert.equal(problems.length, 3, problems.join('\n'));
-    for (const [name, example] of [['PORT', 'PORT=3000'], ['ROLE', 'ROLE=web'], ['EVENT_RETENTION_DAYS', 'EVENT_RETENTION_DAYS=90']] as const) {
+    for (const [name, example] of [
+      ['PORT', 'PORT=3000'],
+      ['ROLE', 'ROLE=web'],
+      ['EVENT_RETENTION_DAYS', 'EVENT_RETENTION_DAYS=90'],
+    ] as const) {
       const problem = problems.find((p) => p.startsWith(`${name} `));
       assert.ok(problem, `no problem reported for ${name}`);
       assert.ok(problem.includes(`(example: ${example})`), problem);
@@ -62,7 +66,10 @@ describe('invalid values', () => {
   });
 
   test('a webhook secret that is not a whsec_ secret is refused', () => {
-    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: `${SECRETS.STRIPE_WEBHOOK_SECRET},sk_live_oops` }).join('\n'), /^STRIPE_WEBHOOK_SECRET .*whsec_/);
+    assert.match(
+      problemsOf({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: `${SECRETS.STRIPE_WEBHOOK_SECRET},sk_live_oops` }).join('\n'),
+      /^STRIPE_WEBHOOK_SECRET .*whsec_/,
+    );
   });
 
   // `whsec_` alone verified any body signed with the empty key: anyone could forge a delivery.
@@ -72,12 +79,18 @@ describe('invalid values', () => {
       assert.equal(more.length, 0, secret);
       assert.match(problem!, /^STRIPE_WEBHOOK_SECRET each secret must be whsec_ followed by at least 24 .*\(example: STRIPE_WEBHOOK_SECRET=whsec_/, secret);
     }
-    assert.deepEqual(loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: `whsec_${'a1'.repeat(12)}` }).webhookSecrets, [`whsec_${'a1'.repeat(12)}`]);
+    assert.deepEqual(loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_WEBHOOK_SECRET: `whsec_${'a1'.repeat(12)}` }).webhookSecrets, [
+      `whsec_${'a1'.repeat(12)}`,
+    ]);
   });
 
   test('a Stripe API key needs its prefix and 24 characters after it', () => {
     for (const key of ['sk_live_', 'sk_test_offline', `pk_live_${'x'.repeat(24)}`, `sk_live_${'x'.repeat(23)}`]) {
-      assert.match(problemsOf({ ...PRODUCTION, STRIPE_SECRET_KEY: key }).join('\n'), /^STRIPE_SECRET_KEY must be sk_ or rk_.* at least 24 .*\(example: STRIPE_SECRET_KEY=sk_live_/, key);
+      assert.match(
+        problemsOf({ ...PRODUCTION, STRIPE_SECRET_KEY: key }).join('\n'),
+        /^STRIPE_SECRET_KEY must be sk_ or rk_.* at least 24 .*\(example: STRIPE_SECRET_KEY=sk_live_/,
+        key,
+      );
     }
     for (const key of [`sk_live_${'x'.repeat(24)}`, `rk_test_${'x'.repeat(99)}`]) {
       assert.equal(loadServiceConfig({ ...PRODUCTION, STRIPE_SECRET_KEY: key }).stripeSecretKey, key);
@@ -112,7 +125,11 @@ test('development secrets written before notifications are kept, and a signing s
     const dev = loadDevSecrets(dataDir);
     assert.deepEqual([dev.webhookSecret, dev.apiToken, dev.adminToken], [before.webhookSecret, before.apiToken, before.adminToken]);
     assert.match(dev.appWebhookSecret, /^whsec_[A-Za-z0-9+/]{43}=$/);
-    assert.equal((JSON.parse(readFileSync(join(dataDir, 'dev-secrets.json'), 'utf8')) as { appWebhookSecret: string }).appWebhookSecret, dev.appWebhookSecret, 'kept for the next start');
+    assert.equal(
+      (JSON.parse(readFileSync(join(dataDir, 'dev-secrets.json'), 'utf8')) as { appWebhookSecret: string }).appWebhookSecret,
+      dev.appWebhookSecret,
+      'kept for the next start',
+    );
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -158,7 +175,11 @@ describe('production', () => {
   });
 
   test('a token with fewer than 10 different characters is refused, 10 are enough', () => {
-    for (const [name, token] of [['API_TOKEN', 'a'.repeat(32)], ['ADMIN_TOKEN', 'passwordpassword'], ['METRICS_TOKEN', '123456789123456789']] as const) {
+    for (const [name, token] of [
+      ['API_TOKEN', 'a'.repeat(32)],
+      ['ADMIN_TOKEN', 'passwordpassword'],
+      ['METRICS_TOKEN', '123456789123456789'],
+    ] as const) {
       assert.deepEqual(problemsOf({ ...PRODUCTION, [name]: token }), [
         `${name} has only ${new Set(token).size} different characters; production needs at least 10 (example: ${name}=a long random string${name === 'METRICS_TOKEN' ? ' for Prometheus' : ''} (openssl rand -hex 32))`,
       ]);
@@ -167,10 +188,10 @@ describe('production', () => {
   });
 
   test('the API token may not double as the admin or the metrics token; the metrics token may be the admin token', () => {
-    assert.deepEqual(problemsOf({ ...PRODUCTION, ADMIN_TOKEN: SECRETS.API_TOKEN, METRICS_TOKEN: SECRETS.API_TOKEN }).map((p) => p.split(':')[0]), [
-      'ADMIN_TOKEN must differ from API_TOKEN',
-      'METRICS_TOKEN must differ from API_TOKEN',
-    ]);
+    assert.deepEqual(
+      problemsOf({ ...PRODUCTION, ADMIN_TOKEN: SECRETS.API_TOKEN, METRICS_TOKEN: SECRETS.API_TOKEN }).map((p) => p.split(':')[0]),
+      ['ADMIN_TOKEN must differ from API_TOKEN', 'METRICS_TOKEN must differ from API_TOKEN'],
+    );
     assert.equal(loadServiceConfig({ ...PRODUCTION, METRICS_TOKEN: SECRETS.ADMIN_TOKEN }).metricsToken, SECRETS.ADMIN_TOKEN);
   });
 
@@ -210,7 +231,13 @@ describe('valid values', () => {
   });
 
   test('every other duration is in milliseconds and the webhook body budget in bytes, set or by default', () => {
-    const config = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, STRIPE_TIMEOUT_SECONDS: '3', HTTP_REQUEST_TIMEOUT_SECONDS: '4', WEBHOOK_BODY_BUDGET_MB: '2' });
+    const config = loadServiceConfig({
+      NODE_ENV: 'test',
+      ...SECRETS,
+      STRIPE_TIMEOUT_SECONDS: '3',
+      HTTP_REQUEST_TIMEOUT_SECONDS: '4',
+      WEBHOOK_BODY_BUDGET_MB: '2',
+    });
     assert.deepEqual([config.stripeTimeoutMs, config.httpRequestTimeoutMs, config.webhookBodyBudgetBytes], [3_000, 4_000, 2 * 1024 * 1024]);
     const defaults = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS });
     assert.deepEqual([defaults.stripeTimeoutMs, defaults.httpRequestTimeoutMs, defaults.webhookBodyBudgetBytes], [5_000, 30_000, 16 * 1024 * 1024]);
@@ -251,15 +278,29 @@ describe('outcome notifications (APP_WEBHOOK_*)', () => {
   });
 
   test('several URLs and, during a rotation, several secrets are each read, trimmed', () => {
-    const config = loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, APP_WEBHOOK_URL: 'https://a.example.test/x, https://b.example.test/y', APP_WEBHOOK_SECRET: `${secretOf(24)}, ${secretOf(64)}` });
+    const config = loadServiceConfig({
+      NODE_ENV: 'test',
+      ...SECRETS,
+      APP_WEBHOOK_URL: 'https://a.example.test/x, https://b.example.test/y',
+      APP_WEBHOOK_SECRET: `${secretOf(24)}, ${secretOf(64)}`,
+    });
     assert.deepEqual(config.appWebhookUrls, ['https://a.example.test/x', 'https://b.example.test/y']);
     assert.deepEqual(config.appWebhookSecrets, [secretOf(24), secretOf(64)]);
   });
 
   test('a URL that is not one, is listed twice or carries a password is refused', () => {
-    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'app.example.test/hooks' }).join('\n'), /^APP_WEBHOOK_URL each URL must be an http\(s\) URL .*example: APP_WEBHOOK_URL=https:/m);
-    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'ftp://app.example.test/hooks' }).join('\n'), /APP_WEBHOOK_URL each URL must be an http\(s\) URL/);
-    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'https://a.test/x,https://a.test/x' }).join('\n'), /APP_WEBHOOK_URL lists a URL twice/);
+    assert.match(
+      problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'app.example.test/hooks' }).join('\n'),
+      /^APP_WEBHOOK_URL each URL must be an http\(s\) URL .*example: APP_WEBHOOK_URL=https:/m,
+    );
+    assert.match(
+      problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'ftp://app.example.test/hooks' }).join('\n'),
+      /APP_WEBHOOK_URL each URL must be an http\(s\) URL/,
+    );
+    assert.match(
+      problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'https://a.test/x,https://a.test/x' }).join('\n'),
+      /APP_WEBHOOK_URL lists a URL twice/,
+    );
     const withPassword = problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'https://app:hunter2@a.test/x' }).join('\n');
     assert.match(withPassword, /APP_WEBHOOK_URL must not carry user:password@/);
     assert.doesNotMatch(withPassword, /hunter2/, 'the problem does not repeat the password');
@@ -267,18 +308,36 @@ describe('outcome notifications (APP_WEBHOOK_*)', () => {
 
   test('a secret must be whsec_ and the base64 of 24 to 64 bytes', () => {
     for (const secret of ['whsec_', secretOf(23), secretOf(65), `whsec_${'!'.repeat(44)}`, secretOf(32).replace('whsec_', ''), `${secretOf(32)}=`]) {
-      assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_SECRET: secret }).join('\n'), /^APP_WEBHOOK_SECRET each secret must be whsec_ followed by the base64 of 24 to 64 random bytes/m, secret);
+      assert.match(
+        problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_SECRET: secret }).join('\n'),
+        /^APP_WEBHOOK_SECRET each secret must be whsec_ followed by the base64 of 24 to 64 random bytes/m,
+        secret,
+      );
     }
-    assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_SECRET: `${secretOf(32)},whsec_short` }).join('\n'), /APP_WEBHOOK_SECRET each secret/, 'every secret of a rotation');
+    assert.match(
+      problemsOf({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_SECRET: `${secretOf(32)},whsec_short` }).join('\n'),
+      /APP_WEBHOOK_SECRET each secret/,
+      'every secret of a rotation',
+    );
   });
 
   test('production needs the secret with the URL, and https except to this host', () => {
-    assert.match(problemsOf({ ...PRODUCTION, APP_WEBHOOK_URL: NOTIFYING.APP_WEBHOOK_URL }).join('\n'), /APP_WEBHOOK_SECRET is required when APP_WEBHOOK_URL is set/);
-    assert.match(problemsOf({ ...PRODUCTION, ...NOTIFYING, APP_WEBHOOK_URL: 'http://app.example.test/hooks' }).join('\n'), /APP_WEBHOOK_URL http:\/\/app\.example\.test must be https:\/\/ when NODE_ENV=production/);
+    assert.match(
+      problemsOf({ ...PRODUCTION, APP_WEBHOOK_URL: NOTIFYING.APP_WEBHOOK_URL }).join('\n'),
+      /APP_WEBHOOK_SECRET is required when APP_WEBHOOK_URL is set/,
+    );
+    assert.match(
+      problemsOf({ ...PRODUCTION, ...NOTIFYING, APP_WEBHOOK_URL: 'http://app.example.test/hooks' }).join('\n'),
+      /APP_WEBHOOK_URL http:\/\/app\.example\.test must be https:\/\/ when NODE_ENV=production/,
+    );
     for (const url of ['http://localhost:8080/hooks', 'http://127.0.0.1:8080/hooks', 'http://[::1]:8080/hooks', 'https://app.example.test/hooks']) {
       assert.deepEqual(loadServiceConfig({ ...PRODUCTION, ...NOTIFYING, APP_WEBHOOK_URL: url }).appWebhookUrls, [url]);
     }
-    assert.deepEqual(loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'http://app.example.test/hooks' }).appWebhookUrls, ['http://app.example.test/hooks'], 'outside production, http is allowed');
+    assert.deepEqual(
+      loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, ...NOTIFYING, APP_WEBHOOK_URL: 'http://app.example.test/hooks' }).appWebhookUrls,
+      ['http://app.example.test/hooks'],
+      'outside production, http is allowed',
+    );
   });
 
   test('the default attempts span about three days, each wait jittered by at most a fifth', () => {
@@ -298,11 +357,16 @@ describe('outcome notifications (APP_WEBHOOK_*)', () => {
 
 describe("the modules' settings", () => {
   const probe = (settings: SettingsTable) => ({ name: 'probe', settings });
-  const table = defineSettings({ probeLimit: { env: 'PROBE_LIMIT', schema: z.string().regex(/^\d+$/, 'must be a whole number').transform(Number), example: '7', default: '3' } });
+  const table = defineSettings({
+    probeLimit: { env: 'PROBE_LIMIT', schema: z.string().regex(/^\d+$/, 'must be a whole number').transform(Number), example: '7', default: '3' },
+  });
 
   test("are checked with the core's, every problem in one error", () => {
     const problems = problemsOf({ NODE_ENV: 'test', ...SECRETS, PORT: 'eighty', REFUND_POLICY: 'half', CHECKOUT_CANCEL_URL: 'ftp://shop.example.test' });
-    assert.deepEqual(problems.map((p) => p.split(' ')[0]), ['PORT', 'REFUND_POLICY', 'CHECKOUT_CANCEL_URL']);
+    assert.deepEqual(
+      problems.map((p) => p.split(' ')[0]),
+      ['PORT', 'REFUND_POLICY', 'CHECKOUT_CANCEL_URL'],
+    );
     assert.match(problems[1]!, /\(example: REFUND_POLICY=full\)$/);
   });
 
@@ -315,16 +379,29 @@ describe("the modules' settings", () => {
 
   test('an entry several modules list is one variable, read once and given to each', () => {
     const modules = [probe(table), { name: 'other', settings: { limit: table.probeLimit } }];
-    assert.deepEqual(envVariables(modules).filter((name) => name === 'PROBE_LIMIT'), ['PROBE_LIMIT']);
+    assert.deepEqual(
+      envVariables(modules).filter((name) => name === 'PROBE_LIMIT'),
+      ['PROBE_LIMIT'],
+    );
     assert.deepEqual(loadConfig({ NODE_ENV: 'test', ...SECRETS, PROBE_LIMIT: '5' }, modules).moduleSettings, { probe: { probeLimit: 5 }, other: { limit: 5 } });
     assert.deepEqual(problemsOf({ NODE_ENV: 'test', ...SECRETS, REFUND_POLICY: 'half' }).length, 1, 'credits and billing both list REFUND_POLICY');
-    assert.deepEqual(problemsOf({ NODE_ENV: 'test', ...SECRETS, DISPUTE_POLICY: 'keep' }), ["DISPUTE_POLICY Invalid option: expected one of \"revoke\"|\"ignore\" (example: DISPUTE_POLICY=revoke)"], 'credits and billing both list DISPUTE_POLICY');
+    assert.deepEqual(
+      problemsOf({ NODE_ENV: 'test', ...SECRETS, DISPUTE_POLICY: 'keep' }),
+      ['DISPUTE_POLICY Invalid option: expected one of "revoke"|"ignore" (example: DISPUTE_POLICY=revoke)'],
+      'credits and billing both list DISPUTE_POLICY',
+    );
   });
 
   test('two different settings of one variable are refused before anything is read', () => {
     const twin = { probeLimit: { ...table.probeLimit } };
-    assert.throws(() => loadConfig({}, [probe(table), { name: 'other', settings: twin }]), /^Error: PROBE_LIMIT is declared twice, by probe \(probeLimit\) and by other \(probeLimit\)/);
-    assert.throws(() => loadConfig({}, [probe({ port: { ...table.probeLimit, env: 'PORT' } })]), /PORT is declared twice, by the core \(port\) and by probe \(port\)/);
+    assert.throws(
+      () => loadConfig({}, [probe(table), { name: 'other', settings: twin }]),
+      /^Error: PROBE_LIMIT is declared twice, by probe \(probeLimit\) and by other \(probeLimit\)/,
+    );
+    assert.throws(
+      () => loadConfig({}, [probe({ port: { ...table.probeLimit, env: 'PORT' } })]),
+      /PORT is declared twice, by the core \(port\) and by probe \(port\)/,
+    );
   });
 
   test('an ops script, which runs no module, reads the core settings only', () => {

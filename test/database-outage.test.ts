@@ -57,7 +57,10 @@ after(async () => {
 
 async function deliver(event: unknown): Promise<number> {
   const { body, headers } = signDelivery(event, WEBHOOK_SECRET);
-  return fetch(`${service.url}/webhooks/stripe`, { method: 'POST', body, headers }).then((r) => r.status, () => 0);
+  return fetch(`${service.url}/webhooks/stripe`, { method: 'POST', body, headers }).then(
+    (r) => r.status,
+    () => 0,
+  );
 }
 
 async function otherSessions(): Promise<number> {
@@ -102,8 +105,14 @@ test('Postgres stopped for ten seconds under load: 503s meanwhile, then every or
 
   // Refused promptly, never acknowledged while the database was away.
   assert.ok(during.length > 20, `deliveries were attempted during the outage (${during.length})`);
-  assert.ok(during.every((d) => d.status === 503), `every delivery during the outage got 503: ${JSON.stringify(during.filter((d) => d.status !== 503))}`);
-  assert.ok(during.every((d) => d.ms < 6_000), 'no delivery hung');
+  assert.ok(
+    during.every((d) => d.status === 503),
+    `every delivery during the outage got 503: ${JSON.stringify(during.filter((d) => d.status !== 503))}`,
+  );
+  assert.ok(
+    during.every((d) => d.ms < 6_000),
+    'no delivery hung',
+  );
   await waitFor('readiness to recover', async () => (await fetch(`${service.url}/readyz`)).status === 200, { timeoutMs: 20_000 });
 
   // Stripe retries everything that was not acknowledged.

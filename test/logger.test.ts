@@ -18,7 +18,10 @@ async function linesOf(calls: string): Promise<Array<Record<string, unknown>>> {
     const logger = createLogger('info');
     ${calls}`;
   const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script]);
-  return stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  return stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 test('secrets one level down are censored, in plain objects and in errors', async () => {

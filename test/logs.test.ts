@@ -31,7 +31,12 @@ test('no secret, token, signature or payload reaches the logs', async () => {
   assert.equal((await post(signed.headers)).status, 200);
   assert.equal((await post(signDelivery(event, 'whsec_forged_0123456789').headers)).status, 400);
   assert.equal((await post(signed.headers, signed.body.replace('Payload Only', 'Tampered'))).status, 400);
-  for (const [path, token] of [['/api/packages', API_TOKEN], ['/admin/api/status', ADMIN_TOKEN], ['/admin/api/status', 'wrong-token-0123456789'], ['/metrics', ADMIN_TOKEN]] as const) {
+  for (const [path, token] of [
+    ['/api/packages', API_TOKEN],
+    ['/admin/api/status', ADMIN_TOKEN],
+    ['/admin/api/status', 'wrong-token-0123456789'],
+    ['/metrics', ADMIN_TOKEN],
+  ] as const) {
     await fetch(`${child.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
   }
   // A checkout whose Stripe call fails (nothing listens at STRIPE_API_BASE): an error path.
@@ -46,15 +51,30 @@ test('no secret, token, signature or payload reaches the logs', async () => {
 
   const text = JSON.stringify(child.logs);
   const signature = signed.headers['stripe-signature']!;
-  for (const secret of [WEBHOOK_SECRET, PREVIOUS_WEBHOOK_SECRET, API_TOKEN, ADMIN_TOKEN, 'wrong-token-0123456789', STRIPE_SECRET_KEY, signature, signature.split('v1=')[1]!, 'buyer-secret@example.com', 'Payload Only', 'checkout-secret@example.com']) {
+  for (const secret of [
+    WEBHOOK_SECRET,
+    PREVIOUS_WEBHOOK_SECRET,
+    API_TOKEN,
+    ADMIN_TOKEN,
+    'wrong-token-0123456789',
+    STRIPE_SECRET_KEY,
+    signature,
+    signature.split('v1=')[1]!,
+    'buyer-secret@example.com',
+    'Payload Only',
+    'checkout-secret@example.com',
+  ]) {
     assert.ok(!text.includes(secret), `the logs contain ${secret.slice(0, 12)}…`);
   }
 
   const webhookLines = child.logs.filter((l) => l.msg === 'webhook');
-  assert.deepEqual(webhookLines.map((l) => [l.eventId, l.type, l.outcome]), [
-    [event.id, 'checkout.session.completed', 'claimed'],
-    [event.id, 'checkout.session.completed', 'duplicate'],
-  ]);
+  assert.deepEqual(
+    webhookLines.map((l) => [l.eventId, l.type, l.outcome]),
+    [
+      [event.id, 'checkout.session.completed', 'claimed'],
+      [event.id, 'checkout.session.completed', 'duplicate'],
+    ],
+  );
   assert.ok(webhookLines.every((l) => typeof l.durationMs === 'number'));
   assert.ok(child.logs.some((l) => l.msg === 'event fulfilled' && l.eventId === event.id && l.attempt === 1 && l.status === 'processed'));
 });

@@ -62,7 +62,11 @@ test('a subscription’s events before its checkout wait quietly; each notificat
   assert.equal(waits.length, 1, 'told once');
   assert.equal(waits[0]!.level, INFO);
   assert.equal(waits[0]!.err, undefined, 'no error, no stack');
-  assert.deepEqual(child.logs.filter((l) => (l.level as number) >= WARN), [], 'nothing at warn or above');
+  assert.deepEqual(
+    child.logs.filter((l) => (l.level as number) >= WARN),
+    [],
+    'nothing at warn or above',
+  );
 
   assert.deepEqual(new Set(notified.map((l) => l.type)), new Set(['subscription.period_paid', 'subscription.updated']));
   for (const line of notified) {
@@ -83,6 +87,12 @@ test('a retry is one warning per attempt, never graphile-worker’s Failed task 
   await waitFor('graphile-worker’s record of the failed attempt', async () => (await jobOf(database.db, thin.id))?.last_error);
 
   const about = linesAbout(thin.id);
-  assert.ok(about.some((l) => l.level === WARN && l.msg === 'event handler failed, will retry'), JSON.stringify(about));
-  assert.deepEqual(child.logs.filter((l) => (l.level as number) >= ERROR).map((l) => l.msg), []);
+  assert.ok(
+    about.some((l) => l.level === WARN && l.msg === 'event handler failed, will retry'),
+    JSON.stringify(about),
+  );
+  assert.deepEqual(
+    child.logs.filter((l) => (l.level as number) >= ERROR).map((l) => l.msg),
+    [],
+  );
 });

@@ -106,12 +106,15 @@ async function main(): Promise<number> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
-    const { rows: [server] } = await admin.query<{ version: string; major: number }>(
+    const {
+      rows: [server],
+    } = await admin.query<{ version: string; major: number }>(
       "select current_setting('server_version') as version, current_setting('server_version_num')::int / 10000 as major",
     );
     process.stdout.write(`# test Postgres: ${label}, PostgreSQL ${server!.version} (major ${server!.major})\n`);
     const leftovers = await dropLeftoverRuns(admin);
-    if (leftovers.length > 0) process.stdout.write(`# dropped the databases of ${leftovers.length} earlier run(s) killed before their clean-up: ${leftovers.join(', ')}\n`);
+    if (leftovers.length > 0)
+      process.stdout.write(`# dropped the databases of ${leftovers.length} earlier run(s) killed before their clean-up: ${leftovers.join(', ')}\n`);
     await admin.query(`create database "${template}"`);
     await markRun(admin, template);
     const database = openDatabase(databaseUrl(adminUrl, template), { maxConnections: 2 });

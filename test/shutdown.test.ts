@@ -72,7 +72,9 @@ test('ROLE=worker answers health checks and nothing else; ROLE=web runs no jobs'
   assert.equal((await fetch(`${web.url}/webhooks/stripe`, { method: 'POST', body, headers })).status, 200);
   // With no worker anywhere the job waits; the web process never picks it up.
   const { rows } = await sql<{ locked: boolean }>`
-    select j.locked_at is not null as locked from graphile_worker.jobs j join stripe_events e on e.job_key = j.key where e.event_id = ${event.id}`.execute(file.database.db);
+    select j.locked_at is not null as locked from graphile_worker.jobs j join stripe_events e on e.job_key = j.key where e.event_id = ${event.id}`.execute(
+    file.database.db,
+  );
   assert.deepEqual(rows, [{ locked: false }]);
   assert.equal(web.logs.filter((l) => l.task !== undefined).length, 0);
 });

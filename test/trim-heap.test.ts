@@ -32,7 +32,10 @@ const BUSY_SPELL = `
     kept = undefined;`;
 
 test('with --expose-gc it trims at start, and again once the process goes quiet after a busy spell', async () => {
-  const result = await inChild(['--expose-gc'], '{ intervalMs: 100 }', `
+  const result = await inChild(
+    ['--expose-gc'],
+    '{ intervalMs: 100 }',
+    `
     const atStart = young();
     ${BUSY_SPELL}
     const afterBusy = young();
@@ -40,7 +43,8 @@ test('with --expose-gc it trims at start, and again once the process goes quiet 
     for (const deadline = Date.now() + 10_000; Date.now() < deadline && quiet >= ${MB}; quiet = young()) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    process.stdout.write(JSON.stringify({ started, atStart, afterBusy, quiet }));`);
+    process.stdout.write(JSON.stringify({ started, atStart, afterBusy, quiet }));`,
+  );
   assert.equal(result.started, true);
   assert.ok(Number(result.atStart) < MB, `young generation at start: ${Number(result.atStart) / MB} MB`);
   assert.ok(Number(result.afterBusy) >= 4 * MB, `the busy spell grew it: ${Number(result.afterBusy) / MB} MB`);

@@ -25,7 +25,11 @@ const counts = { received: 0, verified: 0, rejected: 0 };
 function verify(req: IncomingMessage, body: string): void {
   const header = (name: string) => String(req.headers[name] ?? '');
   try {
-    verifier.verify(body, { 'webhook-id': header('webhook-id'), 'webhook-timestamp': header('webhook-timestamp'), 'webhook-signature': header('webhook-signature') });
+    verifier.verify(body, {
+      'webhook-id': header('webhook-id'),
+      'webhook-timestamp': header('webhook-timestamp'),
+      'webhook-signature': header('webhook-signature'),
+    });
     counts.verified++;
   } catch {
     counts.rejected++;

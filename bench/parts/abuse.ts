@@ -52,15 +52,59 @@ export async function benchAbuse(options: BenchOptions): Promise<Figure[]> {
       options.log('abuse: slow clients');
       const closedAfter = await slowClients(service);
       return [
-        { part: 'abuse', name: 'slow Stripe: deliveries 2xx', value: slow.delivered2xx * 100, unit: '%', target: { op: '≥', value: 100 }, note: `${slow.deliveries} signed deliveries at ${WEBHOOK_RATE}/s while ${CHECKOUTS} checkouts met a Stripe that never answers; before: every delivery 503 for 19 s` },
+        {
+          part: 'abuse',
+          name: 'slow Stripe: deliveries 2xx',
+          value: slow.delivered2xx * 100,
+          unit: '%',
+          target: { op: '≥', value: 100 },
+          note: `${slow.deliveries} signed deliveries at ${WEBHOOK_RATE}/s while ${CHECKOUTS} checkouts met a Stripe that never answers; before: every delivery 503 for 19 s`,
+        },
         { part: 'abuse', name: 'slow Stripe: delivery p99', value: slow.p99Ms, unit: 'ms' },
-        { part: 'abuse', name: 'slow Stripe: /readyz 200', value: slow.ready ? 1 : 0, unit: '', display: slow.ready ? 'yes' : 'no', note: 'before: 503 "database unreachable"' },
-        { part: 'abuse', name: 'slow Stripe: checkouts refused at once', value: slow.refused, unit: '', note: `503 with Retry-After (STRIPE_MAX_CONCURRENT_CALLS); the other ${CHECKOUTS - slow.refused} waited on Stripe` },
+        {
+          part: 'abuse',
+          name: 'slow Stripe: /readyz 200',
+          value: slow.ready ? 1 : 0,
+          unit: '',
+          display: slow.ready ? 'yes' : 'no',
+          note: 'before: 503 "database unreachable"',
+        },
+        {
+          part: 'abuse',
+          name: 'slow Stripe: checkouts refused at once',
+          value: slow.refused,
+          unit: '',
+          note: `503 with Retry-After (STRIPE_MAX_CONCURRENT_CALLS); the other ${CHECKOUTS - slow.refused} waited on Stripe`,
+        },
         { part: 'abuse', name: 'big bodies: RSS idle', value: bodies.idleMb, unit: 'MB' },
-        { part: 'abuse', name: 'big bodies: RSS peak', value: bodies.peakMb, unit: 'MB', note: `${BIG_BODIES} connections × 1 MiB − 1 byte, unsigned; ${bodies.refused} answered 503 (body budget); before: 165 → 318 MB` },
-        { part: 'abuse', name: 'big bodies: RSS after', value: bodies.afterMb, unit: 'MB', note: `${size.settleSeconds} s after the connections closed; before: 321 MB` },
-        { part: 'abuse', name: 'big bodies: RSS after a second burst', value: again.afterMb, unit: 'MB', note: `peak ${again.peakMb.toFixed(0)} MB, ${again.refused} answered 503` },
-        { part: 'abuse', name: 'slow clients: last closed after', value: closedAfter, unit: 's', note: `${SLOW_BODIES} bodies and ${HEADER_DRIBBLERS} header lines at 1 byte/s; before: never (Node's 300 s, checked every 30 s)` },
+        {
+          part: 'abuse',
+          name: 'big bodies: RSS peak',
+          value: bodies.peakMb,
+          unit: 'MB',
+          note: `${BIG_BODIES} connections × 1 MiB − 1 byte, unsigned; ${bodies.refused} answered 503 (body budget); before: 165 → 318 MB`,
+        },
+        {
+          part: 'abuse',
+          name: 'big bodies: RSS after',
+          value: bodies.afterMb,
+          unit: 'MB',
+          note: `${size.settleSeconds} s after the connections closed; before: 321 MB`,
+        },
+        {
+          part: 'abuse',
+          name: 'big bodies: RSS after a second burst',
+          value: again.afterMb,
+          unit: 'MB',
+          note: `peak ${again.peakMb.toFixed(0)} MB, ${again.refused} answered 503`,
+        },
+        {
+          part: 'abuse',
+          name: 'slow clients: last closed after',
+          value: closedAfter,
+          unit: 's',
+          note: `${SLOW_BODIES} bodies and ${HEADER_DRIBBLERS} header lines at 1 byte/s; before: never (Node's 300 s, checked every 30 s)`,
+        },
       ];
     } finally {
       await service.stop();
@@ -77,7 +121,10 @@ async function slowStripe(service: BenchChild, seconds: number) {
       method: 'POST',
       headers: { authorization: `Bearer ${BENCH_TOKEN}`, 'content-type': 'application/json', 'idempotency-key': `abuse-${i}-${Date.now()}` },
       body: JSON.stringify({ package_id: 'starter', account_id: `acct_abuse_${i}` }),
-    }).then((r) => r.status, () => 0),
+    }).then(
+      (r) => r.status,
+      () => 0,
+    ),
   );
   // Refused checkouts answer at once; the others hang for the whole scenario.
   const refused = (await Promise.all(checkouts.map((c) => Promise.race([c, sleep(1_000).then(() => -1)])))).filter((s) => s === 503).length;

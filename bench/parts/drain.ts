@@ -41,9 +41,11 @@ const PROCESSING = `select count(*)::int as n from stripe_events where status = 
 
 async function inParallel(count: number, limit: number, fn: (i: number) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < count) await fn(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < count) await fn(next++);
+    }),
+  );
 }
 
 /** Pending orders, then their events claimed and enqueued as the webhook would (claimEvents). */
@@ -115,7 +117,8 @@ async function timeService(options: BenchOptions, size: typeof FULL, app: Notifi
     await analyze(db);
     options.log(`drain: the service, ROLE=worker, WORKER_CONCURRENCY=${options.concurrency}${app ? `, notifying the bench's receiver` : ''}`);
     const timing = await timeDrain(
-      () => spawnBenchService(serviceEnv(db.url, 'worker', { WORKER_CONCURRENCY: String(options.concurrency), ...app?.env, ...options.env }), options.nodeFlags),
+      () =>
+        spawnBenchService(serviceEnv(db.url, 'worker', { WORKER_CONCURRENCY: String(options.concurrency), ...app?.env, ...options.env }), options.nodeFlags),
       () => count(db, PROCESSING),
       size.events,
       { timeoutMs: size.timeoutMs, window: () => workWindow(db, app), ...(app && { then: () => pendingDeliveries(db) }) },
@@ -135,7 +138,8 @@ const sum = (runs: readonly ServiceRun[], of: (run: ServiceRun) => number) => ru
 const fulfilRate = (runs: readonly ServiceRun[]) => sum(runs, (r) => r.timing.counted.items) / sum(runs, (r) => r.timing.counted.seconds);
 const deliveredRate = (runs: readonly ServiceRun[]) => sum(runs, (r) => r.timing.counted.items) / sum(runs, (r) => r.timing.then!.seconds);
 /** Milliseconds of CPU per event fulfilled. */
-const cpuPerEvent = (runs: readonly ServiceRun[], of: (work: Work) => number) => (sum(runs, (r) => of(r.timing.window!)) * 1000) / sum(runs, (r) => r.processed);
+const cpuPerEvent = (runs: readonly ServiceRun[], of: (work: Work) => number) =>
+  (sum(runs, (r) => of(r.timing.window!)) * 1000) / sum(runs, (r) => r.processed);
 const serviceCpu = (runs: readonly ServiceRun[]) => cpuPerEvent(runs, (w) => w.service + w.postgres);
 const seconds = (runs: readonly ServiceRun[], of: (run: ServiceRun) => number) => runs.map((r) => of(r).toFixed(1)).join(', ');
 
@@ -251,7 +255,12 @@ export async function benchDrain(options: BenchOptions): Promise<Figure[]> {
         target: { op: '≤', value: 0 },
         note: `${sum(plain, (r) => r.processed)} processed, ${sum(plain, (r) => r.notified.paid)} orders paid; notifying: ${sum(notifying, (r) => r.processed)} and ${sum(notifying, (r) => r.notified.paid)}`,
       },
-      undeliveredFigure('drain', 'notifications not delivered', notifying.map((r) => r.notified), received),
+      undeliveredFigure(
+        'drain',
+        'notifications not delivered',
+        notifying.map((r) => r.notified),
+        received,
+      ),
     ];
   } finally {
     await app.stop();

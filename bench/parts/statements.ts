@@ -77,9 +77,19 @@ export async function benchStatements(options: BenchOptions): Promise<Figure[]> 
         next += batch;
         await seedOrders(db, events, from, batch);
         const ids = Array.from({ length: batch }, (_, k) => from + k);
-        claims += await counted(() => claimEvents(db.db, ids.map((i) => events.incoming(i)), { maxAttempts: MAX_ATTEMPTS }));
+        claims += await counted(() =>
+          claimEvents(
+            db.db,
+            ids.map((i) => events.incoming(i)),
+            { maxAttempts: MAX_ATTEMPTS },
+          ),
+        );
         fulfilments += await counted(async () => {
-          const results = await fulfilEvents(db.db, ids.map((i) => events.eventId(i)), { maxAttempts: MAX_ATTEMPTS, dispatch });
+          const results = await fulfilEvents(
+            db.db,
+            ids.map((i) => events.eventId(i)),
+            { maxAttempts: MAX_ATTEMPTS, dispatch },
+          );
           const unpaid = results.filter((result) => result.status !== 'processed');
           if (unpaid.length > 0) throw new Error(`the bench's checkouts did not all fulfil: ${JSON.stringify(unpaid)}`);
         });
@@ -95,7 +105,9 @@ export async function benchStatements(options: BenchOptions): Promise<Figure[]> 
     const over = figures.filter((figure) => figure.value > figure.target!.value + 1e-9);
     if (over.length > 0) {
       const list = over.map((figure) => `${figure.name} ${figure.value.toFixed(2)} > ${figure.target!.value}`).join('; ');
-      throw new Error(`the hot path sends more statements than bench/statement-budget.json allows: ${list}. Cut them, or raise the budget in the same commit and say why (docs/benchmarks.md)`);
+      throw new Error(
+        `the hot path sends more statements than bench/statement-budget.json allows: ${list}. Cut them, or raise the budget in the same commit and say why (docs/benchmarks.md)`,
+      );
     }
     return figures;
   } finally {

@@ -105,7 +105,14 @@ export async function benchSweep(options: BenchOptions): Promise<Figure[]> {
       const at = `at ${label(n)}`;
       perSize.push({ emptyMs: percentile(empty, 50), reclaimMs });
       figures.push(
-        { part: 'sweep', name: `empty sweep ${at} p50`, value: percentile(empty, 50), unit: 'ms', target: { op: '<', value: 5 }, note: `${size.emptyRuns} runs` },
+        {
+          part: 'sweep',
+          name: `empty sweep ${at} p50`,
+          value: percentile(empty, 50),
+          unit: 'ms',
+          target: { op: '<', value: 5 },
+          note: `${size.emptyRuns} runs`,
+        },
         { part: 'sweep', name: `empty sweep ${at} p95`, value: percentile(empty, 95), unit: 'ms' },
         {
           part: 'sweep',

@@ -34,7 +34,10 @@ export async function cleanupAll(): Promise<void> {
 /** On SIGINT/SIGTERM: undo everything, then exit 130/143. A second signal exits at once. */
 export function installSignalCleanup(): void {
   let stopping = false;
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     process.on(signal, () => {
       if (stopping) process.exit(code);
       stopping = true;

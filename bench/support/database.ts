@@ -39,7 +39,10 @@ async function withAdmin<T>(serverUrl: string, fn: (client: pg.Client) => Promis
 }
 
 /** `settings`: ALTER DATABASE … SET for each (`--db-setting`); sessions opened after it see them. */
-export async function createBenchDatabase(serverUrl: string, options: { maxConnections?: number; settings?: Record<string, string> } = {}): Promise<BenchDatabase> {
+export async function createBenchDatabase(
+  serverUrl: string,
+  options: { maxConnections?: number; settings?: Record<string, string> } = {},
+): Promise<BenchDatabase> {
   const name = BENCH_DB_PREFIX + randomBytes(4).toString('hex');
   await withAdmin(serverUrl, async (admin) => {
     await admin.query(`create database "${name}"`);

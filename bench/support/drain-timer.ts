@@ -31,7 +31,12 @@ export interface DrainOptions<W> {
   window?: () => Promise<{ stop(child: BenchChild): Promise<W> }>;
 }
 
-export async function timeDrain<W = never>(start: () => Promise<BenchChild>, remaining: () => Promise<number>, total: number, options: DrainOptions<W>): Promise<DrainTiming<W>> {
+export async function timeDrain<W = never>(
+  start: () => Promise<BenchChild>,
+  remaining: () => Promise<number>,
+  total: number,
+  options: DrainOptions<W>,
+): Promise<DrainTiming<W>> {
   const window = await options.window?.();
   const launched = performance.now();
   let startError: Error | undefined;
@@ -65,7 +70,9 @@ export async function timeDrain<W = never>(start: () => Promise<BenchChild>, rem
       rate: counted.items > 0 ? counted.items / counted.seconds : Number.NaN,
       counted,
       wallSeconds: (emptied - launched) / 1000,
-      ...(thenEmptied !== undefined && { then: { seconds: first ? (thenEmptied - first.t) / 1000 : Number.NaN, wallSeconds: (thenEmptied - launched) / 1000 } }),
+      ...(thenEmptied !== undefined && {
+        then: { seconds: first ? (thenEmptied - first.t) / 1000 : Number.NaN, wallSeconds: (thenEmptied - launched) / 1000 },
+      }),
       ...(measured && { window: measured }),
     };
   } finally {

@@ -20,15 +20,22 @@ export async function machineFacts(serverUrl: string): Promise<Record<string, st
   // fingerprint the diff, so two runs can be told apart.
   const changed = [
     ...git(['diff', 'HEAD', '--name-only', '--', 'src', 'tasks', 'sql']).split('\n'),
-    ...git(['ls-files', '--others', '--exclude-standard', '--', 'src', 'tasks', 'sql']).split('\n').map((f) => `${f} (new)`),
+    ...git(['ls-files', '--others', '--exclude-standard', '--', 'src', 'tasks', 'sql'])
+      .split('\n')
+      .map((f) => `${f} (new)`),
   ].filter((f) => f !== '' && f !== ' (new)');
-  const fingerprint = createHash('sha1').update(git(['diff', 'HEAD', '--', 'src', 'tasks', 'sql'])).digest('hex').slice(0, 8);
+  const fingerprint = createHash('sha1')
+    .update(git(['diff', 'HEAD', '--', 'src', 'tasks', 'sql']))
+    .digest('hex')
+    .slice(0, 8);
   return {
     commit: changed.length > 0 ? `${commit} + uncommitted changes to ${changed.join(', ')} (diff ${fingerprint})` : commit,
     cpus: `${availableParallelism()} × ${cpus()[0]?.model.trim() ?? 'unknown'}`,
     memory: `${(totalmem() / 1024 ** 3).toFixed(1)} GiB`,
     // Other work on the machine shares the cores with the load generator, server and Postgres.
-    'load average at start': loadavg().map((l) => l.toFixed(2)).join(' '),
+    'load average at start': loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' '),
     node: process.version,
     postgres: pg.server_version ?? 'unknown',
     'postgres settings': `shared_buffers=${pg.shared_buffers}, synchronous_commit=${pg.synchronous_commit}, fsync=${pg.fsync}, wal_sync_method=${pg.wal_sync_method}, max_connections=${pg.max_connections}`,

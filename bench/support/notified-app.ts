@@ -24,7 +24,9 @@ export interface NotifiedApp {
 }
 
 export async function startNotifiedApp(): Promise<NotifiedApp> {
-  const child = await spawnAnnounced(new URL('../app/notification-receiver.ts', import.meta.url), 'notification receiver', { APP_WEBHOOK_SECRET: BENCH_APP_WEBHOOK_SECRET });
+  const child = await spawnAnnounced(new URL('../app/notification-receiver.ts', import.meta.url), 'notification receiver', {
+    APP_WEBHOOK_SECRET: BENCH_APP_WEBHOOK_SECRET,
+  });
   return {
     env: { APP_WEBHOOK_URL: `${child.url}/notifications`, APP_WEBHOOK_SECRET: BENCH_APP_WEBHOOK_SECRET },
     pid: child.pid,

@@ -49,7 +49,12 @@ export function formatTable(figures: readonly Figure[]): string {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   // The value column is right-aligned so magnitudes line up.
   return rows
-    .map((r) => r.map((cell, c) => (c === 2 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd())
+    .map((r) =>
+      r
+        .map((cell, c) => (c === 2 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!)))
+        .join('  ')
+        .trimEnd(),
+    )
     .join('\n');
 }
 

@@ -79,7 +79,11 @@ export function systemCalls(pid: number): { reads: number; writes: number } {
 }
 
 /** Polls until `probe` returns true, at most `timeoutMs`; throws with `what` when it never does. */
-export async function pollUntil(what: string, probe: () => Promise<boolean>, { timeoutMs, intervalMs }: { timeoutMs: number; intervalMs: number }): Promise<void> {
+export async function pollUntil(
+  what: string,
+  probe: () => Promise<boolean>,
+  { timeoutMs, intervalMs }: { timeoutMs: number; intervalMs: number },
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);

@@ -47,10 +47,14 @@ const runKey = () => {
 export function eventBodies(count: number): EventBodies {
   const key = runKey();
   const created = Math.floor(Date.now() / 1000);
-  const event = sampleEvent(TYPE, checkoutSession({ orderId: `ord_${SLOT}`, sessionId: `cs_${SLOT}`, amount: BENCH_PACKAGE.amount, currency: BENCH_PACKAGE.currency }), {
-    id: `evt_${SLOT}`,
-    created,
-  });
+  const event = sampleEvent(
+    TYPE,
+    checkoutSession({ orderId: `ord_${SLOT}`, sessionId: `cs_${SLOT}`, amount: BENCH_PACKAGE.amount, currency: BENCH_PACKAGE.currency }),
+    {
+      id: `evt_${SLOT}`,
+      created,
+    },
+  );
   const parts = JSON.stringify(event).split(SLOT);
   const body = (i: number) => parts.join(key(i));
   return {

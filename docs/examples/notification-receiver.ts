@@ -60,7 +60,11 @@ export async function startReceiver(options: { port: number; databaseUrl: string
       // The raw bytes: the signature covers them exactly, so verify before any JSON parsing.
       const body = Buffer.concat(chunks);
       const header = (name: string) => String(req.headers[name] ?? '');
-      const headers = { 'webhook-id': header('webhook-id'), 'webhook-timestamp': header('webhook-timestamp'), 'webhook-signature': header('webhook-signature') };
+      const headers = {
+        'webhook-id': header('webhook-id'),
+        'webhook-timestamp': header('webhook-timestamp'),
+        'webhook-signature': header('webhook-signature'),
+      };
       const notification = verified(keys, body, headers);
       if (!notification) return answer(400);
       // Short and in the database only: answer within APP_WEBHOOK_TIMEOUT_SECONDS, slow work later.
@@ -114,7 +118,12 @@ async function record(pool: pg.Pool, webhookId: string, { type, data }: Notifica
       );
       // "Send the receipt once": queue it here, in the same transaction; a mailer job sends it.
       if (type === 'order.paid') {
-        await client.query('insert into receipt_emails (order_id, account_id, amount, currency) values ($1, $2, $3, $4) on conflict do nothing', [data.order_id, account_id, data.amount, data.currency]);
+        await client.query('insert into receipt_emails (order_id, account_id, amount, currency) values ($1, $2, $3, $4) on conflict do nothing', [
+          data.order_id,
+          account_id,
+          data.amount,
+          data.currency,
+        ]);
       }
       // Any other type (one added later too) is recorded and answered 2xx: a 4xx would be retried for days.
     }

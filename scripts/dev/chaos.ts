@@ -86,7 +86,12 @@ async function sendAll(plan: Delivery[], fleet: ServiceFleet, secret: string, du
       // Each attempt is signed anew, like each Stripe delivery: new timestamp, same event id.
       const { body, headers } = signDelivery(d.event, secret);
       try {
-        const response = await fetch(`${target.child.url}/webhooks/stripe`, { method: 'POST', body, headers, signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) });
+        const response = await fetch(`${target.child.url}/webhooks/stripe`, {
+          method: 'POST',
+          body,
+          headers,
+          signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+        });
         await response.arrayBuffer();
         outcome = String(response.status);
       } catch (error) {
@@ -214,7 +219,14 @@ async function createOrders(db: Kysely<Database>, events: number, signal: AbortS
 }
 
 /** Sends the plan while killing a process every few seconds, and sweeps until the last retry. */
-async function sendKillingAndSweeping(plan: Delivery[], fleet: ServiceFleet, secret: string, durationMs: number, signal: AbortSignal, sweep: () => Promise<void>) {
+async function sendKillingAndSweeping(
+  plan: Delivery[],
+  fleet: ServiceFleet,
+  secret: string,
+  durationMs: number,
+  signal: AbortSignal,
+  sweep: () => Promise<void>,
+) {
   const sent = newSendStats();
   // Kills while the first pass is sent, sweeps until the last retry: the sender's deadline bounds all three.
   await Promise.all([
@@ -233,7 +245,13 @@ async function sendKillingAndSweeping(plan: Delivery[], fleet: ServiceFleet, sec
 }
 
 /** Sweeps until no event is processing, or DRAIN_TIMEOUT_MS after sending ended; returns what is left. */
-async function drain(db: Kysely<Database>, sendingEnded: number, signal: AbortSignal, sweep: () => Promise<void>, progress: (line: string) => void): Promise<number> {
+async function drain(
+  db: Kysely<Database>,
+  sendingEnded: number,
+  signal: AbortSignal,
+  sweep: () => Promise<void>,
+  progress: (line: string) => void,
+): Promise<number> {
   let stuck = await countProcessing(db);
   for (let i = 1; stuck > 0 && Date.now() < sendingEnded + DRAIN_TIMEOUT_MS && !signal.aborted; i++) {
     if (i % 20 === 0) progress(`${stuck} events processing`);
@@ -248,7 +266,10 @@ async function drain(db: Kysely<Database>, sendingEnded: number, signal: AbortSi
 function groupedWarnings(fleet: ServiceFleet): Record<string, number> {
   const warnings: Record<string, number> = {};
   for (const { msg } of fleet.members.flatMap((m) => m.child.logs)) {
-    const key = String(msg).split('\n')[0]!.replace(/\d+(\.\d+)?/g, 'N').slice(0, 200);
+    const key = String(msg)
+      .split('\n')[0]!
+      .replace(/\d+(\.\d+)?/g, 'N')
+      .slice(0, 200);
     warnings[key] = (warnings[key] ?? 0) + 1;
   }
   return warnings;
@@ -362,7 +383,9 @@ that did not exit 0, a process that died unasked, or an inbox that did not drain
         `chaos ${passed ? 'PASS' : 'FAIL'}: ${f.events_sent} events sent, ${f.deliveries} deliveries (${f.retried} retried, ${f.never_acknowledged} never acknowledged), ` +
         `${f.orders_granted} orders granted, ${f.double_grants} double grants (${f.balance_mismatches} balance mismatches), ${f.lost} lost, ` +
         `kills ${f.kills.SIGKILL} SIGKILL / ${f.kills.SIGTERM} SIGTERM, ${f.sigterm_exits_not_0} SIGTERM exits not 0, ${f.unexpected_exits} unexpected exits, ` +
-        (stuck === 0 ? `drained ${f.drain_ms_after_last_kill} ms after the last kill (${f.drain_ms_after_sending} ms after sending ended)` : `${stuck} events still processing after ${DRAIN_TIMEOUT_MS / 1000} s`);
+        (stuck === 0
+          ? `drained ${f.drain_ms_after_last_kill} ms after the last kill (${f.drain_ms_after_sending} ms after sending ended)`
+          : `${stuck} events still processing after ${DRAIN_TIMEOUT_MS / 1000} s`);
       return { json: { passed, ...f }, text, exitCode: passed ? 0 : 1 };
     } finally {
       await fleet.killAll();

@@ -82,12 +82,19 @@ export async function accountView(db: Kysely<Database>, accountId: string, modul
     Promise.all(modules.map((m) => m.accountRecords?.(db, accountId, ACCOUNT_LIST_LIMIT) ?? Promise.resolve({} as AccountRecords))),
     listNotifications(db, { accountId, limit: ACCOUNT_LIST_LIMIT }),
   ]);
-  const newestFirst = <T>(items: readonly T[], at: (item: T) => Date) => [...items].sort((a, b) => at(b).getTime() - at(a).getTime()).slice(0, ACCOUNT_LIST_LIMIT);
+  const newestFirst = <T>(items: readonly T[], at: (item: T) => Date) =>
+    [...items].sort((a, b) => at(b).getTime() - at(a).getTime()).slice(0, ACCOUNT_LIST_LIMIT);
   return {
     account_id: accountId,
     balance: found.find((r) => r.balance)?.balance ?? { granted: 0, used: 0, remaining: 0 },
-    grants: newestFirst(found.flatMap((r) => r.grants ?? []), (g) => g.granted_at),
-    runs: newestFirst(found.flatMap((r) => r.runs ?? []), (r) => r.created_at),
+    grants: newestFirst(
+      found.flatMap((r) => r.grants ?? []),
+      (g) => g.granted_at,
+    ),
+    runs: newestFirst(
+      found.flatMap((r) => r.runs ?? []),
+      (r) => r.created_at,
+    ),
     records: found.flatMap((r) => r.records ?? []),
     notifications,
   };

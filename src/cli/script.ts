@@ -108,4 +108,3 @@ async function main<O extends NonNullable<ParseArgsConfig['options']>>(spec: Scr
     for (const close of closers) await close().catch(() => {});
   }
 }
-

@@ -13,7 +13,12 @@ export interface WholeNumberRange {
 }
 
 export function wholeNumberOption(value: unknown, flag: string, { min, max = Number.MAX_SAFE_INTEGER, example, reason }: WholeNumberRange): number {
-  const parsed = z.string().regex(/^\d{1,15}$/).transform(Number).pipe(z.number().min(min).max(max)).safeParse(value);
+  const parsed = z
+    .string()
+    .regex(/^\d{1,15}$/)
+    .transform(Number)
+    .pipe(z.number().min(min).max(max))
+    .safeParse(value);
   if (parsed.success) return parsed.data;
   const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
   throw new UsageError(`${flag} must be a whole number ${range}, e.g. ${flag} ${example}${reason ? `: ${reason}` : ''}`);

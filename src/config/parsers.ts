@@ -2,17 +2,17 @@
 // included. A business module's table may use httpUrl (through src/business-module.ts).
 import { z } from 'zod';
 
-export const int = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d+$/, 'must be a whole number')
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+export const int = (min: number, max: number) => z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
 
 export const toMs = (seconds: number) => seconds * 1000;
 
 /** A comma-separated list, each item trimmed and empty ones dropped. */
-const commaList = z.string().transform((s) => s.split(',').map((p) => p.trim()).filter((p) => p !== ''));
+const commaList = z.string().transform((s) =>
+  s
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== ''),
+);
 
 // Standard Webhooks' secrets: whsec_ and the base64 of the key, which the specification wants
 // between 24 and 64 bytes.
@@ -35,15 +35,19 @@ export const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) 
 const STRIPE_SECRET_MIN_CHARS = 24;
 const webhookSecret = z
   .string()
-  .regex(new RegExp(`^whsec_[\\w+/=-]{${STRIPE_SECRET_MIN_CHARS},}$`), `each secret must be whsec_ followed by at least ${STRIPE_SECRET_MIN_CHARS} letters or digits, as Stripe shows it`);
+  .regex(
+    new RegExp(`^whsec_[\\w+/=-]{${STRIPE_SECRET_MIN_CHARS},}$`),
+    `each secret must be whsec_ followed by at least ${STRIPE_SECRET_MIN_CHARS} letters or digits, as Stripe shows it`,
+  );
 export const stripeKey = z
   .string()
-  .regex(new RegExp(`^(sk|rk)_(test|live)_\\w{${STRIPE_SECRET_MIN_CHARS},}$`), `must be sk_ or rk_, test_ or live_, then at least ${STRIPE_SECRET_MIN_CHARS} letters or digits`);
+  .regex(
+    new RegExp(`^(sk|rk)_(test|live)_\\w{${STRIPE_SECRET_MIN_CHARS},}$`),
+    `must be sk_ or rk_, test_ or live_, then at least ${STRIPE_SECRET_MIN_CHARS} letters or digits`,
+  );
 
 /** STRIPE_WEBHOOK_SECRET: one or more of Stripe's signing secrets. */
-export const webhookSecrets = commaList
-  .pipe(z.array(webhookSecret).min(1, 'must list at least one secret'))
-  .transform((secrets) => Object.freeze(secrets));
+export const webhookSecrets = commaList.pipe(z.array(webhookSecret).min(1, 'must list at least one secret')).transform((secrets) => Object.freeze(secrets));
 
 /** APP_WEBHOOK_URL: none or more http(s) endpoints, each once. */
 export const appWebhookUrls = commaList
@@ -52,12 +56,24 @@ export const appWebhookUrls = commaList
   // A password in the URL would be stored with every delivery queued for it, and shown
   // wherever the endpoint is; the signature authenticates the sender. (zod runs this check after
   // a failed one too, so it reads only the URLs that parse.)
-  .refine((urls) => urls.every((url) => !URL.canParse(url) || (new URL(url).username === '' && new URL(url).password === '')), 'must not carry user:password@ (the signature authenticates each notification)')
+  .refine(
+    (urls) => urls.every((url) => !URL.canParse(url) || (new URL(url).username === '' && new URL(url).password === '')),
+    'must not carry user:password@ (the signature authenticates each notification)',
+  )
   .transform((urls) => Object.freeze(urls));
 
 /** APP_WEBHOOK_SECRET: none or more Standard Webhooks secrets. */
 export const appWebhookSecrets = commaList
-  .pipe(z.array(z.string().refine(isStandardWebhookSecret, `each secret must be whsec_ followed by the base64 of ${APP_SECRET_MIN_BYTES} to ${APP_SECRET_MAX_BYTES} random bytes`)))
+  .pipe(
+    z.array(
+      z
+        .string()
+        .refine(
+          isStandardWebhookSecret,
+          `each secret must be whsec_ followed by the base64 of ${APP_SECRET_MIN_BYTES} to ${APP_SECRET_MAX_BYTES} random bytes`,
+        ),
+    ),
+  )
   .transform((secrets) => Object.freeze(secrets));
 
 // Tokens guard money-adjacent routes: short ones are guessable.

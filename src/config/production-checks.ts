@@ -28,7 +28,10 @@ function productionEndpointProblems(given: Partial<Settings>): string[] {
   const loopback = new Set(['localhost', '127.0.0.1', '[::1]']);
   return (given.appWebhookUrls ?? [])
     .filter((url) => new URL(url).protocol !== 'https:' && !loopback.has(new URL(url).hostname))
-    .map((url) => `APP_WEBHOOK_URL ${new URL(url).origin} must be https:// when NODE_ENV=production (http only to localhost) ${exampleOf(settings.appWebhookUrls)}`);
+    .map(
+      (url) =>
+        `APP_WEBHOOK_URL ${new URL(url).origin} must be https:// when NODE_ENV=production (http only to localhost) ${exampleOf(settings.appWebhookUrls)}`,
+    );
 }
 
 /**
@@ -43,10 +46,15 @@ function productionTokenProblems(given: Partial<Settings>): string[] {
     if (value === undefined) continue;
     const distinct = new Set(value).size;
     if (distinct < TOKEN_MIN_DISTINCT_CHARS) {
-      problems.push(`${settings[key].env} has only ${distinct} different characters; production needs at least ${TOKEN_MIN_DISTINCT_CHARS} ${exampleOf(settings[key])}`);
+      problems.push(
+        `${settings[key].env} has only ${distinct} different characters; production needs at least ${TOKEN_MIN_DISTINCT_CHARS} ${exampleOf(settings[key])}`,
+      );
     }
   }
-  for (const [key, other] of [['adminToken', 'apiToken'], ['metricsToken', 'apiToken']] as const) {
+  for (const [key, other] of [
+    ['adminToken', 'apiToken'],
+    ['metricsToken', 'apiToken'],
+  ] as const) {
     if (given[key] !== undefined && given[key] === given[other]) {
       problems.push(`${settings[key].env} must differ from ${settings[other].env}: whoever holds one would hold both ${exampleOf(settings[key])}`);
     }

@@ -77,7 +77,12 @@ export const settings = {
   apiToken: { env: 'API_TOKEN', schema: token, example: TOKEN_EXAMPLE, default: (r: Resolved) => r.devSecrets().apiToken, requiredInProduction: true },
   adminToken: { env: 'ADMIN_TOKEN', schema: token, example: TOKEN_EXAMPLE, default: (r: Resolved) => r.devSecrets().adminToken, requiredInProduction: true },
   /** Bearer token for GET /metrics; ADMIN_TOKEN when unset. */
-  metricsToken: { env: 'METRICS_TOKEN', schema: token, example: 'a long random string for Prometheus (openssl rand -hex 32)', default: (r: Resolved) => r.adminToken },
+  metricsToken: {
+    env: 'METRICS_TOKEN',
+    schema: token,
+    example: 'a long random string for Prometheus (openssl rand -hex 32)',
+    default: (r: Resolved) => r.adminToken,
+  },
   workerConcurrency: { env: 'WORKER_CONCURRENCY', schema: int(1, 100), example: '5', default: '5' },
   /**
    * Slots for the modules' jobs, which call Stripe (src/worker/module-jobs-runner.ts): their own, so a
@@ -169,7 +174,12 @@ export const settings = {
   },
   appWebhookTimeoutMs: { env: 'APP_WEBHOOK_TIMEOUT_SECONDS', schema: int(1, 60).transform(toMs), example: '10', default: '10' },
   /** Attempts per endpoint before a notification is 'failed'; the default spans about 3 days (src/notifications/backoff.ts). */
-  appWebhookMaxAttempts: { env: 'APP_WEBHOOK_MAX_ATTEMPTS', schema: int(1, 100), example: String(DEFAULT_DELIVERY_ATTEMPTS), default: String(DEFAULT_DELIVERY_ATTEMPTS) },
+  appWebhookMaxAttempts: {
+    env: 'APP_WEBHOOK_MAX_ATTEMPTS',
+    schema: int(1, 100),
+    example: String(DEFAULT_DELIVERY_ATTEMPTS),
+    default: String(DEFAULT_DELIVERY_ATTEMPTS),
+  },
   /** Delivery batches in flight at once in this process (each sends up to DELIVERIES_PER_BATCH at once, src/notifications/delivery-pump.ts), on their own pool: a slow app holds these only. */
   appWebhookConcurrency: { env: 'APP_WEBHOOK_CONCURRENCY', schema: int(1, 100), example: '4', default: '4' },
 } as const;

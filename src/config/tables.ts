@@ -29,7 +29,10 @@ export interface Entry {
  * one variable are a mistake in the code, refused before anything is read.
  */
 export function entriesOf(modules: readonly SettingsOwner[]): { entries: Entry[]; distinct: Setting[] } {
-  const tables: Array<[string | undefined, SettingsTable]> = [[undefined, settings], ...modules.map((m): [string, SettingsTable] => [m.name, m.settings ?? {}])];
+  const tables: Array<[string | undefined, SettingsTable]> = [
+    [undefined, settings],
+    ...modules.map((m): [string, SettingsTable] => [m.name, m.settings ?? {}]),
+  ];
   const entries = tables.flatMap(([owner, table]) => Object.entries(table).map(([key, setting]) => ({ owner, key, setting })));
   const byEnv = new Map<string, Entry>();
   for (const entry of entries) {

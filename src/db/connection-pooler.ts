@@ -52,9 +52,14 @@ export async function resolveDatabaseUrls(url: string, directUrl: string | undef
     isTransactionPooled(target).catch((cause: unknown) => {
       throw new Error(`probing ${variable} for a pooler in transaction mode`, { cause });
     });
-  const [transactionPooled, directPooled] = await Promise.all([probe('DATABASE_URL', url), directUrl === undefined ? false : probe('DATABASE_DIRECT_URL', directUrl)]);
+  const [transactionPooled, directPooled] = await Promise.all([
+    probe('DATABASE_URL', url),
+    directUrl === undefined ? false : probe('DATABASE_DIRECT_URL', directUrl),
+  ]);
   if (directPooled) {
-    throw new PoolerModeError(`DATABASE_DIRECT_URL ${TRANSACTION_MODE}; it must be a direct or session-mode URL: the worker's LISTEN and the migrations' advisory lock need a session`);
+    throw new PoolerModeError(
+      `DATABASE_DIRECT_URL ${TRANSACTION_MODE}; it must be a direct or session-mode URL: the worker's LISTEN and the migrations' advisory lock need a session`,
+    );
   }
   if (transactionPooled && directUrl === undefined) {
     throw new PoolerModeError(
@@ -66,7 +71,12 @@ export async function resolveDatabaseUrls(url: string, directUrl: string | undef
 
 /** Whether a client's queries on `url` may run on different server connections (see the top). */
 export async function isTransactionPooled(url: string): Promise<boolean> {
-  const options = { connectionString: url, connectionTimeoutMillis: PROBE_TIMEOUT_MS, query_timeout: PROBE_TIMEOUT_MS, application_name: 'stripe-inbox-pooler-probe' };
+  const options = {
+    connectionString: url,
+    connectionTimeoutMillis: PROBE_TIMEOUT_MS,
+    query_timeout: PROBE_TIMEOUT_MS,
+    application_name: 'stripe-inbox-pooler-probe',
+  };
   const a = new pg.Client(options);
   const b = new pg.Client(options);
   // A connection lost mid-probe is reported by the query that fails, not as an unhandled 'error'.

@@ -54,7 +54,9 @@ export function openDatabase(connectionString: string, options: DbOptions = {}):
     // The session's settings, before the pool hands a new connection out; a failure fails that
     // checkout. Its own deadline: the connect timeout ended with the connection's start-up.
     // (@types/pg types the hook as returning void; pg-pool awaits the promise it returns.)
-    ...(!options.transactionPooled && { onConnect: ((client: pg.ClientBase) => withDeadline(client, client.query(settings), CONNECT_TIMEOUT_MS)) as (client: pg.ClientBase) => void }),
+    ...(!options.transactionPooled && {
+      onConnect: ((client: pg.ClientBase) => withDeadline(client, client.query(settings), CONNECT_TIMEOUT_MS)) as (client: pg.ClientBase) => void,
+    }),
   });
   // An idle client losing its connection emits 'error' on the pool; without a listener that
   // would crash the process during a database restart. The next checkout reconnects.

@@ -46,9 +46,7 @@ export async function databaseUrlOrEmbedded(
   return { url: embedded.connectionString, stop: () => embedded.stop() };
 }
 
-export async function startEmbeddedPostgres(
-  options: { dataDir?: string; port?: number; log?: (line: string) => void } = {},
-): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(options: { dataDir?: string; port?: number; log?: (line: string) => void } = {}): Promise<EmbeddedPostgres> {
   const dataDir = path.resolve(options.dataDir ?? '.data/postgres');
   const log = options.log ?? (() => {});
   const isRoot = process.getuid?.() === 0;
@@ -81,7 +79,11 @@ export async function startEmbeddedPostgres(
   const port = await freePort(options.port ?? 5433);
   const recent: string[] = [];
   const server = new Server({
-    databaseDir: dataDir, port, user: USER, password: PASSWORD, authMethod: 'scram-sha-256',
+    databaseDir: dataDir,
+    port,
+    user: USER,
+    password: PASSWORD,
+    authMethod: 'scram-sha-256',
     createPostgresUser: isRoot,
     // Without --encoding initdb picks SQL_ASCII when LANG is unset, as in most containers.
     initdbFlags: ['--encoding=UTF8', '--locale=C', '--no-sync'],
@@ -89,7 +91,9 @@ export async function startEmbeddedPostgres(
     // nothing is left in /tmp and no other cluster's socket lock on the same port can clash.
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
     onLog: (message) => {
-      for (const line of String(message).split('\n').filter((l) => l.trim())) {
+      for (const line of String(message)
+        .split('\n')
+        .filter((l) => l.trim())) {
         if (recent.push(line) > 20) recent.shift();
         log(line);
       }
@@ -192,7 +196,10 @@ async function freePort(preferred: number): Promise<number> {
 async function commandOf(pid: number): Promise<string | undefined> {
   const cmdline = await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
   if (cmdline !== undefined) return cmdline.replaceAll('\0', ' ');
-  return run('ps', ['-o', 'command=', '-p', String(pid)]).then((r) => r.stdout, () => undefined);
+  return run('ps', ['-o', 'command=', '-p', String(pid)]).then(
+    (r) => r.stdout,
+    () => undefined,
+  );
 }
 
 function isAlive(pid: number): boolean {
@@ -205,8 +212,14 @@ function isAlive(pid: number): boolean {
 
 const connectionString = (port: number) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const exists = (file: string) => fs.access(file).then(() => true, () => false);
+const exists = (file: string) =>
+  fs.access(file).then(
+    () => true,
+    () => false,
+  );
 const readPid = (file: string) =>
-  fs.readFile(file, 'utf8').then((text) => Number.parseInt(text, 10) || undefined, () => undefined);
-const parents = (dir: string): string[] =>
-  path.dirname(dir) === dir ? [] : [path.dirname(dir), ...parents(path.dirname(dir))];
+  fs.readFile(file, 'utf8').then(
+    (text) => Number.parseInt(text, 10) || undefined,
+    () => undefined,
+  );
+const parents = (dir: string): string[] => (path.dirname(dir) === dir ? [] : [path.dirname(dir), ...parents(path.dirname(dir))]);

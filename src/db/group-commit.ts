@@ -71,17 +71,22 @@ export class GroupCommit<I, O> {
   submit(item: I): Promise<O> {
     return new Promise((resolve, reject) => {
       const { timeoutMs, timeoutError } = this.options;
-      const settle = <T>(fn: (value: T) => void) => (value: T) => {
-        clearTimeout(timer);
-        fn(value);
-      };
+      const settle =
+        <T>(fn: (value: T) => void) =>
+        (value: T) => {
+          clearTimeout(timer);
+          fn(value);
+        };
       const pending: Pending<I, O> = { item, taken: false, resolve: settle(resolve), reject: settle(reject) };
       // Emptied rather than spliced out: under a hang thousands time out, and a search of the
       // queue for each would cost its length.
-      const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
-        if (!pending.taken) pending.item = undefined;
-        reject(timeoutError?.() ?? new Error(`not committed within ${timeoutMs} ms`));
-      }, timeoutMs);
+      const timer =
+        timeoutMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              if (!pending.taken) pending.item = undefined;
+              reject(timeoutError?.() ?? new Error(`not committed within ${timeoutMs} ms`));
+            }, timeoutMs);
       this.#queue.push(pending);
       this.#next();
     });

@@ -70,7 +70,12 @@ export interface MigrateOptions {
 }
 
 /** Applies `migrations` (readMigrations) that the database does not have yet. */
-export async function migrate(pool: pg.Pool, logger: Logger, migrations: readonly Migration[], { runWorkerMigrations }: MigrateOptions): Promise<MigrateResult> {
+export async function migrate(
+  pool: pg.Pool,
+  logger: Logger,
+  migrations: readonly Migration[],
+  { runWorkerMigrations }: MigrateOptions,
+): Promise<MigrateResult> {
   const client = await pool.connect();
   let failed = false;
   try {
@@ -108,9 +113,7 @@ async function migrateOn(
       name text not null,
       checksum text not null,
       applied_at timestamptz not null default now())`);
-    const { rows } = await client.query<{ version: number; name: string; checksum: string }>(
-      'select version, name, checksum from schema_migrations',
-    );
+    const { rows } = await client.query<{ version: number; name: string; checksum: string }>('select version, name, checksum from schema_migrations');
     const done = new Map(rows.map((r) => [r.version, r]));
     const applied: string[] = [];
     for (const m of migrations) {

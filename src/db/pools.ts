@@ -20,7 +20,10 @@ export const applicationNameOf = (name: PoolName) => `stripe-inbox-${name}`;
 
 /** Every connection of the pool was checked out for the whole connection timeout. */
 export class PoolBusyError extends Error {
-  constructor(readonly pool: string, options: { cause: unknown }) {
+  constructor(
+    readonly pool: string,
+    options: { cause: unknown },
+  ) {
     super(`all connections of the ${pool} pool were in use`, options);
   }
 }
@@ -51,7 +54,10 @@ export interface PoolSizes {
  * The pools on `urls` (src/db/connection-pooler.ts): the worker's where sessions hold, the others'
  * on `urls.url`. A plain URL serves all four, with sessions.
  */
-export function openServicePools(urls: string | DatabaseUrls, { workerConcurrency, moduleJobConcurrency, appWebhookConcurrency, queryDeadlineMs }: PoolSizes): ServicePools {
+export function openServicePools(
+  urls: string | DatabaseUrls,
+  { workerConcurrency, moduleJobConcurrency, appWebhookConcurrency, queryDeadlineMs }: PoolSizes,
+): ServicePools {
   const { url, sessionUrl, transactionPooled } = typeof urls === 'string' ? { url: urls, sessionUrl: urls, transactionPooled: false } : urls;
   const sizes: Record<PoolName, number> = {
     // The claim batcher keeps one claim transaction in flight (src/events/claim-batcher.ts); the
@@ -130,6 +136,8 @@ function watchWaits(pool: pg.Pool, name: string, report: { waited(seconds: numbe
   // Both forms of pg's connect: Pool.query itself uses the callback one.
   pool.connect = ((callback?: ConnectCallback) => {
     if (callback) return checkout(callback);
-    return new Promise<pg.PoolClient>((resolve, reject) => checkout((error, client) => (error || !client ? reject(error ?? new Error('no client')) : resolve(client))));
+    return new Promise<pg.PoolClient>((resolve, reject) =>
+      checkout((error, client) => (error || !client ? reject(error ?? new Error('no client')) : resolve(client))),
+    );
   }) as typeof pool.connect;
 }

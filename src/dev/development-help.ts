@@ -27,6 +27,7 @@ export function developmentHelp({ port, apiToken, appWebhookUrls }: DevelopmentH
 
 function notificationHelp(urls: readonly string[], port: number): string {
   if (urls.length === 0) return 'APP_WEBHOOK_URL is unset, so no notification is sent (docs/notifications.md)';
-  if (urls.length === 1 && urls[0] === devNotificationReceiverUrl(port)) return `this log shows "development receiver: notification order.paid received" (APP_WEBHOOK_URL: ${urls.join(', ')})`;
+  if (urls.length === 1 && urls[0] === devNotificationReceiverUrl(port))
+    return `this log shows "development receiver: notification order.paid received" (APP_WEBHOOK_URL: ${urls.join(', ')})`;
   return `${urls.join(', ')} receives order.paid; this log shows "notification delivered" with its status and duration`;
 }

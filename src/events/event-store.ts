@@ -54,8 +54,20 @@ export interface ClaimOptions extends EnqueueOptions {
 // does not break (src/db/prepared-statements.ts). A column missing here is a type error where the
 // row is returned.
 const EVENT_COLUMNS = [
-  'event_id', 'type', 'object_id', 'livemode', 'stripe_created_at', 'payload', 'status',
-  'attempts', 'last_error', 'duplicate_of', 'received_at', 'enqueued_at', 'finished_at', 'job_key',
+  'event_id',
+  'type',
+  'object_id',
+  'livemode',
+  'stripe_created_at',
+  'payload',
+  'status',
+  'attempts',
+  'last_error',
+  'duplicate_of',
+  'received_at',
+  'enqueued_at',
+  'finished_at',
+  'job_key',
 ] as const satisfies ReadonlyArray<keyof StripeEventsTable>;
 
 /**
@@ -75,11 +87,7 @@ const EVENT_COLUMNS = [
  * A new event that nothing acts on (options.finishAtIntake) is stored finished, with no job: the
  * outcome its fulfilment would have reached, without the job, the row lock and the second write.
  */
-export async function claimEvents(
-  db: Kysely<Database>,
-  events: readonly IncomingEvent[],
-  options: ClaimOptions,
-): Promise<ClaimOutcome[]> {
+export async function claimEvents(db: Kysely<Database>, events: readonly IncomingEvent[], options: ClaimOptions): Promise<ClaimOutcome[]> {
   const unique = [...new Map(events.map((e) => [e.eventId, e])).values()];
   const finishes = unique.map((e) => options.finishAtIntake?.(e));
   // One statement, not begin/insert/add_jobs/commit: under load each round trip waits its turn
@@ -164,7 +172,13 @@ export async function claimEvents(
  * event id order, so two transactions locking overlapping sets cannot deadlock on them.
  */
 export async function lockForFulfilment(tx: Transaction<Database>, eventIds: readonly string[]): Promise<StripeEventRow[]> {
-  return tx.selectFrom('stripe_events').select(EVENT_COLUMNS).where('event_id', '=', sql<string>`any(${[...eventIds]}::text[])`).orderBy('event_id').forUpdate().execute();
+  return tx
+    .selectFrom('stripe_events')
+    .select(EVENT_COLUMNS)
+    .where('event_id', '=', sql<string>`any(${[...eventIds]}::text[])`)
+    .orderBy('event_id')
+    .forUpdate()
+    .execute();
 }
 
 /**
@@ -251,10 +265,7 @@ export async function replayEvents(db: Kysely<Database>, eventIds: readonly stri
   return rows[0]?.replayed ?? [];
 }
 
-export async function findEventIds(
-  db: Kysely<Database>,
-  filter: { status: EventStatus; receivedSince?: Date; limit: number },
-): Promise<string[]> {
+export async function findEventIds(db: Kysely<Database>, filter: { status: EventStatus; receivedSince?: Date; limit: number }): Promise<string[]> {
   let query = db.selectFrom('stripe_events').select('event_id').where('status', '=', filter.status);
   if (filter.receivedSince) query = query.where('received_at', '>=', filter.receivedSince);
   const rows = await query.orderBy('received_at').limit(filter.limit).execute();

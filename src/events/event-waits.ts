@@ -50,7 +50,14 @@ export interface Parked {
  */
 export async function parkWaiting(tx: Transaction<Database>, waits: readonly Wait[]): Promise<Parked[]> {
   if (waits.length === 0) return [];
-  const incoming = JSON.stringify(waits.map((w) => ({ event_id: w.eventId, keys: [...new Set(w.keys)].sort(), reason: w.reason.slice(0, 2_000), final_status: w.ignoreWhenExhausted ? 'ignored' : 'failed' })));
+  const incoming = JSON.stringify(
+    waits.map((w) => ({
+      event_id: w.eventId,
+      keys: [...new Set(w.keys)].sort(),
+      reason: w.reason.slice(0, 2_000),
+      final_status: w.ignoreWhenExhausted ? 'ignored' : 'failed',
+    })),
+  );
   const { rows } = await sql<{ event_id: string; status: EventStatus; first: boolean; wait_until: Date }>`
     with w as (
       select event_id, array(select jsonb_array_elements_text(keys)) as keys, reason, final_status

@@ -56,31 +56,37 @@ export function inboxStatusReader(db: Kysely<Database>, clock: () => number = Da
   // once, as waiting or as finished, and never in neither (read committed would give each
   // statement its own snapshot).
   const read = (countHistory: boolean) =>
-    db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(async (tx): Promise<InboxStatus> => {
-      if (countHistory || !history) history = { counts: await countHistoryStatuses(tx), at: clock() };
-      // Each count by its own partial index (a predicate that names one status is what lets Postgres use it).
-      const live = await tx
-        .selectNoFrom([
-          sql<number>`(select count(*)::int from stripe_events where status = 'processing')`.as('processing'),
-          sql<number>`(select count(*)::int from stripe_events where status = 'processing' and waits_for is not null)`.as('waiting'),
-          sql<number>`(select count(*)::int from stripe_events where status = 'failed')`.as('failed'),
-          // Served by the partial index on processing rows. A waiting event is old on purpose.
-          sql<number | null>`(select extract(epoch from now() - min(enqueued_at))::int from stripe_events where status = 'processing' and waits_for is null)`.as('oldest'),
-        ])
-        .executeTakeFirstOrThrow();
-      const queued = await countQueuedJobs(tx);
-      const counts = Object.fromEntries(EVENT_STATUSES.map((s) => [s, 0])) as Record<EventStatus, number>;
-      Object.assign(counts, history.counts, { processing: live.processing, failed: live.failed });
-      return {
-        counts,
-        history_counted_at: new Date(history.at).toISOString(),
-        waiting: live.waiting,
-        oldest_processing_age_seconds: live.oldest,
-        jobs_queued: queued.jobs,
-        events_queued: queued.events,
-        last_sweep_at: (await lastMaintenanceRun(tx, 'sweep'))?.toISOString() ?? null,
-      };
-    });
+    db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .setAccessMode('read only')
+      .execute(async (tx): Promise<InboxStatus> => {
+        if (countHistory || !history) history = { counts: await countHistoryStatuses(tx), at: clock() };
+        // Each count by its own partial index (a predicate that names one status is what lets Postgres use it).
+        const live = await tx
+          .selectNoFrom([
+            sql<number>`(select count(*)::int from stripe_events where status = 'processing')`.as('processing'),
+            sql<number>`(select count(*)::int from stripe_events where status = 'processing' and waits_for is not null)`.as('waiting'),
+            sql<number>`(select count(*)::int from stripe_events where status = 'failed')`.as('failed'),
+            // Served by the partial index on processing rows. A waiting event is old on purpose.
+            sql<
+              number | null
+            >`(select extract(epoch from now() - min(enqueued_at))::int from stripe_events where status = 'processing' and waits_for is null)`.as('oldest'),
+          ])
+          .executeTakeFirstOrThrow();
+        const queued = await countQueuedJobs(tx);
+        const counts = Object.fromEntries(EVENT_STATUSES.map((s) => [s, 0])) as Record<EventStatus, number>;
+        Object.assign(counts, history.counts, { processing: live.processing, failed: live.failed });
+        return {
+          counts,
+          history_counted_at: new Date(history.at).toISOString(),
+          waiting: live.waiting,
+          oldest_processing_age_seconds: live.oldest,
+          jobs_queued: queued.jobs,
+          events_queued: queued.events,
+          last_sweep_at: (await lastMaintenanceRun(tx, 'sweep'))?.toISOString() ?? null,
+        };
+      });
   return () => (historyDue() ? (recounting ??= read(true).finally(() => (recounting = undefined))) : read(false));
 }
 
@@ -164,7 +170,11 @@ export function payloadHolds(paths: ReadonlyArray<readonly string[]>, value: str
  */
 export async function findPayloadText(db: Kysely<Database>, eventId: string): Promise<string | undefined> {
   // ::text reads a json column's text as it was stored (pg would parse the json type).
-  const row = await db.selectFrom('stripe_events').select(sql<string>`payload::text`.as('text')).where('event_id', '=', eventId).executeTakeFirst();
+  const row = await db
+    .selectFrom('stripe_events')
+    .select(sql<string>`payload::text`.as('text'))
+    .where('event_id', '=', eventId)
+    .executeTakeFirst();
   return row?.text;
 }
 
@@ -183,10 +193,17 @@ export async function eventDetail(
   event: Pick<StripeEventRow, 'event_id' | 'type' | 'object_id' | 'payload'>,
   modules: readonly EventLookups[],
 ): Promise<EventDetail> {
-  const related = event.object_id === null
-    ? []
-    : await db.selectFrom('stripe_events').select(summaryColumns).where('object_id', '=', event.object_id).where('event_id', '<>', event.event_id)
-      .orderBy('received_at', 'desc').limit(20).execute();
+  const related =
+    event.object_id === null
+      ? []
+      : await db
+          .selectFrom('stripe_events')
+          .select(summaryColumns)
+          .where('object_id', '=', event.object_id)
+          .where('event_id', '<>', event.event_id)
+          .orderBy('received_at', 'desc')
+          .limit(20)
+          .execute();
   const [payloadText, records] = await Promise.all([
     findPayloadText(db, event.event_id),
     Promise.all(modules.map((m) => m.eventRecords?.(db, event) ?? Promise.resolve([]))).then((found) => found.flat()),

@@ -63,7 +63,10 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
     // 4xx, which Stripe would retry for three days.
     const stray = events.find((event) => event.livemode !== livemode);
     if (stray) {
-      throw new HandlerError(stray, new PermanentError(`livemode mismatch: a ${stray.livemode ? 'live' : 'test'}-mode event reached a ${livemode ? 'live' : 'test'}-mode service`));
+      throw new HandlerError(
+        stray,
+        new PermanentError(`livemode mismatch: a ${stray.livemode ? 'live' : 'test'}-mode event reached a ${livemode ? 'live' : 'test'}-mode service`),
+      );
     }
     const results = new Map<StripeEventRow, Map<Handler, FinishOutcome | RetryLaterError>>(events.map((event) => [event, new Map()]));
     const record = (event: StripeEventRow, handler: Handler, result: FinishOutcome | Error) => {
@@ -118,7 +121,9 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
         });
       }
       // Each module that says why it is not its own is heard: ops sees every reason at once.
-      const reasons = answers.flatMap((answer) => (!(answer instanceof Error) && answer.status === 'ignored' && answer.reason !== undefined ? [answer.reason] : []));
+      const reasons = answers.flatMap((answer) =>
+        !(answer instanceof Error) && answer.status === 'ignored' && answer.reason !== undefined ? [answer.reason] : [],
+      );
       return reasons.length === 0 ? { status: 'ignored' } : { status: 'ignored', reason: reasons.join('; ') };
     });
   };

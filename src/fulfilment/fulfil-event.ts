@@ -15,8 +15,7 @@ import { HandlerError, type Dispatch } from './dispatch.js';
 import type { FetchThin } from './thin-fetch.js';
 
 export type FulfilResult =
-  | { status: 'missing' | 'already_finished' }
-  | { status: EventStatus; type: string; attempt: number; receivedAt: Date; error?: Error; wait?: WaitResult };
+  { status: 'missing' | 'already_finished' } | { status: EventStatus; type: string; attempt: number; receivedAt: Date; error?: Error; wait?: WaitResult };
 
 /** An event that waited (RetryLaterError): parked ('processing'), or ended because its wait gave up. */
 interface WaitResult {
@@ -88,11 +87,13 @@ export async function fulfilEvents(db: Kysely<Database>, eventIds: readonly stri
 async function lookAgainIfParked(db: Kysely<Database>, eventIds: readonly string[], results: FulfilResult[], options: FulfilOptions): Promise<FulfilResult[]> {
   const parked = (result: FulfilResult) => 'wait' in result && result.wait !== undefined && result.status === 'processing';
   if (!results.some(parked)) return results;
-  return Promise.all(results.map(async (result, i) => {
-    if (!parked(result)) return result;
-    const again = await fulfilEvent(db, eventIds[i]!, options);
-    return 'wait' in again && again.wait !== undefined && again.status === 'processing' ? result : again;
-  }));
+  return Promise.all(
+    results.map(async (result, i) => {
+      if (!parked(result)) return result;
+      const again = await fulfilEvent(db, eventIds[i]!, options);
+      return 'wait' in again && again.wait !== undefined && again.status === 'processing' ? result : again;
+    }),
+  );
 }
 
 /**
@@ -133,7 +134,12 @@ async function fulfilTogether(db: Kysely<Database>, eventIds: readonly string[],
   }
 }
 
-async function fulfilLocked(db: Kysely<Database>, eventIds: readonly string[], options: FulfilOptions, fetched: ReadonlyMap<string, StripeEventRow>): Promise<FulfilResult[]> {
+async function fulfilLocked(
+  db: Kysely<Database>,
+  eventIds: readonly string[],
+  options: FulfilOptions,
+  fetched: ReadonlyMap<string, StripeEventRow>,
+): Promise<FulfilResult[]> {
   return db.transaction().execute(async (tx) => {
     // Held until commit: the sweep skips locked rows, so a live worker is never reclaimed.
     const rows = new Map((await lockForFulfilment(tx, eventIds)).map((event) => [event.event_id, event]));
@@ -147,7 +153,10 @@ async function fulfilLocked(db: Kysely<Database>, eventIds: readonly string[], o
     const events = [...due.values()];
     const toFetch = events.filter((event) => !fetched.has(event.event_id) && options.dispatch.handles(snapshotTypeOf(event.type) ?? ''));
     if (toFetch.length > 0) throw new FetchFirst(toFetch);
-    const outcomes = await options.dispatch.run(tx, events.map((event) => fetched.get(event.event_id) ?? event));
+    const outcomes = await options.dispatch.run(
+      tx,
+      events.map((event) => fetched.get(event.event_id) ?? event),
+    );
     // The handlers are done with the payloads. Let go of them now and each batch's parsed payloads
     // die young; kept through the finish statement and the commit, under load they lived long
     // enough to be copied into V8's old generation, and that set the pace of full collections in a
@@ -162,15 +171,19 @@ async function fulfilLocked(db: Kysely<Database>, eventIds: readonly string[], o
     // under (event-waits.ts), with its attempts untouched.
     const waits = events.flatMap((event, i) => {
       const outcome = outcomes[i]!;
-      return outcome instanceof RetryLaterError ? [{ eventId: event.event_id, keys: outcome.waitsFor, reason: outcome.message, ignoreWhenExhausted: outcome.ignoreWhenExhausted, error: outcome }] : [];
+      return outcome instanceof RetryLaterError
+        ? [{ eventId: event.event_id, keys: outcome.waitsFor, reason: outcome.message, ignoreWhenExhausted: outcome.ignoreWhenExhausted, error: outcome }]
+        : [];
     });
     const parked = new Map((await parkWaiting(tx, waits)).map((p, i) => [p.eventId, { ...p, error: waits[i]!.error }]));
-    const results = new Map(events.map((event, i): [StripeEventRow, FulfilResult] => {
-      const base = { type: event.type, attempt: event.attempts + 1, receivedAt: event.received_at };
-      const wait = parked.get(event.event_id);
-      if (!wait) return [event, { ...base, status: (outcomes[i] as FinishOutcome).status }];
-      return [event, { ...base, status: wait.status, error: wait.error, wait: { reason: wait.error.message, first: wait.first, until: wait.waitUntil } }];
-    }));
+    const results = new Map(
+      events.map((event, i): [StripeEventRow, FulfilResult] => {
+        const base = { type: event.type, attempt: event.attempts + 1, receivedAt: event.received_at };
+        const wait = parked.get(event.event_id);
+        if (!wait) return [event, { ...base, status: (outcomes[i] as FinishOutcome).status }];
+        return [event, { ...base, status: wait.status, error: wait.error, wait: { reason: wait.error.message, first: wait.first, until: wait.waitUntil } }];
+      }),
+    );
     // The first occurrence of an id carries its result; a repeat found nothing to do.
     const reported = new Set<string>();
     return eventIds.map((eventId): FulfilResult => {
@@ -209,5 +222,8 @@ async function recordFailedAttempt(db: Kysely<Database>, event: StripeEventRow, 
  */
 function permanentIfOutOfRange(error: unknown): unknown {
   if (error instanceof PermanentError || !isNumericValueOutOfRange(error)) return error;
-  return new PermanentError('numeric_value_out_of_range (SQLSTATE 22003): a balance or count would exceed what its integer column holds (at most 2147483647); retrying cannot help', { cause: error });
+  return new PermanentError(
+    'numeric_value_out_of_range (SQLSTATE 22003): a balance or count would exceed what its integer column holds (at most 2147483647); retrying cannot help',
+    { cause: error },
+  );
 }

@@ -8,7 +8,13 @@ import type { FulfilResult } from './fulfil-event.js';
 /** Logs and counts one event's result; returns the error that should make it retry. */
 export type ReportResult = (eventId: string, jobId: string, result: FulfilResult) => Error | undefined;
 
-export function resultReporter({ logger, metrics }: { logger: Logger; metrics: Pick<Metrics, 'handlerFailures' | 'eventWaits' | 'eventsFinished' | 'receivedToFinished'> }): ReportResult {
+export function resultReporter({
+  logger,
+  metrics,
+}: {
+  logger: Logger;
+  metrics: Pick<Metrics, 'handlerFailures' | 'eventWaits' | 'eventsFinished' | 'receivedToFinished'>;
+}): ReportResult {
   return (eventId, jobId, result) => {
     const fields = { eventId, jobId, ...('type' in result ? { type: result.type, attempt: result.attempt } : {}), status: result.status };
     if ('wait' in result && result.wait !== undefined) {

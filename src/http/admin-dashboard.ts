@@ -19,9 +19,11 @@ export function adminGuard(deps: SessionDeps): RequestHandler {
 export function adminDashboard(deps: SessionDeps): Router {
   const { adminToken } = deps;
   const router = Router();
-  const html = (status: number, body: string): RequestHandler => (_req, res) => {
-    res.status(status).set({ 'Content-Security-Policy': ADMIN_CSP, 'Cache-Control': 'no-store' }).type('html').send(body);
-  };
+  const html =
+    (status: number, body: string): RequestHandler =>
+    (_req, res) => {
+      res.status(status).set({ 'Content-Security-Policy': ADMIN_CSP, 'Cache-Control': 'no-store' }).type('html').send(body);
+    };
 
   // A browser gets the page (or the sign-in form); an API client gets JSON like every /admin route.
   // all(), not get(): any other method must fall through to the guard (Express would otherwise

@@ -24,10 +24,9 @@ const notificationList = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
 const notificationId = z.string().regex(NOTIFICATION_ID, 'must be a notification id (msg_…), as webhook-id carries it');
-const notificationReplay = z.union([
-  z.strictObject({ ids: z.array(notificationId).min(1).max(500) }),
-  z.strictObject({ failed: z.literal(true) }),
-], { error: 'send {"ids": ["msg_…", …]} or {"failed": true}' });
+const notificationReplay = z.union([z.strictObject({ ids: z.array(notificationId).min(1).max(500) }), z.strictObject({ failed: z.literal(true) })], {
+  error: 'send {"ids": ["msg_…", …]} or {"failed": true}',
+});
 
 /**
  * `members` as a JSON object with one more member, `name`, whose value is `json`, JSON text put in
@@ -61,7 +60,10 @@ export function adminRoutes(modules: readonly BusinessModule[], context: RouteCo
   router.get('/admin/api/events/:id', async (req, res) => {
     const event = await findEvent(db, req.params.id);
     if (!event) return void res.status(404).json({ error: 'event not found' });
-    const [{ payloadText, ...detail }, notifications] = await Promise.all([eventDetail(db, event, modules), listNotifications(db, { eventId: event.event_id })]);
+    const [{ payloadText, ...detail }, notifications] = await Promise.all([
+      eventDetail(db, event, modules),
+      listNotifications(db, { eventId: event.event_id }),
+    ]);
     const members = {
       event_id: event.event_id,
       type: event.type,

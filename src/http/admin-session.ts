@@ -24,7 +24,10 @@ export interface SessionDeps {
 const sessionDigest = (adminToken: string, id: string) => createHmac('sha256', adminToken).update(`admin-session:${id}`).digest('base64url');
 
 function sessionId(req: Request): string | undefined {
-  const cookie = (req.headers.cookie ?? '').split(';').map((c) => c.trim()).find((c) => c.startsWith(`${SESSION_COOKIE}=`));
+  const cookie = (req.headers.cookie ?? '')
+    .split(';')
+    .map((c) => c.trim())
+    .find((c) => c.startsWith(`${SESSION_COOKIE}=`));
   const id = cookie?.slice(SESSION_COOKIE.length + 1);
   return id ? id : undefined;
 }
@@ -32,7 +35,10 @@ function sessionId(req: Request): string | undefined {
 export async function startSession({ db, adminToken }: SessionDeps, req: Request, res: Response): Promise<void> {
   const id = randomBytes(SESSION_ID_BYTES).toString('base64url');
   // Rows past their expiry are of no use to anyone: each sign-in clears them.
-  await db.deleteFrom('admin_sessions').where('expires_at', '<', sql<Date>`now()`).execute();
+  await db
+    .deleteFrom('admin_sessions')
+    .where('expires_at', '<', sql<Date>`now()`)
+    .execute();
   await db
     .insertInto('admin_sessions')
     .values({ session_digest: sessionDigest(adminToken, id), expires_at: sql<Date>`now() + make_interval(secs => ${SESSION_SECONDS})` })

@@ -53,7 +53,14 @@ export function buildApp({ config, db, claim, stripeCalls, modules, readiness, l
   // Limits come before authentication, so guessing a token is limited too.
   app.use('/api', limits.api, provesWithBearer(config.apiToken));
   app.use('/admin', limits.admin);
-  const context = { config, db, stripeCalls, logger, idempotencyLeaseMs: longestCallMs({ timeoutMs: config.stripeTimeoutMs }), notifications: createOutbox(config) };
+  const context = {
+    config,
+    db,
+    stripeCalls,
+    logger,
+    idempotencyLeaseMs: longestCallMs({ timeoutMs: config.stripeTimeoutMs }),
+    notifications: createOutbox(config),
+  };
   app.use(apiRoutes(modules, context));
   app.use(adminDashboard({ db, adminToken: config.adminToken }));
   app.use(adminRoutes(modules, context, metrics));

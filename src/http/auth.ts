@@ -19,7 +19,10 @@ export function hasBearer(req: Request, token: string): boolean {
 }
 
 export function refuseUnauthenticated(res: Response, realm: string): void {
-  res.set('WWW-Authenticate', `Bearer realm="${realm}"`).status(401).json({ error: `missing or wrong bearer token for ${realm}` });
+  res
+    .set('WWW-Authenticate', `Bearer realm="${realm}"`)
+    .status(401)
+    .json({ error: `missing or wrong bearer token for ${realm}` });
 }
 
 /**

@@ -18,7 +18,10 @@ export class BodyBudget {
   /** ...and never less than one body of the largest size, so that a small budget still takes one. */
   readonly clientLimitBytes: number;
 
-  constructor(readonly limitBytes: number, { bodyLimitBytes }: { bodyLimitBytes: number }) {
+  constructor(
+    readonly limitBytes: number,
+    { bodyLimitBytes }: { bodyLimitBytes: number },
+  ) {
     this.clientLimitBytes = Math.min(limitBytes, Math.max(bodyLimitBytes, Math.floor(limitBytes * CLIENT_SHARE)));
   }
 

@@ -91,9 +91,11 @@ export async function runIdempotent<S extends KeySubject>(db: Kysely<Database>, 
     db
       .updateTable('api_idempotency_keys')
       // Only success is kept: after a 502 the same key must reach Stripe again.
-      .set(result && result.status >= 200 && result.status < 300
-        ? { leased_until: null, response_status: result.status, response_body: JSON.stringify(result.body) }
-        : { leased_until: null })
+      .set(
+        result && result.status >= 200 && result.status < 300
+          ? { leased_until: null, response_status: result.status, response_body: JSON.stringify(result.body) }
+          : { leased_until: null },
+      )
       // Our lease only: if it ran out and a retry took the key, the retry finishes it.
       .where('idempotency_key', '=', key)
       .where('leased_until', '=', lease.leasedUntil)
@@ -124,7 +126,11 @@ export async function countKeys(tx: Transaction<Database>, operation: string, ma
 }
 
 /** Registers a new key, or leases an existing one that is not in flight; else the answer to give. */
-async function takeLease<S extends KeySubject>(db: Kysely<Database>, key: string, request: IdempotentRequest<S>): Promise<{ subject: S; leasedUntil: Date } | HttpResult> {
+async function takeLease<S extends KeySubject>(
+  db: Kysely<Database>,
+  key: string,
+  request: IdempotentRequest<S>,
+): Promise<{ subject: S; leasedUntil: Date } | HttpResult> {
   const hash = requestHash(request.request);
   // Whole milliseconds: the lease's end comes back as a JavaScript Date and names the lease when it is released.
   const until = sql<Date>`date_trunc('milliseconds', now() + make_interval(secs => ${request.leaseMs / 1000}))`;
@@ -135,7 +141,14 @@ async function takeLease<S extends KeySubject>(db: Kysely<Database>, key: string
         // A short wait at most: other requests hold this lock only for their own short transaction.
         const row = await tx
           .selectFrom('api_idempotency_keys')
-          .select(['operation', 'request_hash', 'response_status', 'response_body', 'subject', sql<boolean>`created_at < now() - make_interval(secs => ${OUTBOUND_KEY_WINDOW_MS / 1000})`.as('past_window')])
+          .select([
+            'operation',
+            'request_hash',
+            'response_status',
+            'response_body',
+            'subject',
+            sql<boolean>`created_at < now() - make_interval(secs => ${OUTBOUND_KEY_WINDOW_MS / 1000})`.as('past_window'),
+          ])
           .where('idempotency_key', '=', key)
           .forUpdate()
           .executeTakeFirst();

@@ -31,7 +31,8 @@ export function isCrossOrigin(req: Request): boolean {
   return own === undefined || originOf(origin) !== own;
 }
 
-const UNTRUSTED_PROXY_HINT = '. X-Forwarded-Proto or X-Forwarded-Host came from a proxy this service does not trust: behind one (Coolify, Traefik, nginx), set TRUST_PROXY to the number of proxies';
+const UNTRUSTED_PROXY_HINT =
+  '. X-Forwarded-Proto or X-Forwarded-Host came from a proxy this service does not trust: behind one (Coolify, Traefik, nginx), set TRUST_PROXY to the number of proxies';
 
 export function refuseCrossOrigin(req: Request, res: Response): void {
   // The usual cause in a deployment: a proxy in front says https and its host, and this service,

@@ -48,7 +48,10 @@ const DUPLICATE = JSON.stringify({ received: true, duplicate: true });
  * The handler for POST /webhooks/stripe. `limitRejections` sees rejected deliveries only (see
  * rate-limits.ts): it calls next, or answers 429.
  */
-export function webhookHandler({ webhookSecrets, webhookBodyBudgetBytes, claim, logger, metrics }: WebhookDeps, limitRejections: RequestHandler): RequestHandler {
+export function webhookHandler(
+  { webhookSecrets, webhookBodyBudgetBytes, claim, logger, metrics }: WebhookDeps,
+  limitRejections: RequestHandler,
+): RequestHandler {
   const budget = new BodyBudget(webhookBodyBudgetBytes, { bodyLimitBytes: WEBHOOK_BODY_LIMIT_BYTES });
   return async (req, res, next) => {
     const started = performance.now();

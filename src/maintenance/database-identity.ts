@@ -121,7 +121,13 @@ export async function checkDatabaseIdentity(db: Kysely<Database>, options: Ident
   const check = await db.transaction().execute(async (tx): Promise<IdentityCheck> => {
     // The compare is the upsert's WHERE: of two workers checking at once, the second waits for the
     // first's row and compares with what it wrote, so one change is seen once.
-    const { rows } = await sql<{ changed: boolean; system_identifier: string | null; timeline_id: number | null; database_oid: number | null; has_events: boolean }>`
+    const { rows } = await sql<{
+      changed: boolean;
+      system_identifier: string | null;
+      timeline_id: number | null;
+      database_oid: number | null;
+      has_events: boolean;
+    }>`
       with previous as (select system_identifier, timeline_id, database_oid from database_identity),
       recorded as (
         insert into database_identity (singleton, system_identifier, timeline_id, database_oid)
@@ -145,8 +151,13 @@ export async function checkDatabaseIdentity(db: Kysely<Database>, options: Ident
     return { previous, current, changed: row.changed, reconcileQueued, sweepQueued };
   });
   if (check.changed && (check.previous !== null || check.reconcileQueued)) {
-    const what = check.previous === null ? 'no identity was recorded for a database with events (the first start of this release, or the row lost with a failover)' : "the database's identity changed (a failover or a restore?)";
-    const then = check.reconcileQueued ? "started a reconcile of Stripe's events, to claim those acknowledged to the old database" : 'no reconcile without STRIPE_SECRET_KEY';
+    const what =
+      check.previous === null
+        ? 'no identity was recorded for a database with events (the first start of this release, or the row lost with a failover)'
+        : "the database's identity changed (a failover or a restore?)";
+    const then = check.reconcileQueued
+      ? "started a reconcile of Stripe's events, to claim those acknowledged to the old database"
+      : 'no reconcile without STRIPE_SECRET_KEY';
     options.logger?.warn({ previous: check.previous, current, reconcileQueued: check.reconcileQueued, sweepQueued: check.sweepQueued }, `${what}: ${then}`);
   }
   return check;
@@ -180,7 +191,11 @@ async function readIdentity(db: Kysely<Database>, logger: Logger | undefined): P
     return rows[0]!;
   } catch (error) {
     if (!isInsufficientPrivilege(error)) throw new Error("reading the database's identity", { cause: error });
-    if (!warnedNoPrivilege) logger?.warn({ error: (error as Error).message }, "the database's role may not read its system identifier or timeline: a failover is noticed only by RECONCILE_CRON's schedule");
+    if (!warnedNoPrivilege)
+      logger?.warn(
+        { error: (error as Error).message },
+        "the database's role may not read its system identifier or timeline: a failover is noticed only by RECONCILE_CRON's schedule",
+      );
     warnedNoPrivilege = true;
     const { rows } = await sql<{ databaseOid: number }>`select ${oid} as "databaseOid"`.execute(db);
     return { systemIdentifier: null, timelineId: null, databaseOid: rows[0]!.databaseOid };

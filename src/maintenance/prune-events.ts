@@ -7,7 +7,10 @@ import type { Database } from '../db/schema.js';
 import { deleteInBatches } from './batched-delete.js';
 
 /** Deletes the events that finished before `before`, in batches. */
-export async function pruneFinishedEvents(db: Kysely<Database>, { before, batchSize }: { before: Date; batchSize: number }): Promise<{ deleted: number; batches: number }> {
+export async function pruneFinishedEvents(
+  db: Kysely<Database>,
+  { before, batchSize }: { before: Date; batchSize: number },
+): Promise<{ deleted: number; batches: number }> {
   return deleteInBatches(db, batchSize, {
     table: 'stripe_events',
     key: 'event_id',

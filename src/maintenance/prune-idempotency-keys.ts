@@ -6,7 +6,10 @@ import type { Database } from '../db/schema.js';
 import { deleteInBatches } from './batched-delete.js';
 
 /** Deletes the keys registered before `before` that no module counts and no request holds, in batches. */
-export async function pruneIdempotencyKeys(db: Kysely<Database>, { before, batchSize }: { before: Date; batchSize: number }): Promise<{ deleted: number; batches: number }> {
+export async function pruneIdempotencyKeys(
+  db: Kysely<Database>,
+  { before, batchSize }: { before: Date; batchSize: number },
+): Promise<{ deleted: number; batches: number }> {
   return deleteInBatches(db, batchSize, {
     table: 'api_idempotency_keys',
     key: 'idempotency_key',

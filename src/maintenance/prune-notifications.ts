@@ -7,7 +7,10 @@ import type { Database } from '../db/schema.js';
 import { deleteInBatches } from './batched-delete.js';
 
 /** Deletes the delivered notifications written before `before`, in batches. */
-export async function pruneDeliveredNotifications(db: Kysely<Database>, { before, batchSize }: { before: Date; batchSize: number }): Promise<{ deleted: number; batches: number }> {
+export async function pruneDeliveredNotifications(
+  db: Kysely<Database>,
+  { before, batchSize }: { before: Date; batchSize: number },
+): Promise<{ deleted: number; batches: number }> {
   return deleteInBatches(db, batchSize, {
     table: 'notifications',
     key: 'notification_id',

@@ -73,7 +73,10 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
   const { deleted: deleted_notifications } = await pruneDeliveredNotifications(db, cutoff);
   await recordMaintenanceRun(db, 'prune', { deleted, batches, deleted_jobs, deleted_keys, deleted_notifications });
   if (deleted > 0 || deleted_keys > 0 || deleted_notifications > 0) {
-    options.logger?.info({ deleted, batches, deletedKeys: deleted_keys, deletedNotifications: deleted_notifications, finishedBefore }, 'pruned finished events');
+    options.logger?.info(
+      { deleted, batches, deletedKeys: deleted_keys, deletedNotifications: deleted_notifications, finishedBefore },
+      'pruned finished events',
+    );
   }
   return { deleted, batches, deleted_jobs, deleted_keys, deleted_notifications, finished_before: finishedBefore.toISOString() };
 }

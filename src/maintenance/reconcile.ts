@@ -112,7 +112,16 @@ export const reconcileService: MaintenanceService<
  * been lost), was cut short, or finished a window that earlier runs had started.
  */
 export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, options: ReconcileOptions): Promise<ReconcileResult> {
-  const result: ReconcileResult = { listed: 0, missing: 0, claimed: 0, calls: 0, truncated: false, resumed: false, dry_run: options.dryRun ?? false, event_ids: [] };
+  const result: ReconcileResult = {
+    listed: 0,
+    missing: 0,
+    claimed: 0,
+    calls: 0,
+    truncated: false,
+    resumed: false,
+    dry_run: options.dryRun ?? false,
+    event_ids: [],
+  };
   const resume = (options.resume ?? false) && !result.dry_run;
   const cursors: ReconcileCursors = resume ? await readCursors(db) : new Map();
   // Where this run leaves each list, for the next one while the pass is not over.
@@ -122,7 +131,15 @@ export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, opti
   const maxCalls = options.maxCalls ?? Infinity;
   const claimMissing = async (page: IncomingEvent[]) => {
     if (page.length === 0) return;
-    const known = await db.selectFrom('stripe_events').select('event_id').where('event_id', 'in', page.map((e) => e.eventId)).execute();
+    const known = await db
+      .selectFrom('stripe_events')
+      .select('event_id')
+      .where(
+        'event_id',
+        'in',
+        page.map((e) => e.eventId),
+      )
+      .execute();
     const have = new Set(known.map((r) => r.event_id));
     const missing = page.filter((e) => !have.has(e.eventId));
     result.missing += missing.length;
@@ -152,7 +169,10 @@ export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, opti
         // An event that aged out of Stripe's 30 days, or a page token that expired: the cursor is
         // no use now, and reading from the newest again loses nothing (claims are idempotent).
         if (from === undefined || !first || !isInvalidRequest(error)) throw error;
-        options.logger?.warn({ list, resumeFrom: from, error: (error as Error).message }, `Stripe refused the ${list} list's cursor where the last reconcile stopped: reading it from the newest`);
+        options.logger?.warn(
+          { list, resumeFrom: from, error: (error as Error).message },
+          `Stripe refused the ${list} list's cursor where the last reconcile stopped: reading it from the newest`,
+        );
         result.calls++;
         return read(undefined);
       });
@@ -188,7 +208,8 @@ export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, opti
     // `created` filter takes an RFC 3339 time, as every v2 timestamp (the SDK types it as a number).
     const created = { gte: options.since.toISOString() } as unknown as Stripe.RangeQueryParam;
     const thinPage = async (url: string | undefined): Promise<Page> => {
-      const page: V2Page = url === undefined ? await stripe.v2.core.events.list({ created, limit: PAGE_SIZE }) : ((await stripe.rawRequest('GET', nextPagePath(url))) as V2Page);
+      const page: V2Page =
+        url === undefined ? await stripe.v2.core.events.list({ created, limit: PAGE_SIZE }) : ((await stripe.rawRequest('GET', nextPagePath(url))) as V2Page);
       return {
         events: page.data.map((notification) => toIncomingNotification(notification as ThinNotification, Buffer.from(JSON.stringify(notification)))),
         next: page.next_page_url ?? undefined,
@@ -215,7 +236,10 @@ async function recordRun(db: Kysely<Database>, result: ReconcileResult, options:
       `reconcile stopped after ${calls} Stripe list calls, before the start of its window: ${then} RECONCILE_MAX_CALLS (or lower RECONCILE_WINDOW_HOURS)`,
     );
   } else if (resumed) {
-    options.logger?.info({ listed, calls, since: options.since }, 'reconcile read on to the start of its window: a pass over it, started by an earlier run, is complete');
+    options.logger?.info(
+      { listed, calls, since: options.since },
+      'reconcile read on to the start of its window: a pass over it, started by an earlier run, is complete',
+    );
   }
 }
 
@@ -226,7 +250,10 @@ async function recordRun(db: Kysely<Database>, result: ReconcileResult, options:
  */
 function nextPagePath(url: string): string {
   const path = apiPathOf(url);
-  if (path === undefined) throw new Error(`Stripe's v2 event list gave a next_page_url that is not a path of its /v1/ or /v2/ API once resolved: ${JSON.stringify(url.slice(0, 200))}; refused, nothing fetched`);
+  if (path === undefined)
+    throw new Error(
+      `Stripe's v2 event list gave a next_page_url that is not a path of its /v1/ or /v2/ API once resolved: ${JSON.stringify(url.slice(0, 200))}; refused, nothing fetched`,
+    );
   return path;
 }
 

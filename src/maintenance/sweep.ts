@@ -95,7 +95,12 @@ export async function sweepStaleEvents(db: Kysely<Database>, options: SweepOptio
     if (options.dryRun || rows.length < room) break;
   }
   if (!result.dry_run) {
-    await recordMaintenanceRun(db, 'sweep', { reclaimed: result.reclaimed, failed: result.failed, waits_expired: result.waits_expired, batches: result.batches });
+    await recordMaintenanceRun(db, 'sweep', {
+      reclaimed: result.reclaimed,
+      failed: result.failed,
+      waits_expired: result.waits_expired,
+      batches: result.batches,
+    });
     options.metrics?.sweepReclaims.inc({ result: 'reclaimed' }, result.reclaimed);
     options.metrics?.sweepReclaims.inc({ result: 'failed' }, result.failed);
     if (result.reclaimed + result.failed > 0) {

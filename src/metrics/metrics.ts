@@ -71,13 +71,13 @@ export class Metrics {
 
   readonly reconciledEvents = new Counter({
     name: 'stripe_inbox_reconciled_events_total',
-    help: 'Events reconcile claimed from Stripe\'s lists because they were missing here (lost or never delivered)',
+    help: "Events reconcile claimed from Stripe's lists because they were missing here (lost or never delivered)",
     registers: [this.registry],
   });
 
   readonly stripeRequestSeconds = new Histogram({
     name: 'stripe_inbox_stripe_request_seconds',
-    help: "Outbound Stripe API calls by operation and outcome (ok, error, timeout), retries included",
+    help: 'Outbound Stripe API calls by operation and outcome (ok, error, timeout), retries included',
     labelNames: ['operation', 'outcome'] as const,
     buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30],
     registers: [this.registry],
@@ -161,8 +161,16 @@ export class Metrics {
           this.set(value(await status()));
         },
       });
-    statusGauge('stripe_inbox_oldest_processing_age_seconds', "Age of the oldest 'processing' event that is not waiting; 0 when none", (s) => s.oldest_processing_age_seconds ?? 0);
-    statusGauge('stripe_inbox_events_waiting', "'processing' events parked while they wait for what Stripe delivers later (a dispute before its payment); each runs when that arrives", (s) => s.waiting);
+    statusGauge(
+      'stripe_inbox_oldest_processing_age_seconds',
+      "Age of the oldest 'processing' event that is not waiting; 0 when none",
+      (s) => s.oldest_processing_age_seconds ?? 0,
+    );
+    statusGauge(
+      'stripe_inbox_events_waiting',
+      "'processing' events parked while they wait for what Stripe delivers later (a dispute before its payment); each runs when that arrives",
+      (s) => s.waiting,
+    );
     statusGauge('stripe_inbox_jobs_queued', 'process_stripe_event jobs waiting or running (each carries a batch of events)', (s) => s.jobs_queued);
     statusGauge('stripe_inbox_events_queued', 'Events carried by the process_stripe_event jobs waiting or running', (s) => s.events_queued);
     const jobLoops = () => this.#jobLoops();
@@ -176,8 +184,16 @@ export class Metrics {
           for (const [runner, status] of Object.entries(jobLoops())) if (status) this.set({ runner }, value(status));
         },
       });
-    jobLoopGauge('stripe_inbox_worker_progress_age_seconds', "Seconds since this process's worker runner (fulfilment, modules, notifications) last fetched or finished a job; over 30 while idle means stalled", (s) => s.progressAgeSeconds);
-    jobLoopGauge('stripe_inbox_worker_stalled', "1 while this process's worker runner (fulfilment, modules, notifications) makes no progress (see /healthz), else 0", (s) => (s.stalled ? 1 : 0));
+    jobLoopGauge(
+      'stripe_inbox_worker_progress_age_seconds',
+      "Seconds since this process's worker runner (fulfilment, modules, notifications) last fetched or finished a job; over 30 while idle means stalled",
+      (s) => s.progressAgeSeconds,
+    );
+    jobLoopGauge(
+      'stripe_inbox_worker_stalled',
+      "1 while this process's worker runner (fulfilment, modules, notifications) makes no progress (see /healthz), else 0",
+      (s) => (s.stalled ? 1 : 0),
+    );
     // Per endpoint with anything undelivered; read at scrape time, the same in every process.
     let summary: ReturnType<typeof notificationSummary> | undefined;
     const endpoints = () => (summary ??= notificationSummary(db).finally(() => setTimeout(() => (summary = undefined), 0)));

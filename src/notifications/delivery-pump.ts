@@ -102,7 +102,15 @@ interface Recorded {
   holdMs: number | null;
 }
 
-export function startDeliveryPump({ db, config, logger, observe, givesWayTo = [], stallAfterMs, retryDelayMs: backoff = retryDelayMs }: PumpDeps): DeliveryPump {
+export function startDeliveryPump({
+  db,
+  config,
+  logger,
+  observe,
+  givesWayTo = [],
+  stallAfterMs,
+  retryDelayMs: backoff = retryDelayMs,
+}: PumpDeps): DeliveryPump {
   const sender = createSender({ secrets: config.appWebhookSecrets, timeoutMs: config.appWebhookTimeoutMs });
   const leaseMs = config.appWebhookTimeoutMs + LEASE_MARGIN_MS;
   const inFlight = new Set<Promise<void>>();
@@ -112,7 +120,9 @@ export function startDeliveryPump({ db, config, logger, observe, givesWayTo = []
 
   const deliver = async (leased: LeasedDelivery[]) => {
     const attempts = await Promise.all(
-      leased.map(async (delivery) => outcomeOf(delivery, await sender.send(delivery.endpoint, { id: delivery.notification_id, body: delivery.body }), config.appWebhookMaxAttempts, backoff)),
+      leased.map(async (delivery) =>
+        outcomeOf(delivery, await sender.send(delivery.endpoint, { id: delivery.notification_id, body: delivery.body }), config.appWebhookMaxAttempts, backoff),
+      ),
     );
     await recordAttempts(db, attempts);
     lastProgress = performance.now();
@@ -163,7 +173,13 @@ export function startDeliveryPump({ db, config, logger, observe, givesWayTo = []
         continue;
       }
       const batch = deliver(leased)
-        .catch((error: unknown) => void logger.error({ err: error, deliveries: leased.length }, 'recording notification attempts failed: their leases run out and they are sent again'))
+        .catch(
+          (error: unknown) =>
+            void logger.error(
+              { err: error, deliveries: leased.length },
+              'recording notification attempts failed: their leases run out and they are sent again',
+            ),
+        )
         .finally(() => inFlight.delete(batch));
       inFlight.add(batch);
     }

@@ -86,17 +86,29 @@ export interface NotificationQuery {
 }
 
 export async function listNotifications(db: Kysely<Database>, query: NotificationQuery): Promise<NotificationView[]> {
-  let select = db.selectFrom('notifications as n').select(['n.notification_id', 'n.type', 'n.account_id', 'n.sequence', 'n.event_id', 'n.created_at', 'n.body']);
+  let select = db
+    .selectFrom('notifications as n')
+    .select(['n.notification_id', 'n.type', 'n.account_id', 'n.sequence', 'n.event_id', 'n.created_at', 'n.body']);
   if (query.status) {
     const status = query.status;
     select = select.where((eb) =>
-      eb.exists(eb.selectFrom('notification_deliveries as d').select('d.delivery_id').whereRef('d.notification_id', '=', 'n.notification_id').where('d.status', '=', status)),
+      eb.exists(
+        eb
+          .selectFrom('notification_deliveries as d')
+          .select('d.delivery_id')
+          .whereRef('d.notification_id', '=', 'n.notification_id')
+          .where('d.status', '=', status),
+      ),
     );
   }
   if (query.eventId) select = select.where('n.event_id', '=', query.eventId);
   if (query.accountId) select = select.where('n.account_id', '=', query.accountId);
   if (query.ids) select = select.where('n.notification_id', 'in', query.ids.length > 0 ? query.ids : ['']);
-  const notifications = await select.orderBy('n.created_at', 'desc').orderBy('n.notification_id').limit(query.limit ?? 100).execute();
+  const notifications = await select
+    .orderBy('n.created_at', 'desc')
+    .orderBy('n.notification_id')
+    .limit(query.limit ?? 100)
+    .execute();
   if (notifications.length === 0) return [];
   const ids = notifications.map((n) => n.notification_id);
   const deliveries = await db.selectFrom('notification_deliveries').selectAll().where('notification_id', 'in', ids).orderBy('delivery_id').execute();

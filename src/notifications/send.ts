@@ -101,7 +101,10 @@ export function createSender({ secrets, timeoutMs }: { secrets: readonly string[
  * read. The signal covers the answer's body too: an app that sends its headers and then hangs
  * holds the attempt no longer than one that never answers.
  */
-function post(url: URL, options: { agent: Agent; headers: OutgoingHttpHeaders; body: string; signal: AbortSignal }): Promise<{ status: number; head: string; retryAfter: string | undefined }> {
+function post(
+  url: URL,
+  options: { agent: Agent; headers: OutgoingHttpHeaders; body: string; signal: AbortSignal },
+): Promise<{ status: number; head: string; retryAfter: string | undefined }> {
   const { body, ...requestOptions } = options;
   return new Promise((resolve, reject) => {
     const request = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', ...requestOptions }, (response) => {

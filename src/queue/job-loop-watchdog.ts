@@ -38,7 +38,13 @@ export interface JobLoopStatus {
  * nothing running, or past STUCK_JOBS_AFTER_MS with jobs running that never finish. Also for a
  * loop of our own that is not graphile-worker's (src/notifications/delivery-pump.ts).
  */
-export function judgeProgress(loop: { runner: string; ageMs: number; running: number; lastError: string | undefined; stallAfterMs?: number | undefined }): JobLoopStatus {
+export function judgeProgress(loop: {
+  runner: string;
+  ageMs: number;
+  running: number;
+  lastError: string | undefined;
+  stallAfterMs?: number | undefined;
+}): JobLoopStatus {
   const stallAfterMs = loop.stallAfterMs ?? STALL_AFTER_MS;
   const stalled = loop.running === 0 ? loop.ageMs > stallAfterMs : loop.ageMs > Math.max(stallAfterMs, STUCK_JOBS_AFTER_MS);
   return {
@@ -107,7 +113,13 @@ export class JobLoopWatchdog {
   }
 
   status(): JobLoopStatus {
-    return judgeProgress({ runner: this.runner, ageMs: performance.now() - this.#lastProgress, running: this.#running, lastError: this.#lastError, stallAfterMs: this.options.stallAfterMs });
+    return judgeProgress({
+      runner: this.runner,
+      ageMs: performance.now() - this.#lastProgress,
+      running: this.#running,
+      lastError: this.#lastError,
+      stallAfterMs: this.options.stallAfterMs,
+    });
   }
 
   stop(): void {

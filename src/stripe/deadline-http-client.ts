@@ -16,10 +16,27 @@ export class DeadlineHttpClient extends Stripe.HttpClient {
     return 'node';
   }
 
-  override makeRequest(host: string, port: string, path: string, method: string, headers: Record<string, string | number | string[]>, requestData: string, protocol: string, timeout: number): Promise<DeadlineHttpClientResponse> {
+  override makeRequest(
+    host: string,
+    port: string,
+    path: string,
+    method: string,
+    headers: Record<string, string | number | string[]>,
+    requestData: string,
+    protocol: string,
+    timeout: number,
+  ): Promise<DeadlineHttpClientResponse> {
     const insecure = protocol === 'http';
     return new Promise((resolve, reject) => {
-      const request = (insecure ? http : https).request({ host, port, path, method, headers, agent: insecure ? agents.http : agents.https, ciphers: 'DEFAULT:!aNULL:!eNULL:!LOW:!EXPORT:!SSLv2:!MD5' });
+      const request = (insecure ? http : https).request({
+        host,
+        port,
+        path,
+        method,
+        headers,
+        agent: insecure ? agents.http : agents.https,
+        ciphers: 'DEFAULT:!aNULL:!eNULL:!LOW:!EXPORT:!SSLv2:!MD5',
+      });
       let timedOut = false;
       const deadline = setTimeout(() => {
         timedOut = true;

@@ -69,7 +69,13 @@ export function checkoutSession(input: PaidSessionInput): Record<string, unknown
  * carries its order's id (`orderId`) as ours do: Stripe copies the PaymentIntent's metadata, which
  * POST /api/checkout sets, to the charge.
  */
-export function refundedCharge(input: { paymentIntentId: string; amount: number; currency: string; amountRefunded: number; orderId?: string }): Record<string, unknown> {
+export function refundedCharge(input: {
+  paymentIntentId: string;
+  amount: number;
+  currency: string;
+  amountRefunded: number;
+  orderId?: string;
+}): Record<string, unknown> {
   return {
     ...fixture('charge'),
     ...(input.orderId !== undefined && { metadata: { order_id: input.orderId } }),
@@ -84,7 +90,14 @@ export function refundedCharge(input: { paymentIntentId: string; amount: number;
 }
 
 /** A dispute of a charge paid by `paymentIntentId` (null: a charge with none), in Stripe's `status`. */
-export function disputeObject(input: { paymentIntentId: string | null; amount: number; currency: string; status: string; disputeId?: string; chargeId?: string }): Record<string, unknown> {
+export function disputeObject(input: {
+  paymentIntentId: string | null;
+  amount: number;
+  currency: string;
+  status: string;
+  disputeId?: string;
+  chargeId?: string;
+}): Record<string, unknown> {
   return {
     ...fixture('dispute'),
     id: input.disputeId ?? randomStripeId('dp'),
@@ -97,7 +110,9 @@ export function disputeObject(input: { paymentIntentId: string | null; amount: n
 }
 
 /** The example object for a type we do not act on (telemetry, ignored types). */
-export function exampleObject(name: 'charge' | 'payment_intent' | 'refund' | 'checkout.session' | 'invoice' | 'subscription' | 'price' | 'product' | 'dispute'): Record<string, unknown> {
+export function exampleObject(
+  name: 'charge' | 'payment_intent' | 'refund' | 'checkout.session' | 'invoice' | 'subscription' | 'price' | 'product' | 'dispute',
+): Record<string, unknown> {
   return fixture(name);
 }
 

@@ -66,7 +66,10 @@ export class StripeCalls {
   async run<T>(operation: StripeOperation, call: (stripe: Stripe) => Promise<T>): Promise<T> {
     if (this.#inFlight >= this.options.maxConcurrent) {
       this.options.metrics.stripeCallsRefused.inc({ operation });
-      this.options.logger.warn({ operation, inFlight: this.#inFlight }, 'Stripe calls at their bound (STRIPE_MAX_CONCURRENT_CALLS): refused, the caller may retry');
+      this.options.logger.warn(
+        { operation, inFlight: this.#inFlight },
+        'Stripe calls at their bound (STRIPE_MAX_CONCURRENT_CALLS): refused, the caller may retry',
+      );
       throw new StripeBusyError(this.options.maxConcurrent);
     }
     this.#inFlight++;

@@ -40,7 +40,7 @@ export function apiPathOf(url: string): string | undefined {
   // an authority after this check.
   if (!/^\/[\x21-\x7e]*$/.test(url)) return undefined;
   let decoded = url;
-  for (let previous = ''; decoded !== previous; ) {
+  for (let previous = ''; decoded !== previous;) {
     previous = decoded;
     decoded = decoded.replace(ENCODED_SEPARATOR, (escape) => decodeURIComponent(escape));
   }

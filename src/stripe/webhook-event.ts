@@ -24,7 +24,12 @@ const MAX_ID_LENGTH = 255;
 const MAX_CREATED = 253_402_300_799;
 
 // Odd but valid ids and types are accepted; what is bounded is what we store and index.
-const printable = (max: number) => z.string().min(1).max(max).regex(/^[\x21-\x7e]+$/);
+const printable = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(/^[\x21-\x7e]+$/);
 
 const eventShape = z.object({
   id: printable(MAX_ID_LENGTH),

@@ -49,7 +49,13 @@ export async function startFulfilmentRunner(runners: Runners, deps: FulfilmentRu
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
   const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers });
   const fetchThin = thinFetcher(stripeCalls, new CallRate(config.stripeFetchesPerSecond), config.stripeLivemode);
-  const fulfilment = new FulfilmentBatcher(db, { maxAttempts, dispatch, fetchThin, maxJobs: concurrency, ...(intake && { giveWay: () => intake.whenIdle(GIVE_WAY_MAX_WAIT_MS) }) });
+  const fulfilment = new FulfilmentBatcher(db, {
+    maxAttempts,
+    dispatch,
+    fetchThin,
+    maxJobs: concurrency,
+    ...(intake && { giveWay: () => intake.whenIdle(GIVE_WAY_MAX_WAIT_MS) }),
+  });
   const loop = await runners.start('fulfilment', {
     concurrency,
     preset: {

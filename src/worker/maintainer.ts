@@ -43,7 +43,10 @@ export interface Maintenance {
 export function maintainer(config: Config, deps: MaintenanceTaskDeps): Maintenance {
   return {
     crontab: SERVICES.map((service) => `${service.crontab(config)}\n`).join(''),
-    taskList: Object.fromEntries(SERVICES.map((service) => [service.identifier, service.task({ ...deps, logger: deps.logger.child({ task: service.identifier }) }, config)])),
-    start: (events) => watchDatabaseIdentity(deps.db, events, { reconcile: reconcileRuns(config), logger: deps.logger.child({ task: identityTask.identifier }) }),
+    taskList: Object.fromEntries(
+      SERVICES.map((service) => [service.identifier, service.task({ ...deps, logger: deps.logger.child({ task: service.identifier }) }, config)]),
+    ),
+    start: (events) =>
+      watchDatabaseIdentity(deps.db, events, { reconcile: reconcileRuns(config), logger: deps.logger.child({ task: identityTask.identifier }) }),
   };
 }

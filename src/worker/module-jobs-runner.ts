@@ -7,7 +7,10 @@ import type { BusinessModule, TaskContext } from '../module-contract.js';
 import type { Runners } from './runners.js';
 
 /** Starts the runner if any module has a task; none, and there is no such runner. */
-export async function startModuleJobsRunner(runners: Runners, { modules, context, concurrency }: { modules: readonly BusinessModule[]; context: TaskContext; concurrency: number }): Promise<void> {
+export async function startModuleJobsRunner(
+  runners: Runners,
+  { modules, context, concurrency }: { modules: readonly BusinessModule[]; context: TaskContext; concurrency: number },
+): Promise<void> {
   const tasks = moduleTasks(modules, context);
   if (Object.keys(tasks).length > 0) await runners.start('modules', { concurrency, taskList: tasks });
 }

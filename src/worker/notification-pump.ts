@@ -23,7 +23,16 @@ export interface NotificationPumpDeps {
 }
 
 /** Unset APP_WEBHOOK_URL writes no notification, and leaves any queued before it waiting: no pump. */
-export function startNotificationPump({ db, config, notifications, logger, metrics, givesWayTo, stallAfterMs, retryDelayMs }: NotificationPumpDeps): DeliveryPump | undefined {
+export function startNotificationPump({
+  db,
+  config,
+  notifications,
+  logger,
+  metrics,
+  givesWayTo,
+  stallAfterMs,
+  retryDelayMs,
+}: NotificationPumpDeps): DeliveryPump | undefined {
   if (!notifications.enabled) return undefined;
   return startDeliveryPump({
     db,

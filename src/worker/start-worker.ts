@@ -66,7 +66,16 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
     await maintenance.start(loop.events);
     await startModuleJobsRunner(runners, { modules, context: { config, db, stripeCalls, logger, notifications }, concurrency: config.moduleJobConcurrency });
     const givesWayTo = intake ? [fulfilment, intake] : [fulfilment];
-    pump = startNotificationPump({ db: notificationDb, config, notifications, logger, metrics, givesWayTo, stallAfterMs: options.stallAfterMs, retryDelayMs: options.notificationRetryDelayMs });
+    pump = startNotificationPump({
+      db: notificationDb,
+      config,
+      notifications,
+      logger,
+      metrics,
+      givesWayTo,
+      stallAfterMs: options.stallAfterMs,
+      retryDelayMs: options.notificationRetryDelayMs,
+    });
   } catch (error) {
     await runners.abandon();
     throw error;

@@ -113,31 +113,52 @@ test(`every citation of ${PAGE} names an invariant or heading it has, and none c
   const files = ROOTS.flatMap(filesUnder).filter((file) => relative('.', file) !== THIS_FILE);
   assert.ok(files.length > 100, `the tree was read (${files.length} files)`);
   const texts = files.map((file) => ({ file, text: readFileSync(file, 'utf8') })).filter(({ text }) => !text.includes('\0'));
-  assert.deepEqual(texts.flatMap(({ file, text }) => brokenCitations(file, text, page)), []);
+  assert.deepEqual(
+    texts.flatMap(({ file, text }) => brokenCitations(file, text, page)),
+    [],
+  );
   const cited = texts.filter(({ text }) => /docs\/design\.md,\s+invariant/.test(text));
   assert.ok(cited.length >= 20, `the code cites the page's invariants (${cited.length} files)`);
 });
 
 test(`${PAGE} numbers its invariants, names the tests that hold each, and links only to what exists`, () => {
   assert.deepEqual([...page.invariants.keys()], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-  assert.deepEqual(pageProblems(markdown, existsSync, (doc) => headingsOf(readFileSync(doc, 'utf8'))), []);
+  assert.deepEqual(
+    pageProblems(markdown, existsSync, (doc) => headingsOf(readFileSync(doc, 'utf8'))),
+    [],
+  );
 });
 
 test('the checks are real: a missing invariant or heading, an outside citation, a missing test or anchor fail', () => {
   const probe = pageOf('### 1. One\n\nHeld by: test/x.test.ts.\n\n### 2. Two\n\n## The event lifecycle\n');
   assert.deepEqual(brokenCitations('a.ts', '// see docs/design.md, invariants 1 and 2; docs/design.md, "The event lifecycle"', probe), []);
-  assert.deepEqual(brokenCitations('a.ts', '// the sweep (docs/design.md, invariants 1,\n// 2-3)', probe), ['a.ts: "docs/design.md, invariants 1, 2-3": docs/design.md has no invariant 3']);
-  assert.deepEqual(brokenCitations('a.sql', '-- docs/design.md, "Lifecycle"', probe), ['a.sql: "docs/design.md, "Lifecycle"": docs/design.md has no heading "Lifecycle"']);
+  assert.deepEqual(brokenCitations('a.ts', '// the sweep (docs/design.md, invariants 1,\n// 2-3)', probe), [
+    'a.ts: "docs/design.md, invariants 1, 2-3": docs/design.md has no invariant 3',
+  ]);
+  assert.deepEqual(brokenCitations('a.sql', '-- docs/design.md, "Lifecycle"', probe), [
+    'a.sql: "docs/design.md, "Lifecycle"": docs/design.md has no heading "Lifecycle"',
+  ]);
   assert.equal(brokenCitations('a.ts', '// (DESIGN invariant 7)', probe).length, 1);
   assert.deepEqual(brokenCitations('sql/0001_inbox_and_ledger.sql', '-- (DESIGN invariant 2)', probe), []);
-  assert.deepEqual(brokenCitations('sql/0001_inbox_and_ledger.sql', '-- (DESIGN invariant 7)', probe), ['sql/0001_inbox_and_ledger.sql: "docs/design.md, invariant 7": docs/design.md has no invariant 7']);
-  assert.deepEqual(brokenCitations('docs/x.md', '[invariant 2](design.md#2-two) [a](design.md#the-event-lifecycle) [b](design.md#two)', probe), ['docs/x.md: "](design.md#two)": docs/design.md has no heading with the anchor #two']);
-  const exists = (path: string) => path === 'test/x.test.ts' || path === 'docs/events.md' || path === PAGE;
-  assert.deepEqual(pageProblems('### 1. One\n\nHeld by: test/x.test.ts.\n\n### 3. Three\n\nHeld by: test/y.test.ts.\n\n[a](events.md#ours-or-not) [b](#one)\n', exists, (doc) => (doc === PAGE ? ['1. One'] : ['Ours or not'])), [
-    'invariant "3. Three" is numbered out of turn (expected 2)',
-    'names test/y.test.ts, which does not exist',
-    `links to ${PAGE}#one, a heading it does not have`,
+  assert.deepEqual(brokenCitations('sql/0001_inbox_and_ledger.sql', '-- (DESIGN invariant 7)', probe), [
+    'sql/0001_inbox_and_ledger.sql: "docs/design.md, invariant 7": docs/design.md has no invariant 7',
   ]);
+  assert.deepEqual(brokenCitations('docs/x.md', '[invariant 2](design.md#2-two) [a](design.md#the-event-lifecycle) [b](design.md#two)', probe), [
+    'docs/x.md: "](design.md#two)": docs/design.md has no heading with the anchor #two',
+  ]);
+  const exists = (path: string) => path === 'test/x.test.ts' || path === 'docs/events.md' || path === PAGE;
+  assert.deepEqual(
+    pageProblems(
+      '### 1. One\n\nHeld by: test/x.test.ts.\n\n### 3. Three\n\nHeld by: test/y.test.ts.\n\n[a](events.md#ours-or-not) [b](#one)\n',
+      exists,
+      (doc) => (doc === PAGE ? ['1. One'] : ['Ours or not']),
+    ),
+    [
+      'invariant "3. Three" is numbered out of turn (expected 2)',
+      'names test/y.test.ts, which does not exist',
+      `links to ${PAGE}#one, a heading it does not have`,
+    ],
+  );
   assert.equal(anchorOf('What "once" means'), 'what-once-means');
   assert.equal(anchorOf('What `npm run test:ha` measured'), 'what-npm-run-testha-measured');
 });

@@ -9,7 +9,13 @@ import { test } from 'node:test';
 import { SERVICE_ENV_VARIABLES } from '../../src/modules/index.js';
 
 const read = (file: string) => readFileSync(file, 'utf8');
-const PAGES = ['README.md', 'CHANGELOG.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  'CHANGELOG.md',
+  ...readdirSync('docs')
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** The page's text outside fenced code blocks, where a link is text, not a link. */
 const prose = (markdown: string) => markdown.replace(/^```[\s\S]*?^```$/gm, '');
@@ -55,7 +61,11 @@ test('README is a front page: at most 150 lines, the sections a new team needs, 
   assert.match(readme, /stripe listen --forward-to localhost:3000\/webhooks\/stripe/);
   // Every page of docs/ is on the map.
   const mapped = new Set([...readme.matchAll(/\]\((docs\/[\w-]+\.md)\)/g)].map((m) => m[1]));
-  assert.deepEqual(PAGES.filter((page) => page.startsWith('docs/') && !mapped.has(page)), [], 'pages of docs/ missing from README’s map');
+  assert.deepEqual(
+    PAGES.filter((page) => page.startsWith('docs/') && !mapped.has(page)),
+    [],
+    'pages of docs/ missing from README’s map',
+  );
 });
 
 test('every relative link between the pages names a file that exists, and an anchor its headings make', () => {
@@ -66,16 +76,27 @@ test('every relative link between the pages names a file that exists, and an anc
       const [file, anchor] = target!.split('#') as [string, string | undefined];
       const resolved = file === '' ? page : path.normalize(path.join(path.dirname(page), file));
       if (!existsSync(resolved)) broken.push(`${page}: ${target} (no ${resolved})`);
-      else if (anchor !== undefined && resolved.endsWith('.md') && !anchorsOf(read(resolved)).has(anchor)) broken.push(`${page}: ${target} (no heading makes #${anchor})`);
+      else if (anchor !== undefined && resolved.endsWith('.md') && !anchorsOf(read(resolved)).has(anchor))
+        broken.push(`${page}: ${target} (no heading makes #${anchor})`);
     }
   }
   assert.deepEqual(broken, []);
 });
 
 test('docs/configuration.md lists every variable the service reads, once, and nothing else', () => {
-  const table = read('docs/configuration.md').split('\n').filter((line) => /^\| `[A-Z_]+`/.test(line));
+  const table = read('docs/configuration.md')
+    .split('\n')
+    .filter((line) => /^\| `[A-Z_]+`/.test(line));
   const listed = table.flatMap((row) => [...row.split('|')[1]!.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]!));
   assert.equal(new Set(listed).size, listed.length, 'a variable is listed twice');
-  assert.deepEqual(SERVICE_ENV_VARIABLES.filter((name) => !listed.includes(name)), [], 'read by the service, missing from docs/configuration.md');
-  assert.deepEqual(listed.filter((name) => !SERVICE_ENV_VARIABLES.includes(name)), [], 'in docs/configuration.md but read by nothing');
+  assert.deepEqual(
+    SERVICE_ENV_VARIABLES.filter((name) => !listed.includes(name)),
+    [],
+    'read by the service, missing from docs/configuration.md',
+  );
+  assert.deepEqual(
+    listed.filter((name) => !SERVICE_ENV_VARIABLES.includes(name)),
+    [],
+    'in docs/configuration.md but read by nothing',
+  );
 });

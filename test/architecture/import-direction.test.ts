@@ -38,8 +38,22 @@ function sourceFiles(dir: string): string[] {
 /** `{ a, type B, c as d }` (and a default or namespace import) → ['a', 'B', 'c']. */
 function namesOf(clause: string): string[] {
   const braces = /\{([^}]*)\}/.exec(clause)?.[1];
-  const listed = (braces ?? '').split(',').map((n) => n.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!).filter((n) => n !== '');
-  const outside = clause.replace(/\{[^}]*\}/, '').replace(/^\s*type\s/, '').split(',').map((n) => n.trim()).filter((n) => n !== '');
+  const listed = (braces ?? '')
+    .split(',')
+    .map(
+      (n) =>
+        n
+          .trim()
+          .replace(/^type\s+/, '')
+          .split(/\s+as\s+/)[0]!,
+    )
+    .filter((n) => n !== '');
+  const outside = clause
+    .replace(/\{[^}]*\}/, '')
+    .replace(/^\s*type\s/, '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
   return [...listed, ...outside.map((n) => (n.startsWith('*') ? '*' : 'default'))];
 }
 
@@ -47,7 +61,11 @@ function namesOf(clause: string): string[] {
 function importsIn(file: string, text: string): Import[] {
   return [...text.matchAll(STATIC_IMPORT)].map((m) => {
     const specifier = m[2]!;
-    const to = specifier.startsWith('.') ? relative(process.cwd(), resolve(dirname(file), specifier.replace(/\.js$/, '.ts'))).split(sep).join('/') : specifier;
+    const to = specifier.startsWith('.')
+      ? relative(process.cwd(), resolve(dirname(file), specifier.replace(/\.js$/, '.ts')))
+          .split(sep)
+          .join('/')
+      : specifier;
     return { from: file.split(sep).join('/'), to, names: namesOf(m[1]!) };
   });
 }
@@ -57,7 +75,11 @@ const imports = (): Import[] => ['src', 'tasks'].flatMap(sourceFiles).flatMap((f
 
 /** The names the front door hands on from src/http/: HTTP, whatever file a module takes them from. */
 function httpNames(): Set<string> {
-  return new Set(importsIn(FRONT_DOOR, readFileSync(FRONT_DOOR, 'utf8')).filter((i) => i.to.startsWith(HTTP)).flatMap((i) => i.names));
+  return new Set(
+    importsIn(FRONT_DOOR, readFileSync(FRONT_DOOR, 'utf8'))
+      .filter((i) => i.to.startsWith(HTTP))
+      .flatMap((i) => i.names),
+  );
 }
 
 const moduleOf = (file: string) => (file.startsWith(MODULES) && file !== MODULE_LIST ? file.slice(MODULES.length).split('/')[0] : undefined);
@@ -85,8 +107,14 @@ function wrongDirection(edges: readonly Import[], http: ReadonlySet<string>): st
 
 test('imports go one way: entry points → modules → front door → core, and only HTTP code imports HTTP', () => {
   const edges = imports();
-  assert.ok(edges.some(({ to }) => to.startsWith(MODULES)), 'the business modules were found');
-  assert.ok(edges.some(({ from, to }) => from.startsWith(MODULES) && to === FRONT_DOOR), 'the modules import the front door');
+  assert.ok(
+    edges.some(({ to }) => to.startsWith(MODULES)),
+    'the business modules were found',
+  );
+  assert.ok(
+    edges.some(({ from, to }) => from.startsWith(MODULES) && to === FRONT_DOOR),
+    'the modules import the front door',
+  );
   assert.ok(httpNames().has('createThenCall'), "the front door's HTTP names were read");
   assert.deepEqual(wrongDirection(edges, httpNames()), []);
 });
@@ -140,7 +168,8 @@ test('the rule catches each kind of wrong import, and lets the right ones throug
 });
 
 test('imports are read with the names they take, over several lines, types and renames included', () => {
-  const text = "import {\n  objectOf,\n  type EventHandler,\n  quoted as q,\n} from '../../business-module.js';\nimport type { Router } from 'express';\nexport { accountId } from './account-id.js';\n";
+  const text =
+    "import {\n  objectOf,\n  type EventHandler,\n  quoted as q,\n} from '../../business-module.js';\nimport type { Router } from 'express';\nexport { accountId } from './account-id.js';\n";
   assert.deepEqual(importsIn('src/modules/ledger/index.ts', text), [
     { from: 'src/modules/ledger/index.ts', to: 'src/business-module.ts', names: ['objectOf', 'EventHandler', 'quoted'] },
     { from: 'src/modules/ledger/index.ts', to: 'express', names: ['Router'] },

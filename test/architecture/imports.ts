@@ -33,7 +33,9 @@ export function importsOf(source: string): Import[] {
 /** The file a relative specifier names, as a path from the repository's root ('src/db/pools.ts'); undefined for a package or a builtin. */
 export function resolveImport(file: string, specifier: string): string | undefined {
   if (!specifier.startsWith('./') && !specifier.startsWith('../')) return undefined;
-  return relative(process.cwd(), resolve(dirname(file), specifier.replace(/\.js$/, '.ts'))).split(sep).join('/');
+  return relative(process.cwd(), resolve(dirname(file), specifier.replace(/\.js$/, '.ts')))
+    .split(sep)
+    .join('/');
 }
 
 /** The files of this tree that `file` imports, as paths from the repository's root. */

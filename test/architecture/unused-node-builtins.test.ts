@@ -24,5 +24,8 @@ test("importing every module of the service loads neither Node's undici nor http
   const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { maxBuffer: 16 * 1024 * 1024 });
   const loaded = JSON.parse(stdout) as string[];
   assert.ok(loaded.includes('NativeModule crypto'), 'the list names the built-ins the modules loaded');
-  assert.deepEqual(loaded.filter((name) => /\b(?:undici|http2)\b/.test(name)), []);
+  assert.deepEqual(
+    loaded.filter((name) => /\b(?:undici|http2)\b/.test(name)),
+    [],
+  );
 });

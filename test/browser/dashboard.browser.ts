@@ -27,7 +27,15 @@ before(async () => {
   service = await startTestService(database, { env: notifyingTo(receiver, { APP_WEBHOOK_MAX_ATTEMPTS: '1' }) });
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   page = await newPage();
 });
@@ -52,7 +60,10 @@ async function submitToken(token: string) {
 
 /** The notification `order` made, once the receiver has been sent it (whatever it answered). */
 async function notificationOf(order: { order_id: string }) {
-  const [told] = await waitFor(`the notification of ${order.order_id}`, receivedWhere(receiver, (r) => r.data.order_id === order.order_id));
+  const [told] = await waitFor(
+    `the notification of ${order.order_id}`,
+    receivedWhere(receiver, (r) => r.data.order_id === order.order_id),
+  );
   return told!.id;
 }
 
@@ -77,7 +88,10 @@ test('sign in, see events arrive, replay a fixed failure, sign out', async () =>
   // One payment that fulfils, one for an order that does not exist yet: a dead letter.
   const paid = paidEvent(await givenOrder(database));
   await service.deliver(paid);
-  const orphan = sampleEvent('checkout.session.completed', checkoutSession({ orderId: 'ord_created_late', sessionId: 'cs_test_ord_created_late', amount: 4900, currency: 'chf' }));
+  const orphan = sampleEvent(
+    'checkout.session.completed',
+    checkoutSession({ orderId: 'ord_created_late', sessionId: 'cs_test_ord_created_late', amount: 4900, currency: 'chf' }),
+  );
   await service.deliver(orphan);
   await cardShows('processed', '1');
   await cardShows('failed', '1');
@@ -119,7 +133,10 @@ test('sign in, see events arrive, replay a fixed failure, sign out', async () =>
   // A request the server refuses is shown on the page with its reason, not lost in the console.
   await page.fill('#q', 'ord created late');
   await page.click('#search button');
-  await page.locator('#notice').filter({ hasText: /^GET \/search\?q=.* answered 400: .*no spaces/ }).waitFor();
+  await page
+    .locator('#notice')
+    .filter({ hasText: /^GET \/search\?q=.* answered 400: .*no spaces/ })
+    .waitFor();
 
   await mkdir('artifacts', { recursive: true });
   await page.screenshot({ path: 'artifacts/dashboard.png', fullPage: true });
@@ -157,7 +174,10 @@ test('a notification the app refused is listed as failed, replayed from the dash
   await page.locator('#notification-replay-result').filter({ hasText: 'replayed 1, skipped 0' }).waitFor();
   await page.selectOption('#notification-status', 'delivered');
   await row.locator('.delivery[data-status="delivered"]').waitFor(REFRESHED);
-  assert.deepEqual((await row.locator('ol.attempts li').allTextContents()).map((a) => a.match(/HTTP \d+/)?.[0]), ['HTTP 500', 'HTTP 204']);
+  assert.deepEqual(
+    (await row.locator('ol.attempts li').allTextContents()).map((a) => a.match(/HTTP \d+/)?.[0]),
+    ['HTTP 500', 'HTTP 204'],
+  );
   await allDelivered.waitFor(REFRESHED);
 
   // Nothing failed is left: replaying every failed one replays none.
@@ -181,14 +201,20 @@ test('the catalog page: add a package and a plan, see a refusal naming the field
     await page.click('#catalog-add button[type=submit]');
   };
   await fill({ id: 'thesis_check', name: 'Thesis check: 10 runs', amount: '1900', currency: 'xyz', credits: '10' });
-  await page.locator('#notice').filter({ hasText: /POST \/packages answered 400: currency: / }).waitFor();
+  await page
+    .locator('#notice')
+    .filter({ hasText: /POST \/packages answered 400: currency: / })
+    .waitFor();
   await page.fill('#catalog-currency', 'chf');
   await page.click('#catalog-add button[type=submit]');
   const added = page.locator('#catalog tr[data-catalog-id="thesis_check"]');
   await added.locator('td.status').filter({ hasText: 'on sale' }).waitFor();
 
   await fill({ id: 'yen_pack', name: 'Yen pack', amount: '4900', currency: 'jpy', credits: '10' });
-  await page.locator('#catalog tr[data-catalog-id="yen_pack"] td.money').filter({ hasText: /^JPY 4,900$/ }).waitFor();
+  await page
+    .locator('#catalog tr[data-catalog-id="yen_pack"] td.money')
+    .filter({ hasText: /^JPY 4,900$/ })
+    .waitFor();
 
   await page.selectOption('#catalog-kind', 'plans');
   for (const field of planFields) assert.equal(await page.locator(field).isVisible(), true, `${field} shown for a plan`);
@@ -226,7 +252,13 @@ test('the accounts view: find an account, see its balance, its grant with the mo
   const grant = page.locator(`#account-grants tr[data-grant-id="${order.order_id}"] td`);
   assert.deepEqual((await grant.allTextContents()).slice(0, 4), [`order ${order.order_id}`, '40', '0', 'CHF 49.00']);
   assert.equal(await grant.nth(5).textContent(), paid.id);
-  assert.deepEqual(await page.locator(`#account-runs tr[data-run-id="${run.body.run_id as string}"] td`).nth(1).textContent(), '1');
+  assert.deepEqual(
+    await page
+      .locator(`#account-runs tr[data-run-id="${run.body.run_id as string}"] td`)
+      .nth(1)
+      .textContent(),
+    '1',
+  );
   const notification = page.locator('#account-notifications tr[data-notification-id]');
   assert.equal(await notification.count(), 1);
   assert.equal(await notification.locator('td.sequence').textContent(), '1');
@@ -237,6 +269,9 @@ test('the accounts view: find an account, see its balance, its grant with the mo
   // What is typed is text, never markup: the refusal names the field, and nothing is made of it.
   await page.fill('#account-id', '<img src=x onerror=alert(1)>');
   await page.click('#account-search button');
-  await page.locator('#notice').filter({ hasText: /^GET \/accounts\/%3Cimg.* answered 400: account_id: must be an id/ }).waitFor();
+  await page
+    .locator('#notice')
+    .filter({ hasText: /^GET \/accounts\/%3Cimg.* answered 400: account_id: must be an id/ })
+    .waitFor();
   assert.equal(await page.locator('img').count(), 0);
 });

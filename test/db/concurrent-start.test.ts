@@ -26,7 +26,10 @@ test('two processes starting at once on an empty database both come up and migra
 
   const { rows } = await sql<{ version: number; n: number }>`
     select version, count(*)::int as n from schema_migrations group by version order by version`.execute(database.db);
-  assert.deepEqual(rows, (await serviceMigrations()).map((m) => ({ version: m.version, n: 1 })));
+  assert.deepEqual(
+    rows,
+    (await serviceMigrations()).map((m) => ({ version: m.version, n: 1 })),
+  );
   const applied = started.flatMap((c) => c.logs.filter((l) => l.msg === 'migration applied'));
   assert.equal(applied.length, rows.length, 'each migration logged once, by whichever process got the lock');
   const { rows: worker } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.migrations`.execute(database.db);

@@ -11,10 +11,11 @@ import { GroupCommit } from '../../src/db/group-commit.js';
 /** A group commit whose transactions end when the test says so. */
 function heldGroup() {
   const ends: Array<() => void> = [];
-  const group = new GroupCommit<number, number>(
-    (items) => new Promise((resolve) => ends.push(() => resolve(items))),
-    { maxBatch: 10, maxInFlight: 1, retryAlone: () => false },
-  );
+  const group = new GroupCommit<number, number>((items) => new Promise((resolve) => ends.push(() => resolve(items))), {
+    maxBatch: 10,
+    maxInFlight: 1,
+    retryAlone: () => false,
+  });
   /** Ends the oldest transaction in flight, once one is. */
   const endNext = async () => {
     while (ends.length === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -68,7 +69,7 @@ test('busyShare: near 1 while a transaction stays open, falling towards 0 once n
   assert.ok(idle < 0.2, `busy share ${idle} 500 ms after the last transaction ended`);
 });
 
-test('beforeBatch: items submitted while a slot waits for it join that slot\'s batch', async () => {
+test("beforeBatch: items submitted while a slot waits for it join that slot's batch", async () => {
   const batches: number[][] = [];
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));

@@ -50,7 +50,10 @@ async function appliedVersions(): Promise<Array<{ version: number; name: string;
 }
 
 test('two migrate() runs started at once on an empty database apply each migration exactly once', async () => {
-  const results = await Promise.all([migrate(database.pool, logger, migrations, { runWorkerMigrations }), migrate(secondPool().pool, logger, migrations, { runWorkerMigrations })]);
+  const results = await Promise.all([
+    migrate(database.pool, logger, migrations, { runWorkerMigrations }),
+    migrate(secondPool().pool, logger, migrations, { runWorkerMigrations }),
+  ]);
 
   // One run applied everything, the other found it done: no migration was applied twice.
   const applied = results.flatMap((r) => r.applied).sort();
@@ -75,7 +78,10 @@ test('an applied migration whose file changed makes migrate() refuse, and releas
   const [first] = migrations;
   await sql`update schema_migrations set checksum = 'edited' where version = ${first!.version}`.execute(database.db);
   try {
-    await assert.rejects(migrate(database.pool, logger, migrations, { runWorkerMigrations }), new RegExp(`migration ${first!.name} was changed after it was applied`));
+    await assert.rejects(
+      migrate(database.pool, logger, migrations, { runWorkerMigrations }),
+      new RegExp(`migration ${first!.name} was changed after it was applied`),
+    );
   } finally {
     await sql`update schema_migrations set checksum = ${first!.checksum} where version = ${first!.version}`.execute(database.db);
   }
@@ -139,7 +145,10 @@ test('a module migration that takes a version the core or another module has is 
   const dir = mkdtempSync(path.join(tmpdir(), 'module-migrations-'));
   try {
     writeFileSync(path.join(dir, '0001_clash.sql'), 'select 1;');
-    await assert.rejects(readMigrations([{ name: 'clash', migrations: pathToFileURL(dir + '/') }]), /migrations 0001_inbox_and_ledger.sql and 0001_clash.sql share version 1/);
+    await assert.rejects(
+      readMigrations([{ name: 'clash', migrations: pathToFileURL(dir + '/') }]),
+      /migrations 0001_inbox_and_ledger.sql and 0001_clash.sql share version 1/,
+    );
   } finally {
     rmSync(dir, { recursive: true });
   }

@@ -27,7 +27,10 @@ test('statements that name their columns are prepared and keep working after a m
   const event = paidEvent(await givenOrder(database));
   await claimEvents(database.db, [incomingEvent(event)], { maxAttempts: 5 });
   assert.equal((await findEvent(database.db, event.id))?.status, 'processing');
-  assert.ok((await preparedStatements()).some((s) => s.includes('from "stripe_events"')), 'findEvent is a prepared statement');
+  assert.ok(
+    (await preparedStatements()).some((s) => s.includes('from "stripe_events"')),
+    'findEvent is a prepared statement',
+  );
 
   // What a prepared `select *` does after the same migration (on a connection of its own): the
   // reason such statements are not prepared.
@@ -71,10 +74,20 @@ test("a paid checkout's fulfilment runs prepared statements: the lock, the payme
   // Two events, so the batch statements run (one event alone is fulfilled the same way).
   const events = [paidEvent(await givenOrder(database)), paidEvent(await givenOrder(database))];
   const fulfilled = await fulfilWith(database, handlersOf(creditsModule), events);
-  assert.deepEqual(fulfilled.map((f) => f.row.status), ['processed', 'processed']);
+  assert.deepEqual(
+    fulfilled.map((f) => f.row.status),
+    ['processed', 'processed'],
+  );
   const prepared = await preparedStatements();
-  for (const [what, marker] of [['the lock statement', 'for update'], ['the payments statement', 'insert into credit_grants'], ['the finish statement', 'update stripe_events e set']]) {
-    assert.ok(prepared.some((s) => s.includes(marker!)), `${what} is a prepared statement`);
+  for (const [what, marker] of [
+    ['the lock statement', 'for update'],
+    ['the payments statement', 'insert into credit_grants'],
+    ['the finish statement', 'update stripe_events e set'],
+  ]) {
+    assert.ok(
+      prepared.some((s) => s.includes(marker!)),
+      `${what} is a prepared statement`,
+    );
   }
 });
 
@@ -87,7 +100,15 @@ test('statements with `select *` or without parameters are not prepared, and one
 
   // Texts that vary with their input (an `in` list of n items) stop being prepared at the cap.
   for (let n = 1; n <= 210; n++) {
-    await database.db.selectFrom('orders').select('order_id').where('order_id', 'in', Array.from({ length: n }, (_, i) => `ord_${i}`)).execute();
+    await database.db
+      .selectFrom('orders')
+      .select('order_id')
+      .where(
+        'order_id',
+        'in',
+        Array.from({ length: n }, (_, i) => `ord_${i}`),
+      )
+      .execute();
   }
   assert.equal((await preparedStatements()).length, 200);
 });

@@ -51,7 +51,11 @@ describe('stripe_events state machine', () => {
 
   test('an UPDATE to an illegal state is refused as well as an INSERT', async () => {
     await insertEvent({ status: 'processing' }, 'evt_schema_update').execute(database.db);
-    await assertRefused(sql`update stripe_events set status = 'processed' where event_id = 'evt_schema_update'`, CHECK_VIOLATION, 'stripe_events_finished_when_not_processing');
+    await assertRefused(
+      sql`update stripe_events set status = 'processed' where event_id = 'evt_schema_update'`,
+      CHECK_VIOLATION,
+      'stripe_events_finished_when_not_processing',
+    );
   });
 });
 
@@ -68,13 +72,18 @@ describe('the credit ledger', () => {
   test('an account cannot use more credits than it was granted', async () => {
     const accountId = `acct_schema_${process.pid}`;
     await sql`insert into account_credits (account_id, granted, used) values (${accountId}, 2, 2)`.execute(database.db);
-    await assertRefused(sql`update account_credits set used = used + 1 where account_id = ${accountId}`, CHECK_VIOLATION, 'account_credits_used_within_granted');
+    await assertRefused(
+      sql`update account_credits set used = used + 1 where account_id = ${accountId}`,
+      CHECK_VIOLATION,
+      'account_credits_used_within_granted',
+    );
   });
 
   test('a run uses a positive quantity of an existing balance', async () => {
     const accountId = `acct_schema_runs_${process.pid}`;
     await sql`insert into account_credits (account_id, granted) values (${accountId}, 2)`.execute(database.db);
-    const run = (runId: string, account: string, quantity: number) => sql`insert into account_runs (run_id, account_id, quantity) values (${runId}, ${account}, ${quantity})`;
+    const run = (runId: string, account: string, quantity: number) =>
+      sql`insert into account_runs (run_id, account_id, quantity) values (${runId}, ${account}, ${quantity})`;
     await run('run_schema_legal', accountId, 1).execute(database.db);
     await assertRefused(run('run_schema_zero', accountId, 0), CHECK_VIOLATION, 'account_runs_quantity_positive');
     await assertRefused(run('run_schema_no_balance', `${accountId}_none`, 1), FOREIGN_KEY_VIOLATION, 'account_runs_account_id_fkey');
@@ -106,6 +115,10 @@ describe('admin sessions', () => {
       sql`insert into admin_sessions (session_digest, expires_at, revoked_at) values (${digest}, ${expires}, ${revoked})`;
     await insert('digest-legal', sql`now() + interval '12 hours'`, sql`now()`).execute(database.db);
     await assertRefused(insert('digest-expired-at-birth', sql`now()`), CHECK_VIOLATION, 'admin_sessions_expire_after_start');
-    await assertRefused(insert('digest-revoked-before', sql`now() + interval '12 hours'`, sql`now() - interval '1 second'`), CHECK_VIOLATION, 'admin_sessions_revoked_after_start');
+    await assertRefused(
+      insert('digest-revoked-before', sql`now() + interval '12 hours'`, sql`now() - interval '1 second'`),
+      CHECK_VIOLATION,
+      'admin_sessions_revoked_after_start',
+    );
   });
 });

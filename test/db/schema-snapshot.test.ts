@@ -26,7 +26,11 @@ test('each table a module declares exists and has that one owner, and docs/migra
   assert.equal(new Set(declared.map(([table]) => table)).size, declared.length, `a table declared twice: ${JSON.stringify(declared)}`);
   const owners = await tableOwners(database.db, businessModules);
   const found = new Set(owners.map(([table]) => table));
-  assert.deepEqual(declared.filter(([table]) => !found.has(table!)), [], 'declared by a module, but no migration creates it');
+  assert.deepEqual(
+    declared.filter(([table]) => !found.has(table!)),
+    [],
+    'declared by a module, but no migration creates it',
+  );
   // The doc's table of owners: rows of the form | `table` | owner |.
   const doc = await readFile(MIGRATIONS_DOC, 'utf8');
   const listed = [...doc.matchAll(/^\| `(\w+)` \| (\w+) \|/gm)].map((m) => [m[1]!, m[2]!]);

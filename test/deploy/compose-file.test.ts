@@ -64,9 +64,9 @@ const { bin } = JSON.parse(readFileSync(dclintPackage, 'utf8')) as { bin: Record
 const DCLINT = path.join(path.dirname(dclintPackage), bin.dclint!);
 
 async function lint(file: string): Promise<LintResult> {
-  const output = await promisify(execFile)(process.execPath, [DCLINT, file, '--formatter', 'json']).catch(
-    (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
-  );
+  const output = await promisify(execFile)(process.execPath, [DCLINT, file, '--formatter', 'json']).catch((error: { stdout?: string }) => ({
+    stdout: error.stdout ?? '',
+  }));
   const results = JSON.parse(output.stdout) as LintResult[];
   assert.equal(results.length, 1, `dclint linted ${file}`);
   return results[0]!;
@@ -83,11 +83,18 @@ test('the schema check is real: an unknown service key fails it', async () => {
   const file = path.join(scratch, 'docker-compose.yml');
   writeFileSync(file, readFileSync(repoPath('docker-compose.yml'), 'utf8').replace(/^ {4}init: true$/m, '    inti: true'));
   const result = await lint(file);
-  assert.ok(result.messages.some((m) => m.rule === 'invalid-schema' && m.message.includes('/services/app')), JSON.stringify(result.messages));
+  assert.ok(
+    result.messages.some((m) => m.rule === 'invalid-schema' && m.message.includes('/services/app')),
+    JSON.stringify(result.messages),
+  );
 });
 
 test('every variable the service reads is in the app environment; the worker differs only by ROLE, ports and replicas', () => {
-  assert.deepEqual(SERVICE_ENV_VARIABLES.filter((name) => !(name in appEnvironment)), [], 'missing from services.app.environment');
+  assert.deepEqual(
+    SERVICE_ENV_VARIABLES.filter((name) => !(name in appEnvironment)),
+    [],
+    'missing from services.app.environment',
+  );
   const worker = composeService(compose, 'worker');
   assert.deepEqual({ ...environmentOf(worker), ROLE: undefined }, { ...appEnvironment, ROLE: undefined });
   assert.equal(environmentOf(worker).ROLE, 'worker');
@@ -102,8 +109,16 @@ test('.env.example lists every variable the service reads or compose interpolate
   const listed = envExample.map((e) => e.name);
   assert.equal(new Set(listed).size, listed.length, 'a variable is listed twice');
   const used = new Set<string>([...SERVICE_ENV_VARIABLES, ...interpolatedVariables(compose)]);
-  assert.deepEqual([...used].filter((name) => !listed.includes(name)), [], 'missing from .env.example');
-  assert.deepEqual(listed.filter((name) => !used.has(name)), [], 'in .env.example but read by nothing');
+  assert.deepEqual(
+    [...used].filter((name) => !listed.includes(name)),
+    [],
+    'missing from .env.example',
+  );
+  assert.deepEqual(
+    listed.filter((name) => !used.has(name)),
+    [],
+    'in .env.example but read by nothing',
+  );
   for (const entry of envExample) assert.ok(entry.comment.length > 0, `${entry.name} has no comment`);
 });
 
@@ -148,7 +163,11 @@ test('Postgres: the major the suite runs on, named volume, pg_isready health che
   const mounts = (postgres.volumes ?? []).filter((v): v is string => typeof v === 'string');
   const volume = mounts.find((v) => v.endsWith(':/var/lib/postgresql'));
   assert.ok(volume && compose.volumes && volume.split(':')[0]! in compose.volumes, 'data on a named volume at /var/lib/postgresql');
-  assert.deepEqual(mounts.filter((v) => v.includes(':/var/lib/postgresql/')), [], 'nothing mounted inside it');
+  assert.deepEqual(
+    mounts.filter((v) => v.includes(':/var/lib/postgresql/')),
+    [],
+    'nothing mounted inside it',
+  );
   assert.equal(environmentOf(postgres).PGDATA, undefined, "the image's own PGDATA");
   assert.match(JSON.stringify(postgres.healthcheck?.test), /pg_isready/);
   assert.equal(postgres.restart, 'unless-stopped');

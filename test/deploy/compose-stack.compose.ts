@@ -133,7 +133,11 @@ interface Deliveries {
  * `paceMs` between events. `target` picks where each attempt goes (the published port, or a
  * proxy's choice among containers).
  */
-async function deliver(events: SampleEvent[], target: () => string, options: { concurrency?: number; paceMs?: number; deadlineMs?: number } = {}): Promise<Deliveries> {
+async function deliver(
+  events: SampleEvent[],
+  target: () => string,
+  options: { concurrency?: number; paceMs?: number; deadlineMs?: number } = {},
+): Promise<Deliveries> {
   const result: Deliveries = { acknowledged: new Set(), refused: {}, withoutRetryAfter: 0, unavailable: {} };
   const began = Date.now();
   const deadline = began + (options.deadlineMs ?? 180_000);
@@ -143,7 +147,9 @@ async function deliver(events: SampleEvent[], target: () => string, options: { c
       for (;;) {
         if (Date.now() > deadline) throw new Error(`event ${event.id} not acknowledged within the deadline`);
         const { body, headers } = signDelivery(event, WEBHOOK_SECRET);
-        const response = await fetch(`${target()}/webhooks/stripe`, { method: 'POST', body, headers, signal: AbortSignal.timeout(30_000) }).catch(() => undefined);
+        const response = await fetch(`${target()}/webhooks/stripe`, { method: 'POST', body, headers, signal: AbortSignal.timeout(30_000) }).catch(
+          () => undefined,
+        );
         await response?.arrayBuffer();
         if (response && response.status >= 200 && response.status < 300) {
           result.acknowledged.add(event.id);
@@ -171,8 +177,14 @@ const idList = (ids: Iterable<string>) => `'{${[...ids].join(',')}}'`;
 async function assertGrantedOnce(orders: Order[], timeoutMs = 60_000): Promise<void> {
   const accounts = idList(orders.map((o) => o.accountId));
   const [credits] = (await stack.psql(`select credits from packages order by amount limit 1`))[0]!;
-  await waitFor(`${orders.length} orders granted`, async () => (await stack.count(`select count(*) from credit_grants where order_id = any(${idList(orders.map((o) => o.orderId))})`)) === orders.length, { timeoutMs, intervalMs: 500 });
-  const rows = await stack.psql(`select count(*), count(*) filter (where granted = ${Number(credits)}) from account_credits where account_id = any(${accounts})`);
+  await waitFor(
+    `${orders.length} orders granted`,
+    async () => (await stack.count(`select count(*) from credit_grants where order_id = any(${idList(orders.map((o) => o.orderId))})`)) === orders.length,
+    { timeoutMs, intervalMs: 500 },
+  );
+  const rows = await stack.psql(
+    `select count(*), count(*) filter (where granted = ${Number(credits)}) from account_credits where account_id = any(${accounts})`,
+  );
   assert.deepEqual(rows[0], [String(orders.length), String(orders.length)], 'each account granted one package, never two');
   assert.equal(await stack.count(`select count(*) from orders where order_id = any(${idList(orders.map((o) => o.orderId))}) and status <> 'paid'`), 0);
 }
@@ -184,10 +196,14 @@ async function assertGrantedOnce(orders: Order[], timeoutMs = 60_000): Promise<v
  */
 async function sweepUntilGranted(orders: Order[]): Promise<void> {
   const ids = idList(orders.map((o) => o.orderId));
-  await waitFor('the sweep to reclaim what was left', async () => {
-    await stack.compose(['exec', '-T', 'app', 'node', 'dist/scripts/sweep.js', '--json']);
-    return (await stack.count(`select count(*) from credit_grants where order_id = any(${ids})`)) === orders.length;
-  }, { timeoutMs: 90_000, intervalMs: 5_000 });
+  await waitFor(
+    'the sweep to reclaim what was left',
+    async () => {
+      await stack.compose(['exec', '-T', 'app', 'node', 'dist/scripts/sweep.js', '--json']);
+      return (await stack.count(`select count(*) from credit_grants where order_id = any(${ids})`)) === orders.length;
+    },
+    { timeoutMs: 90_000, intervalMs: 5_000 },
+  );
   await assertGrantedOnce(orders);
 }
 
@@ -254,10 +270,17 @@ test('the quick start through the published port: a package paid once for three 
   await waitFor('every delivery to be settled', async () => (await stack.count(`select count(*) from stripe_events where status = 'processing'`)) === 0);
   assert.equal((await api<{ granted: number }>(published, '/api/accounts/acct_quickstart/quota')).granted, Number(credits));
 
-  const subscription = await api<{ subscription_id: string }>(published, '/api/subscriptions', { method: 'POST', body: { plan_id: 'pro_monthly', account_id: 'acct_quickstart_sub' } });
+  const subscription = await api<{ subscription_id: string }>(published, '/api/subscriptions', {
+    method: 'POST',
+    body: { plan_id: 'pro_monthly', account_id: 'acct_quickstart_sub' },
+  });
   await sendEvent(['--subscription', subscription.subscription_id]);
   const [planCredits] = (await stack.psql(`select credits from plans where plan_id = 'pro_monthly'`))[0]!;
-  await waitFor('the first period to be granted', async () => (await api<{ granted: number }>(published, '/api/accounts/acct_quickstart_sub/quota')).granted === Number(planCredits), { timeoutMs: 30_000 });
+  await waitFor(
+    'the first period to be granted',
+    async () => (await api<{ granted: number }>(published, '/api/accounts/acct_quickstart_sub/quota')).granted === Number(planCredits),
+    { timeoutMs: 30_000 },
+  );
   // Stripe's own order sends customer.subscription.created before the checkout that links it, so
   // some of the period's events wait for a retry: the status is Stripe's once every one settled.
   await assertSettled();
@@ -268,8 +291,15 @@ test('the quick start through the published port: a package paid once for three 
 test('SIGKILL of node mid-burst: the container restarts, the sweep reclaims, every order granted once', async (t) => {
   const orders = await paidOrders('crash', 150);
   const before = await appContainer();
-  const burst = deliver(orders.map((o) => o.event), () => published);
-  await waitFor('a third of the burst acknowledged', () => stack.count(`select count(*) from stripe_events where event_id = any(${idList(orders.map((o) => o.event.id))})`).then((n) => n >= 50), { timeoutMs: 60_000, intervalMs: 50 });
+  const burst = deliver(
+    orders.map((o) => o.event),
+    () => published,
+  );
+  await waitFor(
+    'a third of the burst acknowledged',
+    () => stack.count(`select count(*) from stripe_events where event_id = any(${idList(orders.map((o) => o.event.id))})`).then((n) => n >= 50),
+    { timeoutMs: 60_000, intervalMs: 50 },
+  );
   // Not `docker kill`: that counts as a manual stop, and the restart policy would not apply.
   process.kill(await stack.nodePid(before.id), 'SIGKILL');
   const killed = Date.now();
@@ -295,14 +325,25 @@ test('Postgres restarts under load: 503 with Retry-After while it is down, then 
   const began = Date.now();
   const watcher = (async () => {
     while (watching) {
-      const ok = await fetch(`${published}/readyz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false);
+      const ok = await fetch(`${published}/readyz`, { signal: AbortSignal.timeout(2_000) }).then(
+        (r) => r.ok,
+        () => false,
+      );
       readiness.push({ at: Date.now() - began, ok });
       await sleep(200);
     }
   })();
   // Paced (80 a second) so that deliveries keep arriving before, during and after the restart.
-  const burst = deliver(orders.map((o) => o.event), () => published, { concurrency: 4, paceMs: 50 });
-  await waitFor('part of the burst acknowledged', () => stack.count(`select count(*) from stripe_events where event_id = any(${idList(orders.map((o) => o.event.id))})`).then((n) => n >= 40), { timeoutMs: 60_000, intervalMs: 50 });
+  const burst = deliver(
+    orders.map((o) => o.event),
+    () => published,
+    { concurrency: 4, paceMs: 50 },
+  );
+  await waitFor(
+    'part of the burst acknowledged',
+    () => stack.count(`select count(*) from stripe_events where event_id = any(${idList(orders.map((o) => o.event.id))})`).then((n) => n >= 40),
+    { timeoutMs: 60_000, intervalMs: 50 },
+  );
   // A restart in two steps, so that the outage lasts until the service has noticed it (a bare
   // `restart` is over within a second here, shorter than /readyz's one-second cache).
   await stack.compose(['stop', 'postgres'], 120_000);
@@ -313,7 +354,11 @@ test('Postgres restarts under load: 503 with Retry-After while it is down, then 
   watching = false;
   await watcher;
 
-  assert.deepEqual(Object.keys(deliveries.refused).filter((s) => s !== '503'), [], 'nothing but 503 while Postgres was down');
+  assert.deepEqual(
+    Object.keys(deliveries.refused).filter((s) => s !== '503'),
+    [],
+    'nothing but 503 while Postgres was down',
+  );
   assert.ok(deliveries.refused['503'], 'deliveries were refused with 503 while it was down');
   assert.equal(deliveries.withoutRetryAfter, 0, 'every 503 carries Retry-After');
   assert.equal((await stack.inspect(app.id)).startedAt, app.startedAt, 'the app container was not restarted');
@@ -322,8 +367,14 @@ test('Postgres restarts under load: 503 with Retry-After while it is down, then 
   // when the connection broke stays locked by graphile-worker for hours, and its event is the
   // sweep's to reclaim once STALE_AFTER_SECONDS have passed (an operator's `sweep`, or its cron).
   const ids = idList(orders.map((o) => o.orderId));
-  const grantedWithin20s = await waitFor('all granted', async () => (await stack.count(`select count(*) from credit_grants where order_id = any(${ids})`)) === orders.length, { timeoutMs: 20_000, intervalMs: 500 })
-    .then(() => orders.length, () => stack.count(`select count(*) from credit_grants where order_id = any(${ids})`));
+  const grantedWithin20s = await waitFor(
+    'all granted',
+    async () => (await stack.count(`select count(*) from credit_grants where order_id = any(${ids})`)) === orders.length,
+    { timeoutMs: 20_000, intervalMs: 500 },
+  ).then(
+    () => orders.length,
+    () => stack.count(`select count(*) from credit_grants where order_id = any(${ids})`),
+  );
   await sweepUntilGranted(orders);
 
   // A new event after the restart, delivered once: fulfilled within seconds, by a worker whose
@@ -363,7 +414,10 @@ class Router {
     this.polls.push(
       (async () => {
         while (!this.stopped && this.watched.has(base)) {
-          const ok = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false);
+          const ok = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(1_000) }).then(
+            (r) => r.ok,
+            () => false,
+          );
           if (ok) this.healthy.add(base);
           else this.healthy.delete(base);
           await sleep(500);
@@ -407,7 +461,9 @@ async function rollingDeploy(t: TestContext, label: string, release: string, ser
   stack.release(release);
   await stack.compose(['build', ...(services.workers > 0 ? [services.web, 'worker'] : [services.web])], 900_000);
 
-  const newWeb = await stack.inspect((await stack.compose(['run', '-d', '--no-deps', '--name', `${stack.project}-${services.web}-${release.replace(/\W/g, '')}`, services.web])).trim());
+  const newWeb = await stack.inspect(
+    (await stack.compose(['run', '-d', '--no-deps', '--name', `${stack.project}-${services.web}-${release.replace(/\W/g, '')}`, services.web])).trim(),
+  );
   const newWorkers = await Promise.all(
     Array.from({ length: services.workers }, async (_, i) =>
       stack.inspect((await stack.compose(['run', '-d', '--no-deps', '--name', `${stack.project}-worker-${release.replace(/\W/g, '')}-${i}`, 'worker'])).trim()),
@@ -421,8 +477,16 @@ async function rollingDeploy(t: TestContext, label: string, release: string, ser
 
   // Paced (4 at a time, 100 ms apart: 40 a second), so that deliveries arrive at both containers
   // before, during and after the old one's stop.
-  const sending = deliver(orders.map((o) => o.event), router.pick, { concurrency: 4, paceMs: 100 });
-  await waitFor('deliveries to both', async () => (await stack.count(`select count(*) from stripe_events where event_id = any(${idList(orders.map((o) => o.event.id))})`)) >= 40, { timeoutMs: 30_000, intervalMs: 50 });
+  const sending = deliver(
+    orders.map((o) => o.event),
+    router.pick,
+    { concurrency: 4, paceMs: 100 },
+  );
+  await waitFor(
+    'deliveries to both',
+    async () => (await stack.count(`select count(*) from stripe_events where event_id = any(${idList(orders.map((o) => o.event.id))})`)) >= 40,
+    { timeoutMs: 30_000, intervalMs: 50 },
+  );
   const stopping = Date.now();
   const stops = await Promise.all(
     [oldWeb, ...oldWorkers].map(async (c) => {
@@ -434,7 +498,11 @@ async function rollingDeploy(t: TestContext, label: string, release: string, ser
   await router.close();
 
   for (const stop of stops) assert.equal(stop.exitCode, 0, `${stop.name} exited 0`);
-  assert.deepEqual(Object.keys(deliveries.refused).filter((s) => s !== '503'), [], 'nothing but 503 during the hand-over');
+  assert.deepEqual(
+    Object.keys(deliveries.refused).filter((s) => s !== '503'),
+    [],
+    'nothing but 503 during the hand-over',
+  );
   assert.equal(deliveries.withoutRetryAfter, 0);
   await assertGrantedOnce(orders);
   await assertSettled();

@@ -110,7 +110,11 @@ test('the runtime stage: non-root, NODE_ENV=production, port 3000, production de
     `stage ${modules.from} installs with npm ci --omit=dev`,
   );
   for (const copy of copies.filter((c) => !c.from)) {
-    assert.deepEqual(copy.sources, ['package.json', 'LICENSE'], 'from the build context the runtime takes package.json ("type": "module", the release) and the licence only');
+    assert.deepEqual(
+      copy.sources,
+      ['package.json', 'LICENSE'],
+      'from the build context the runtime takes package.json ("type": "module", the release) and the licence only',
+    );
   }
 });
 

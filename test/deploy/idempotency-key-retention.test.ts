@@ -17,7 +17,12 @@ test('0015 keeps the refund keys taken before it counted and makes the others pr
   try {
     const logger = createLogger('silent');
     const migrations = await serviceMigrations();
-    await migrate(database.pool, logger, migrations.filter((m) => m.version < RETENTION_MIGRATION), { runWorkerMigrations });
+    await migrate(
+      database.pool,
+      logger,
+      migrations.filter((m) => m.version < RETENTION_MIGRATION),
+      { runWorkerMigrations },
+    );
     await sql`
       insert into orders (order_id, package_id, account_id, amount, currency, credits)
       select 'ord_before', package_id, 'acct_before', amount, currency, credits from packages where package_id = 'starter'`.execute(database.db);

@@ -25,7 +25,12 @@ test('a worker whose read of events was prepared while payloads were jsonb fails
   const previous = openDatabase(database.url, { maxConnections: 1 });
   try {
     const migrations = await serviceMigrations();
-    await migrate(database.pool, logger, migrations.filter((m) => m.version < PAYLOAD_AS_JSON), { runWorkerMigrations });
+    await migrate(
+      database.pool,
+      logger,
+      migrations.filter((m) => m.version < PAYLOAD_AS_JSON),
+      { runWorkerMigrations },
+    );
     const options = { maxAttempts: 10, dispatch: serviceDispatch() };
     const order = await givenOrder(database);
     // The previous release's read is prepared by fulfilling any event; one that grants would also
@@ -34,10 +39,17 @@ test('a worker whose read of events was prepared while payloads were jsonb fails
     const across = paidEvent(order);
     // As that release claimed them (today's claim also writes snapshot_claims, a later table).
     for (const event of [before, across].map(incomingEvent)) {
-      await database.db.insertInto('stripe_events').values({
-        event_id: event.eventId, type: event.type, object_id: event.objectId, livemode: event.livemode,
-        stripe_created_at: event.stripeCreatedAt, payload: event.rawBody.toString('utf8'),
-      }).execute();
+      await database.db
+        .insertInto('stripe_events')
+        .values({
+          event_id: event.eventId,
+          type: event.type,
+          object_id: event.objectId,
+          livemode: event.livemode,
+          stripe_created_at: event.stripeCreatedAt,
+          payload: event.rawBody.toString('utf8'),
+        })
+        .execute();
     }
     const [fulfilled] = await fulfilEvents(previous.db, [before.id], options);
     assert.equal(fulfilled?.status, 'processed');

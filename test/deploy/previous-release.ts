@@ -25,10 +25,12 @@ export async function migrateAsPreviousRelease(pool: pg.Pool, logger: Logger): P
 
 /** Claims events and adds their keyless batch jobs in one statement, as the previous release did. */
 export async function claimAsPreviousRelease(db: Kysely<Database>, events: readonly IncomingEvent[], maxAttempts: number): Promise<void> {
-  const batch = `[${events.map((e) => {
-    const fields = JSON.stringify({ event_id: e.eventId, type: e.type, object_id: e.objectId, livemode: e.livemode, stripe_created_at: e.stripeCreatedAt });
-    return `${fields.slice(0, -1)},"payload":${e.rawBody.toString()}}`;
-  }).join(',')}]`;
+  const batch = `[${events
+    .map((e) => {
+      const fields = JSON.stringify({ event_id: e.eventId, type: e.type, object_id: e.objectId, livemode: e.livemode, stripe_created_at: e.stripeCreatedAt });
+      return `${fields.slice(0, -1)},"payload":${e.rawBody.toString()}}`;
+    })
+    .join(',')}]`;
   await sql`
     with claimed as (
       insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload)

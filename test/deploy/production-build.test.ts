@@ -84,10 +84,15 @@ after(async () => {
 
 /** The build stage, run here: its COPY sources laid out, `npm ci` replaced by this checkout's node_modules. */
 async function build(target: string): Promise<void> {
-  const distFrom = runtime.instructions.map((i) => (i.keyword === 'COPY' ? copyArgs(i.args) : undefined)).find((c) => c?.sources.some((s) => s.endsWith('/dist')));
+  const distFrom = runtime.instructions
+    .map((i) => (i.keyword === 'COPY' ? copyArgs(i.args) : undefined))
+    .find((c) => c?.sources.some((s) => s.endsWith('/dist')));
   const stage = stages.find((s) => s.name !== undefined && s.name === distFrom?.from);
   assert.ok(stage, 'the runtime stage copies dist/ from a build stage');
-  const workdir = chain(stage).filter((i) => i.keyword === 'WORKDIR').at(-1)?.args ?? '/';
+  const workdir =
+    chain(stage)
+      .filter((i) => i.keyword === 'WORKDIR')
+      .at(-1)?.args ?? '/';
   for (const instruction of chain(stage)) {
     if (instruction.keyword === 'COPY') {
       const copy = copyArgs(instruction.args);
@@ -117,11 +122,21 @@ test('the build emits src, tasks and scripts with their migrations and fixtures,
     assert.ok(existsSync(path.join(dir, file)), file);
   }
   // The core's migrations and the modules' folders (sql/billing/), the way migrate() reads them.
-  const migrations = (root: string) => readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.sql')).sort();
+  const migrations = (root: string) =>
+    readdirSync(root, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.sql'))
+      .sort();
   assert.deepEqual(migrations(path.join(dir, 'dist/sql')), migrations(repoPath('sql')), 'dist/sql/ next to dist/src/db/migrate.js');
-  assert.ok(migrations(path.join(dir, 'dist/sql')).some((f) => f.startsWith(`billing${path.sep}`)), 'a module folder is copied');
+  assert.ok(
+    migrations(path.join(dir, 'dist/sql')).some((f) => f.startsWith(`billing${path.sep}`)),
+    'a module folder is copied',
+  );
   assert.deepEqual(readdirSync(path.join(dir, 'dist/src/stripe/fixtures')).sort(), readdirSync(repoPath('src/stripe/fixtures')).sort());
-  assert.deepEqual(JSON.parse(readFileSync(path.join(dir, 'dist/docs/openapi.json'), 'utf8')), JSON.parse(readFileSync(repoPath('docs/openapi.json'), 'utf8')), 'GET /openapi.json serves it');
+  assert.deepEqual(
+    JSON.parse(readFileSync(path.join(dir, 'dist/docs/openapi.json'), 'utf8')),
+    JSON.parse(readFileSync(repoPath('docs/openapi.json'), 'utf8')),
+    'GET /openapi.json serves it',
+  );
   assert.equal(existsSync(path.join(dir, 'dist/test')), false);
   assert.equal(existsSync(path.join(dir, 'dist/bench')), false);
 });
@@ -172,7 +187,10 @@ test('the image command starts in production, migrates an empty database and tur
   assert.equal(started.node, process.version, 'the start line names the Node version');
   assert.equal(started.heapTrimming, true, "the image's NODE_OPTIONS lets the service hand its young generation back when quiet");
   // .env.example leaves METRICS_TOKEN empty: /metrics then takes the admin token, which is worth a warning.
-  assert.ok(warnings.some((msg) => String(msg).startsWith('METRICS_TOKEN is unset')), `warnings: ${JSON.stringify(warnings)}`);
+  assert.ok(
+    warnings.some((msg) => String(msg).startsWith('METRICS_TOKEN is unset')),
+    `warnings: ${JSON.stringify(warnings)}`,
+  );
   await waitFor('/readyz to answer 200', async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 30_000 });
   const described = await fetch(`${url}/openapi.json`);
   assert.equal(described.status, 200, 'the image serves its OpenAPI document');

@@ -80,7 +80,9 @@ test('events, jobs and workers of the previous release are fulfilled once by the
     // One event whose job failed once and sits in its backoff for a few seconds.
     const [retrying] = await paid(1);
     await claimOld([retrying!]);
-    const { rows: [backoffJob] } = await sql<{ id: string }>`
+    const {
+      rows: [backoffJob],
+    } = await sql<{ id: string }>`
       select id from graphile_worker.reschedule_jobs(array(
         select id from graphile_worker.jobs where created_at = (select enqueued_at from stripe_events where event_id = ${retrying!.id})),
         run_at => now() + interval '8 seconds', attempts => 1)`.execute(database.db);
@@ -89,7 +91,9 @@ test('events, jobs and workers of the previous release are fulfilled once by the
     await sql`
       with job as (select created_at from graphile_worker.add_job('process_stripe_event', json_build_object('eventId', ${single!.id}::text), job_key => ${`stripe_event:${single!.id}`}::text, max_attempts => ${MAX_ATTEMPTS}::int))
       insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, enqueued_at)
-      select ${single!.id}, ${single!.type}, ${single!.data.object.id}, false, now(), ${JSON.stringify(single)}::jsonb, job.created_at from job`.execute(database.db);
+      select ${single!.id}, ${single!.type}, ${single!.data.object.id}, false, now(), ${JSON.stringify(single)}::jsonb, job.created_at from job`.execute(
+      database.db,
+    );
 
     // The new release migrates and starts; the previous one keeps claiming and fulfilling.
     await migrate(database.pool, logger, await serviceMigrations(), { runWorkerMigrations });
@@ -119,19 +123,32 @@ test('events, jobs and workers of the previous release are fulfilled once by the
       return rows[0]!.old;
     });
     await sweepStaleEvents(database.db, { staleAfterMs: 1_000, maxAttempts: MAX_ATTEMPTS });
-    const { rows: backoff } = await sql<{ waits: boolean }>`select run_at > now() as waits from graphile_worker.jobs where id = ${backoffJob!.id}`.execute(database.db);
+    const { rows: backoff } = await sql<{ waits: boolean }>`select run_at > now() as waits from graphile_worker.jobs where id = ${backoffJob!.id}`.execute(
+      database.db,
+    );
     assert.deepEqual(backoff, [{ waits: true }], 'the sweep ran while the job was still in its backoff');
     assert.equal(await attempts(retrying!.id), 0, 'the event in its backoff was left to its job, not reclaimed');
-    await waitFor('every event to finish', async () => {
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from stripe_events where status = 'processing'`.execute(database.db);
-      return rows[0]!.n === 0;
-    }, { timeoutMs: 30_000 });
+    await waitFor(
+      'every event to finish',
+      async () => {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from stripe_events where status = 'processing'`.execute(database.db);
+        return rows[0]!.n === 0;
+      },
+      { timeoutMs: 30_000 },
+    );
 
-    const { rows: statuses } = await sql<{ status: string; n: number }>`select status, count(*)::int as n from stripe_events group by status`.execute(database.db);
+    const { rows: statuses } = await sql<{ status: string; n: number }>`select status, count(*)::int as n from stripe_events group by status`.execute(
+      database.db,
+    );
     assert.deepEqual(statuses, [{ status: 'processed', n: orders.length }]);
-    const { rows: grants } = await sql<{ order_id: string; n: number }>`select order_id, count(*)::int as n from credit_grants group by order_id`.execute(database.db);
+    const { rows: grants } = await sql<{ order_id: string; n: number }>`select order_id, count(*)::int as n from credit_grants group by order_id`.execute(
+      database.db,
+    );
     assert.equal(grants.length, orders.length, 'every order granted');
-    assert.ok(grants.every((g) => g.n === 1), 'no order granted twice');
+    assert.ok(
+      grants.every((g) => g.n === 1),
+      'no order granted twice',
+    );
     assert.equal(await attempts(retrying!.id), 0, 'fulfilled by its own job after the backoff');
     assert.ok(old.taken() > 0, 'the previous release’s worker took part');
   } finally {

@@ -13,7 +13,10 @@ test('step 4 names the log line that shows the app being told, wherever APP_WEBH
 
   const ownApp = help(['http://localhost:8080/webhooks/credits']);
   assert.doesNotMatch(ownApp, /notification order\.paid received/);
-  assert.match(ownApp, /4\. your app is told: +http:\/\/localhost:8080\/webhooks\/credits receives order\.paid; this log shows "notification delivered" with its status and duration/);
+  assert.match(
+    ownApp,
+    /4\. your app is told: +http:\/\/localhost:8080\/webhooks\/credits receives order\.paid; this log shows "notification delivered" with its status and duration/,
+  );
 
   assert.match(help([]), /4\. your app is told: +APP_WEBHOOK_URL is unset, so no notification is sent/);
 });

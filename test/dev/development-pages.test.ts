@@ -65,11 +65,20 @@ describe('in development', () => {
 
 test('production serves no development page', async () => {
   const service = await startTestService(database, {
-    env: { NODE_ENV: 'production', CHECKOUT_SUCCESS_URL: 'https://shop.example.test/thanks', CHECKOUT_CANCEL_URL: 'https://shop.example.test/pricing', APP_WEBHOOK_URL: '' },
+    env: {
+      NODE_ENV: 'production',
+      CHECKOUT_SUCCESS_URL: 'https://shop.example.test/thanks',
+      CHECKOUT_CANCEL_URL: 'https://shop.example.test/pricing',
+      APP_WEBHOOK_URL: '',
+    },
   });
   try {
-    for (const path of ['/checkout/success?session_id=cs_test_1', '/checkout/cancel']) assert.equal((await open(service, `http://localhost${path}`)).status, 404, path);
-    assert.equal((await fetch(`${service.url}/dev/notifications`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status, 404);
+    for (const path of ['/checkout/success?session_id=cs_test_1', '/checkout/cancel'])
+      assert.equal((await open(service, `http://localhost${path}`)).status, 404, path);
+    assert.equal(
+      (await fetch(`${service.url}/dev/notifications`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status,
+      404,
+    );
   } finally {
     await service.close();
   }

@@ -70,15 +70,12 @@ void describe('offline Stripe driven by the real stripe SDK', () => {
   void it('rejects reusing a key with different parameters', async () => {
     await stripe.checkout.sessions.create(checkoutParams('order_3'), { idempotencyKey: 'key-mismatch' });
 
-    await assert.rejects(
-      stripe.checkout.sessions.create(checkoutParams('order_3', 9999), { idempotencyKey: 'key-mismatch' }),
-      (err: unknown) => {
-        assert.ok(err instanceof Stripe.errors.StripeIdempotencyError);
-        assert.equal(err.statusCode, 400);
-        assert.match(err.message, /same parameters they were first used with/);
-        return true;
-      },
-    );
+    await assert.rejects(stripe.checkout.sessions.create(checkoutParams('order_3', 9999), { idempotencyKey: 'key-mismatch' }), (err: unknown) => {
+      assert.ok(err instanceof Stripe.errors.StripeIdempotencyError);
+      assert.equal(err.statusCode, 400);
+      assert.match(err.message, /same parameters they were first used with/);
+      return true;
+    });
     assert.equal(offline.sessions.size, 1);
   });
 
@@ -88,7 +85,10 @@ void describe('offline Stripe driven by the real stripe SDK', () => {
     const session = await stripe.checkout.sessions.create(checkoutParams('order_4'), { idempotencyKey: 'key-retry' });
 
     assert.equal(offline.requests.length, 2);
-    assert.deepEqual(offline.requests.map((r) => r.idempotencyKey), ['key-retry', 'key-retry']);
+    assert.deepEqual(
+      offline.requests.map((r) => r.idempotencyKey),
+      ['key-retry', 'key-retry'],
+    );
     assert.deepEqual([...offline.sessions.keys()], [session.id]);
   });
 
@@ -120,14 +120,11 @@ void describe('offline Stripe driven by the real stripe SDK', () => {
 
   void it('does not save a result for a request that failed validation', async () => {
     const withoutMode = { ...checkoutParams('order_7'), mode: undefined };
-    await assert.rejects(
-      stripe.checkout.sessions.create(withoutMode, { idempotencyKey: 'key-validation' }),
-      (err: unknown) => {
-        assert.ok(err instanceof Stripe.errors.StripeInvalidRequestError);
-        assert.equal(err.param, 'mode');
-        return true;
-      },
-    );
+    await assert.rejects(stripe.checkout.sessions.create(withoutMode, { idempotencyKey: 'key-validation' }), (err: unknown) => {
+      assert.ok(err instanceof Stripe.errors.StripeInvalidRequestError);
+      assert.equal(err.param, 'mode');
+      return true;
+    });
 
     const session = await stripe.checkout.sessions.create(checkoutParams('order_7'), { idempotencyKey: 'key-validation' });
     assert.equal(session.mode, 'payment');
@@ -170,7 +167,10 @@ void describe('offline Stripe driven by the real stripe SDK', () => {
     const params = checkoutParams('subscr_1');
     await assert.rejects(stripe.checkout.sessions.create({ ...params, mode: 'subscription' }), /recurring\] is required in subscription mode/);
     await assert.rejects(
-      stripe.checkout.sessions.create({ ...params, line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 900, recurring: { interval: 'month' }, product_data: { name: 'Pro' } } }] }),
+      stripe.checkout.sessions.create({
+        ...params,
+        line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 900, recurring: { interval: 'month' }, product_data: { name: 'Pro' } } }],
+      }),
       /only allowed in subscription mode/,
     );
     await stripe.checkout.sessions.create({
@@ -183,15 +183,25 @@ void describe('offline Stripe driven by the real stripe SDK', () => {
     assert.deepEqual([subscription.status, subscription.cancel_at_period_end, subscription.metadata], ['active', false, { subscription_id: 'subscr_1' }]);
     const cancelled = await stripe.subscriptions.update('sub_test_subscr_1', { cancel_at_period_end: true }, { idempotencyKey: 'cancel-1' });
     assert.equal(cancelled.cancel_at_period_end, true);
-    await assert.rejects(stripe.subscriptions.retrieve('sub_unknown'), (error: unknown) => error instanceof Stripe.errors.StripeInvalidRequestError && error.code === 'resource_missing');
+    await assert.rejects(
+      stripe.subscriptions.retrieve('sub_unknown'),
+      (error: unknown) => error instanceof Stripe.errors.StripeInvalidRequestError && error.code === 'resource_missing',
+    );
   });
 
   void it("takes each mode's own object data, as Stripe does: payment_intent_data in payment mode, subscription_data in subscription mode", async () => {
-    const recurring = [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 900, recurring: { interval: 'month' as const }, product_data: { name: 'Pro' } } }];
+    const recurring = [
+      { quantity: 1, price_data: { currency: 'usd', unit_amount: 900, recurring: { interval: 'month' as const }, product_data: { name: 'Pro' } } },
+    ];
     await stripe.checkout.sessions.create({ ...checkoutParams('order_2'), payment_intent_data: { metadata: { order_id: 'order_2', account_id: 'acct_2' } } });
     assert.deepEqual(offline.requests.at(-1)?.params.payment_intent_data, { metadata: { order_id: 'order_2', account_id: 'acct_2' } });
     await assert.rejects(
-      stripe.checkout.sessions.create({ ...checkoutParams('subscr_2'), mode: 'subscription', line_items: recurring, payment_intent_data: { metadata: { order_id: 'x' } } }),
+      stripe.checkout.sessions.create({
+        ...checkoutParams('subscr_2'),
+        mode: 'subscription',
+        line_items: recurring,
+        payment_intent_data: { metadata: { order_id: 'x' } },
+      }),
       (error: unknown) => error instanceof Stripe.errors.StripeInvalidRequestError && error.param === 'payment_intent_data',
     );
     await assert.rejects(

@@ -68,11 +68,21 @@ test('a batch stores each event with its own fields and its body byte for byte a
     .execute();
   assert.deepEqual(
     rows,
-    events.map((e, i) => ({ event_id: e.eventId, type: e.type, object_id: e.objectId, livemode: e.livemode, stripe_created_at: e.stripeCreatedAt, payload: bodies[i] })),
+    events.map((e, i) => ({
+      event_id: e.eventId,
+      type: e.type,
+      object_id: e.objectId,
+      livemode: e.livemode,
+      stripe_created_at: e.stripeCreatedAt,
+      payload: bodies[i],
+    })),
   );
   // The text Stripe signed, key order and whitespace included: its signature can be checked again.
   const { rows: texts } = await sql<{ text: string }>`select payload::text as text from stripe_events order by type`.execute(observer.db);
-  assert.deepEqual(texts.map((r) => r.text), events.map((e) => e.rawBody.toString()));
+  assert.deepEqual(
+    texts.map((r) => r.text),
+    events.map((e) => e.rawBody.toString()),
+  );
   for (const e of events) assert.deepEqual(await committed(e.eventId), { row: true, job: true });
 });
 
@@ -97,7 +107,10 @@ test('the same event id twice, in one batch or across batches, is claimed once',
   const outcomes = await Promise.all(Array.from({ length: 30 }, () => batcher.claim(event)));
   assert.equal(outcomes.filter((o) => o === 'claimed').length, 1);
   assert.equal(outcomes.filter((o) => o === 'duplicate').length, 29);
-  assert.deepEqual((await fulfilmentJobs(database.db)).map((job) => job.event_ids), [[event.eventId]]);
+  assert.deepEqual(
+    (await fulfilmentJobs(database.db)).map((job) => job.event_ids),
+    [[event.eventId]],
+  );
 });
 
 test('one row the database refuses fails alone; its neighbours in the batch are claimed', async () => {

@@ -56,7 +56,9 @@ test('a woken event gets one job, and waking a key nobody waits for writes nothi
   const wake = () => database.db.transaction().execute((tx) => wakeWaiting(tx, [keyOf(paymentIntent)], { maxAttempts: 10 }));
   assert.deepEqual(await wake(), [event.id]);
   assert.deepEqual(await wake(), [], 'woken once');
-  const { rows } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where key = (select job_key from stripe_events where event_id = ${event.id})`.execute(database.db);
+  const { rows } = await sql<{
+    n: number;
+  }>`select count(*)::int as n from graphile_worker.jobs where key = (select job_key from stripe_events where event_id = ${event.id})`.execute(database.db);
   assert.equal(rows[0]!.n, 1);
 });
 
@@ -88,7 +90,10 @@ test('a wake passes over a waiting row another transaction holds, instead of dea
       return woken;
     });
     // The re-run goes on for the key once the wake is past the row, or stuck behind it.
-    await waitFor('the wake to pass the row, or to wait for it', async () => waked || (await blockedBy(holder!, 'transactionid')) || (await blockedBy(holder!, 'tuple')));
+    await waitFor(
+      'the wake to pass the row, or to wait for it',
+      async () => waked || (await blockedBy(holder!, 'transactionid')) || (await blockedBy(holder!, 'tuple')),
+    );
     release();
     // The wake passed over the held row; the re-run, once the arrival commits, sees what arrived.
     assert.deepEqual(await arrive, []);
@@ -101,9 +106,12 @@ test('a wake passes over a waiting row another transaction holds, instead of dea
 
 /** Whether some backend waits for `pid` on a lock of this type, or `pid` waits on an advisory lock. */
 async function blockedBy(pid: number, lockType: string): Promise<boolean> {
-  const { rows } = lockType === 'advisory'
-    ? await sql`select 1 from pg_locks where pid = ${pid} and locktype = 'advisory' and not granted`.execute(database.db)
-    : await sql`select 1 from pg_locks l where not l.granted and l.locktype = ${lockType} and ${pid}::int = any(pg_blocking_pids(l.pid))`.execute(database.db);
+  const { rows } =
+    lockType === 'advisory'
+      ? await sql`select 1 from pg_locks where pid = ${pid} and locktype = 'advisory' and not granted`.execute(database.db)
+      : await sql`select 1 from pg_locks l where not l.granted and l.locktype = ${lockType} and ${pid}::int = any(pg_blocking_pids(l.pid))`.execute(
+          database.db,
+        );
   return rows.length > 0;
 }
 

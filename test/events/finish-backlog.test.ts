@@ -44,7 +44,12 @@ test('finishing a batch reads its own rows, however many events wait behind it',
     for (const [i, planCacheMode] of ['force_custom_plan', 'force_generic_plan'].entries()) {
       await sql`select set_config('plan_cache_mode', ${planCacheMode}, false)`.execute(explained.db);
       const batch = Array.from({ length: BATCH }, (_, n) => `evt_waiting_${i * BATCH + n + 1}`);
-      await explained.db.transaction().execute((tx) => markFinished(tx, batch.map((eventId) => ({ eventId, outcome: { status: 'processed' } }))));
+      await explained.db.transaction().execute((tx) =>
+        markFinished(
+          tx,
+          batch.map((eventId) => ({ eventId, outcome: { status: 'processed' } })),
+        ),
+      );
       assert.equal(explained.problem(), undefined);
       const plan = explained.plans.findLast((logged) => /update stripe_events e set/.test(logged));
       assert.ok(plan, 'the finish statement was explained');
@@ -55,6 +60,11 @@ test('finishing a batch reads its own rows, however many events wait behind it',
     await explained.close();
   }
 
-  const counts = await db.selectFrom('stripe_events').select(['status', sql<number>`count(*)::int`.as('n')]).where('event_id', 'like', 'evt_waiting_%').groupBy('status').execute();
+  const counts = await db
+    .selectFrom('stripe_events')
+    .select(['status', sql<number>`count(*)::int`.as('n')])
+    .where('event_id', 'like', 'evt_waiting_%')
+    .groupBy('status')
+    .execute();
   assert.deepEqual(Object.fromEntries(counts.map((c) => [c.status, c.n])), { processed: 2 * BATCH, processing: BACKLOG - 2 * BATCH });
 });

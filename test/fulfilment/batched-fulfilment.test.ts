@@ -32,7 +32,11 @@ const database = databaseForFile({ maxConnections: 6 });
 /** Runs the jobs that are due, once, through the real task, and waits until graphile-worker has settled them. */
 async function runJobs(maxAttempts = options.maxAttempts): Promise<void> {
   const logger = createLogger('silent');
-  const task = processStripeEventsTask({ fulfilment: new FulfilmentBatcher(database.db, { ...options, maxAttempts }), logger, metrics: new Metrics(database.db) });
+  const task = processStripeEventsTask({
+    fulfilment: new FulfilmentBatcher(database.db, { ...options, maxAttempts }),
+    logger,
+    metrics: new Metrics(database.db),
+  });
   await runOnce({ pgPool: database.pool, taskList: { process_stripe_event: task }, logger: graphileLogger(logger), noHandleSignals: true });
   // runOnce can resolve before the completion or failure of the last job it ran has committed
   // (graphile-worker does not await them): a job is settled once it is deleted or unlocked.
@@ -41,7 +45,10 @@ async function runJobs(maxAttempts = options.maxAttempts): Promise<void> {
 
 test("an event that waits leaves no job behind, spends no attempt, and ends 'ignored' when its wait gives up", async () => {
   // A refund of a payment no module knows, with a customer (it may pay an invoice of ours): billing waits, and may wait forever.
-  const refund = sampleEvent('charge.refunded', { ...refundedCharge({ paymentIntentId: 'pi_never_ours', amount: 4900, currency: 'chf', amountRefunded: 4900 }), customer: 'cus_test_never_ours' });
+  const refund = sampleEvent('charge.refunded', {
+    ...refundedCharge({ paymentIntentId: 'pi_never_ours', amount: 4900, currency: 'chf', amountRefunded: 4900 }),
+    customer: 'cus_test_never_ours',
+  });
   await claimEvents(database.db, [incomingEvent(refund)], { maxAttempts: 1 });
 
   await runJobs(1);
@@ -66,7 +73,11 @@ test('a job with a poison event: the others are fulfilled, the poison event fail
   const orders = await Promise.all(Array.from({ length: 4 }, () => givenOrder(database)));
   const events = orders.map((order, i) => paidEvent(order, i === 2 ? { amount: order.amount + 1 } : {}));
   await claimEvents(database.db, events.map(incomingEvent), options);
-  assert.deepEqual((await fulfilmentJobs(database.db)).map((job) => job.event_ids), [events.map((e) => e.id).sort()], 'claimed together, one job');
+  assert.deepEqual(
+    (await fulfilmentJobs(database.db)).map((job) => job.event_ids),
+    [events.map((e) => e.id).sort()],
+    'claimed together, one job',
+  );
 
   await runJobs();
 
@@ -93,7 +104,9 @@ test('a transient failure in a job: the others are fulfilled, only the failing e
   // A real Postgres error inside the fulfilment transaction, for one order only.
   await sql`
     create function refuse_grant() returns trigger language plpgsql as $$
-    begin if new.order_id = ${sql.lit(flaky.order_id)} then raise exception 'credit ledger unavailable (test trigger)'; end if; return new; end $$`.execute(database.db);
+    begin if new.order_id = ${sql.lit(flaky.order_id)} then raise exception 'credit ledger unavailable (test trigger)'; end if; return new; end $$`.execute(
+    database.db,
+  );
   await sql`create trigger refuse_grant before insert on credit_grants for each row execute function refuse_grant()`.execute(database.db);
   try {
     await claimEvents(database.db, events.map(incomingEvent), options);
@@ -102,10 +115,11 @@ test('a transient failure in a job: the others are fulfilled, only the failing e
     await sql`drop trigger refuse_grant on credit_grants; drop function refuse_grant()`.execute(database.db);
   }
 
-  assert.deepEqual(
-    await Promise.all(events.map(async (e) => [(await eventRow(database, e.id)).status, (await eventRow(database, e.id)).attempts])),
-    [['processed', 0], ['processing', 1], ['processed', 0]],
-  );
+  assert.deepEqual(await Promise.all(events.map(async (e) => [(await eventRow(database, e.id)).status, (await eventRow(database, e.id)).attempts])), [
+    ['processed', 0],
+    ['processing', 1],
+    ['processed', 0],
+  ]);
   assert.deepEqual(await grantsOf(database, flaky.order_id), []);
   const [job, ...others] = await fulfilmentJobs(database.db);
   assert.deepEqual(others, []);
@@ -117,7 +131,11 @@ test('a transient failure in a job: the others are fulfilled, only the failing e
   await sql`select graphile_worker.reschedule_jobs(array[${job!.id}]::bigint[], run_at => now())`.execute(database.db);
   const retry = await holdJobs(database, 1);
   await retry.release();
-  assert.deepEqual(retry.jobs.map((j) => j.eventIds), [[events[1]!.id]], 'the job keeps only the event to retry');
+  assert.deepEqual(
+    retry.jobs.map((j) => j.eventIds),
+    [[events[1]!.id]],
+    'the job keeps only the event to retry',
+  );
 });
 
 test('in one batch, two Event objects for one order grant once, and one event twice is fulfilled once', async () => {
@@ -131,7 +149,10 @@ test('in one batch, two Event objects for one order grant once, and one event tw
   // As a job would: the same id twice happens when a replay's job and the claim's run together.
   const results = await fulfilEvents(database.db, [first.id, second.id, single.id, single.id, 'evt_not_stored'], options);
 
-  assert.deepEqual(results.map((r) => r.status), ['processed', 'duplicate', 'processed', 'already_finished', 'missing']);
+  assert.deepEqual(
+    results.map((r) => r.status),
+    ['processed', 'duplicate', 'processed', 'already_finished', 'missing'],
+  );
   assert.equal((await eventRow(database, second.id)).duplicate_of, first.id);
   assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: first.id, credits: order.credits }]);
   assert.equal((await quotaOf(database, order.account_id)).granted, order.credits);
@@ -150,7 +171,10 @@ test('a job that comes after the events finished changes nothing: their rows kee
   // A replay's job, or a reclaimed job whose first run committed late, with both events in it.
   const results = await fulfilEvents(database.db, [paid.id, again.id], options);
 
-  assert.deepEqual(results.map((r) => r.status), ['already_finished', 'already_finished']);
+  assert.deepEqual(
+    results.map((r) => r.status),
+    ['already_finished', 'already_finished'],
+  );
   assert.deepEqual(await Promise.all([paid.id, again.id].map((id) => eventRow(database, id))), before);
   assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: paid.id, credits: order.credits }]);
   await deleteJobs(database.db);
@@ -168,15 +192,15 @@ test('one job paying three orders of one account, and one order paid before: eac
   await claimEvents(database.db, events.map(incomingEvent), options);
   await runJobs();
 
-  assert.deepEqual(
-    await Promise.all(events.map(async (e) => (await eventRow(database, e.id)).status)),
-    ['processed', 'processed', 'processed', 'duplicate'],
-  );
+  assert.deepEqual(await Promise.all(events.map(async (e) => (await eventRow(database, e.id)).status)), ['processed', 'processed', 'processed', 'duplicate']);
   assert.equal((await eventRow(database, again.id)).duplicate_of, earlier.id);
   for (const [i, order] of orders.entries()) {
     assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: i === 3 ? earlier.id : events[i]!.id, credits: order.credits }]);
   }
-  assert.equal((await quotaOf(database, accountId)).granted, orders.reduce((sum, order) => sum + order.credits, 0));
+  assert.equal(
+    (await quotaOf(database, accountId)).granted,
+    orders.reduce((sum, order) => sum + order.credits, 0),
+  );
 });
 
 test('jobs running at once share a transaction; a poison event among them fails alone, a retried job runs on its own', async () => {
@@ -187,9 +211,25 @@ test('jobs running at once share a transaction; a poison event among them fails 
   for (const job of jobs) await claimEvents(database.db, job.map(incomingEvent), options);
   const batcher = new FulfilmentBatcher(database.db, options);
 
-  const results = await Promise.all(jobs.map((job) => batcher.fulfil(job.map((e) => e.id), { retry: false })));
+  const results = await Promise.all(
+    jobs.map((job) =>
+      batcher.fulfil(
+        job.map((e) => e.id),
+        { retry: false },
+      ),
+    ),
+  );
 
-  assert.deepEqual(results.map((job) => job.map((r) => r.status)), [['processed', 'processed'], ['processed', 'processed'], ['processed', 'processed'], ['processed', 'failed'], ['processed', 'processed']]);
+  assert.deepEqual(
+    results.map((job) => job.map((r) => r.status)),
+    [
+      ['processed', 'processed'],
+      ['processed', 'processed'],
+      ['processed', 'processed'],
+      ['processed', 'failed'],
+      ['processed', 'processed'],
+    ],
+  );
   const { transactions, jobs: committed } = batcher.stats;
   assert.equal(committed, 5);
   assert.ok(transactions < 5, `five jobs at once took ${transactions} transactions`);
@@ -206,7 +246,10 @@ test('jobs running at once share a transaction; a poison event among them fails 
 
   const again = paidEvent(orders[0]!, { sessionId: events[0]!.data.object.id as string });
   await claimEvents(database.db, [incomingEvent(again)], options);
-  assert.deepEqual((await batcher.fulfil([again.id], { retry: true })).map((r) => r.status), ['duplicate']);
+  assert.deepEqual(
+    (await batcher.fulfil([again.id], { retry: true })).map((r) => r.status),
+    ['duplicate'],
+  );
   assert.deepEqual(batcher.stats, { transactions, jobs: 5 }, 'a retry does not wait for, or join, a shared transaction');
   await deleteJobs(database.db);
 });
@@ -225,7 +268,10 @@ test('where claims share the process, a shared transaction starts only when give
   assert.equal((await eventRow(database, event.id)).status, 'processing', 'held while intake goes first');
   open();
 
-  assert.deepEqual((await result).map((r) => r.status), ['processed']);
+  assert.deepEqual(
+    (await result).map((r) => r.status),
+    ['processed'],
+  );
   assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: event.id, credits: order.credits }]);
   await deleteJobs(database.db);
 });

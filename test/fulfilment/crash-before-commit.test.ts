@@ -89,7 +89,10 @@ describe('a worker killed between claim and commit', () => {
     try {
       assert.equal((await file.service.deliver(event)).status, 200);
       const worker = await blockedWorker(lock);
-      assert.match(worker.query, /locked_orders as materialized \(\s+select [^)]+ from orders\s+(--[^\n]*\s+)?where order_id in \([\s\S]+?\)\s+order by order_id\s+for update/);
+      assert.match(
+        worker.query,
+        /locked_orders as materialized \(\s+select [^)]+ from orders\s+(--[^\n]*\s+)?where order_id in \([\s\S]+?\)\s+order by order_id\s+for update/,
+      );
       await crash(worker.pid);
       await crashedAttemptRecorded(event.id);
       await assertNothingFulfilled(event.id, order);
@@ -113,7 +116,10 @@ describe('a worker killed between claim and commit', () => {
       // Its uncommitted grant row is there: the worker holds a write lock on credit_grants.
       const { rows } = await sql<{ mode: string }>`
         select mode from pg_locks where pid = ${worker.pid}::int and relation = 'credit_grants'::regclass`.execute(file.database.db);
-      assert.ok(rows.some((r) => r.mode === 'RowExclusiveLock'), 'the grant was inserted before the crash');
+      assert.ok(
+        rows.some((r) => r.mode === 'RowExclusiveLock'),
+        'the grant was inserted before the crash',
+      );
       await crash(worker.pid);
       await crashedAttemptRecorded(event.id);
       await assertNothingFulfilled(event.id, order);

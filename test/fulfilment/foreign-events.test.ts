@@ -27,17 +27,35 @@ async function ignoredAtOnce(event: SampleEvent, reason: RegExp) {
   return row;
 }
 
-const foreignCharge = (overrides: Record<string, unknown> = {}) =>
-  ({ ...refundedCharge({ paymentIntentId: randomStripeId('pi'), amount: 2500, currency: 'usd', amountRefunded: 2500 }), ...overrides });
+const foreignCharge = (overrides: Record<string, unknown> = {}) => ({
+  ...refundedCharge({ paymentIntentId: randomStripeId('pi'), amount: 2500, currency: 'usd', amountRefunded: 2500 }),
+  ...overrides,
+});
 
 describe("another sale's event ends 'ignored' at once, with the reason", () => {
   test('a Payment Link checkout: paid, no metadata, no order opened it', async () => {
-    const session = { ...checkoutSession({ orderId: 'unused', amount: 2500, currency: 'usd' }), metadata: {}, client_reference_id: null, payment_link: randomStripeId('plink') };
-    await ignoredAtOnce(sampleEvent('checkout.session.completed', session), /has no metadata\.order_id and no order opened it: not started by POST \/api\/checkout/);
+    const session = {
+      ...checkoutSession({ orderId: 'unused', amount: 2500, currency: 'usd' }),
+      metadata: {},
+      client_reference_id: null,
+      payment_link: randomStripeId('plink'),
+    };
+    await ignoredAtOnce(
+      sampleEvent('checkout.session.completed', session),
+      /has no metadata\.order_id and no order opened it: not started by POST \/api\/checkout/,
+    );
   });
 
   test('a one-off Dashboard invoice, paid: no subscription', async () => {
-    const invoice = { ...exampleObject('invoice'), id: randomStripeId('in'), status: 'paid', billing_reason: 'manual', amount_paid: 1000, parent: null, subscription: null };
+    const invoice = {
+      ...exampleObject('invoice'),
+      id: randomStripeId('in'),
+      status: 'paid',
+      billing_reason: 'manual',
+      amount_paid: 1000,
+      parent: null,
+      subscription: null,
+    };
     await ignoredAtOnce(sampleEvent('invoice.paid', invoice), /is not a subscription invoice \(a one-off invoice\)/);
   });
 
@@ -50,16 +68,25 @@ describe("another sale's event ends 'ignored' at once, with the reason", () => {
 
   test("a refund of another sale's PaymentIntent: both modules say why it is not theirs", async () => {
     const charge = foreignCharge();
-    const row = await ignoredAtOnce(sampleEvent('charge.refunded', charge), /^no paid order for payment intent pi_\S+: .*not started by this service; no granted invoice paid by payment intent pi_\S+: .*not started by this service$/);
+    const row = await ignoredAtOnce(
+      sampleEvent('charge.refunded', charge),
+      /^no paid order for payment intent pi_\S+: .*not started by this service; no granted invoice paid by payment intent pi_\S+: .*not started by this service$/,
+    );
     assert.ok(row.last_error?.includes(charge.id as string));
   });
 
   test('a refund of a charge without a PaymentIntent (not made through Checkout)', async () => {
-    await ignoredAtOnce(sampleEvent('charge.refunded', foreignCharge({ payment_intent: null })), /^charge ch_\S+: charge ch_\S+ has no PaymentIntent: not a payment of ours; charge ch_\S+: charge ch_\S+ has no PaymentIntent/);
+    await ignoredAtOnce(
+      sampleEvent('charge.refunded', foreignCharge({ payment_intent: null })),
+      /^charge ch_\S+: charge ch_\S+ has no PaymentIntent: not a payment of ours; charge ch_\S+: charge ch_\S+ has no PaymentIntent/,
+    );
   });
 
   test('a refund on an API version before 2025-03-31 of a charge that names no invoice', async () => {
-    await ignoredAtOnce(sampleEvent('charge.refunded', foreignCharge({ invoice: null, customer: randomStripeId('cus') }), { api_version: '2024-06-20' }), /paid no invoice: not started by this service/);
+    await ignoredAtOnce(
+      sampleEvent('charge.refunded', foreignCharge({ invoice: null, customer: randomStripeId('cus') }), { api_version: '2024-06-20' }),
+      /paid no invoice: not started by this service/,
+    );
   });
 });
 
@@ -68,9 +95,15 @@ describe('an event of ours that overtakes its link waits for it', () => {
     const order = await givenOrder(file.database);
     const payment = paidEvent(order);
     const paymentIntentId = (payment.data.object as { payment_intent: string }).payment_intent;
-    const refund = sampleEvent('charge.refunded', refundedCharge({ paymentIntentId, amount: order.amount, currency: order.currency, amountRefunded: order.amount, orderId: order.order_id }));
+    const refund = sampleEvent(
+      'charge.refunded',
+      refundedCharge({ paymentIntentId, amount: order.amount, currency: order.currency, amountRefunded: order.amount, orderId: order.order_id }),
+    );
     assert.equal((await file.service.deliver(refund)).status, 200);
-    assert.match((await waitingEvent(file.database, refund.id)).last_error ?? '', new RegExp(`names order "${order.order_id}" in its metadata, but ${order.order_id} is not paid`));
+    assert.match(
+      (await waitingEvent(file.database, refund.id)).last_error ?? '',
+      new RegExp(`names order "${order.order_id}" in its metadata, but ${order.order_id} is not paid`),
+    );
 
     assert.equal((await file.service.deliver(payment)).status, 200);
     assert.equal((await finishedEvent(file.database, refund.id, { timeoutMs: RETRY_TIMEOUT_MS })).status, 'processed');
@@ -94,7 +127,7 @@ describe('an event of ours that overtakes its link waits for it', () => {
     assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
   });
 
-  test("a refund naming an order we do not have fails at once: it names something of ours that is wrong", async () => {
+  test('a refund naming an order we do not have fails at once: it names something of ours that is wrong', async () => {
     const refund = sampleEvent('charge.refunded', foreignCharge({ metadata: { order_id: 'ord_nobody' } }));
     assert.equal((await file.service.deliver(refund)).status, 200);
     const row = await finishedEvent(file.database, refund.id);

@@ -58,7 +58,10 @@ describe('two Event objects for one payment grant once', () => {
     const order = await givenOrder(file.database);
     const events = [paidEvent(order, { sessionId: `cs_test_${order.order_id}` }), paidEvent(order, { sessionId: `cs_test_${order.order_id}` })];
     const replies = await Promise.all(events.map((e) => file.service.deliver(e)));
-    assert.deepEqual(replies.map((r) => r.status), [200, 200]);
+    assert.deepEqual(
+      replies.map((r) => r.status),
+      [200, 200],
+    );
 
     const rows = await Promise.all(events.map((e) => finishedEvent(file.database, e.id)));
     const processed = rows.filter((r) => r.status === 'processed');

@@ -19,7 +19,8 @@ const TYPE = 'payment_intent.succeeded';
 const anEvent = (type = TYPE) => sampleEvent(type, { ...exampleObject('payment_intent'), id: randomStripeId('pi') });
 
 // Each suite makes the table in its own hook, which runs once the file's database exists.
-const effectsTable = () => before(() => sql`create table if not exists effects (event_id text, by text, primary key (event_id, by))`.execute(database.db).then(() => undefined));
+const effectsTable = () =>
+  before(() => sql`create table if not exists effects (event_id text, by text, primary key (event_id, by))`.execute(database.db).then(() => undefined));
 
 /** A side effect the test can see: one row per event and handler, in the fulfilment transaction. */
 const recordEffect = (tx: Transaction<Database>, event: StripeEventRow, by: string) =>
@@ -29,12 +30,19 @@ const effectsOf = async (eventId: string) =>
 
 /** What a parked event waits for, and whether it waits. */
 const waitOf = async (eventId: string) =>
-  (await sql<{ waits_for: string[] | null; waiting: boolean }>`select waits_for, waits_for is not null and status = 'processing' as waiting from stripe_events where event_id = ${eventId}`.execute(database.db)).rows[0];
+  (
+    await sql<{
+      waits_for: string[] | null;
+      waiting: boolean;
+    }>`select waits_for, waits_for is not null and status = 'processing' as waiting from stripe_events where event_id = ${eventId}`.execute(database.db)
+  ).rows[0];
 
-const writesThen = (outcome: () => ReturnType<EventHandler>, by = 'handler'): EventHandler => async (tx, event) => {
-  await recordEffect(tx, event, by);
-  return outcome();
-};
+const writesThen =
+  (outcome: () => ReturnType<EventHandler>, by = 'handler'): EventHandler =>
+  async (tx, event) => {
+    await recordEffect(tx, event, by);
+    return outcome();
+  };
 
 describe('one handler', () => {
   effectsTable();
@@ -71,7 +79,10 @@ describe('one handler', () => {
     const event = anEvent();
     const notYet = () => Promise.reject(new RetryLaterError('the payment is not fulfilled yet', { waitsFor: ['payment_intent:pi_x'] }));
     const [done] = await fulfilWith(database, { [TYPE]: notYet }, [event], { maxAttempts: 1 });
-    assert.deepEqual([done!.result.status, done!.row.status, done!.row.attempts, done!.row.last_error], ['processing', 'processing', 0, 'the payment is not fulfilled yet']);
+    assert.deepEqual(
+      [done!.result.status, done!.row.status, done!.row.attempts, done!.row.last_error],
+      ['processing', 'processing', 0, 'the payment is not fulfilled yet'],
+    );
     assert.deepEqual(await waitOf(event.id), { waits_for: ['payment_intent:pi_x'], waiting: true });
   });
 
@@ -89,7 +100,8 @@ describe('one handler', () => {
 
   test('a RetryLaterError that may wait forever ends ignored, with its message, when its wait gives up', async () => {
     const event = anEvent();
-    const waitForPayment = () => Promise.reject(new RetryLaterError('no payment pi_x known yet', { waitsFor: ['payment_intent:pi_x'], ignoreWhenExhausted: true }));
+    const waitForPayment = () =>
+      Promise.reject(new RetryLaterError('no payment pi_x known yet', { waitsFor: ['payment_intent:pi_x'], ignoreWhenExhausted: true }));
     const [first] = await fulfilWith(database, { [TYPE]: waitForPayment }, [event], { maxAttempts: 2 });
     assert.equal(first!.row.status, 'processing');
     // Waits do not spend attempts: a third run within the wait still waits.
@@ -148,7 +160,10 @@ describe('modules sharing a type', () => {
   });
 
   test("when several wait, the event waits for what each waits for, and ends 'ignored' only if every one may", async () => {
-    for (const [mayIgnore, ends] of [[true, 'ignored'], [false, 'failed']] as const) {
+    for (const [mayIgnore, ends] of [
+      [true, 'ignored'],
+      [false, 'failed'],
+    ] as const) {
       const event = anEvent();
       const handlers = [
         { [TYPE]: () => Promise.reject(new RetryLaterError('no order yet', { waitsFor: ['order:o'], ignoreWhenExhausted: true })) },
@@ -165,7 +180,11 @@ describe('modules sharing a type', () => {
 
   test('one failing rolls back the other’s write too', async () => {
     const event = anEvent();
-    const [done] = await fulfilWith(database, [{ [TYPE]: writesThen(() => Promise.resolve({ status: 'processed' }), 'a') }, { [TYPE]: () => Promise.reject(new PermanentError('bad')) }], [event]);
+    const [done] = await fulfilWith(
+      database,
+      [{ [TYPE]: writesThen(() => Promise.resolve({ status: 'processed' }), 'a') }, { [TYPE]: () => Promise.reject(new PermanentError('bad')) }],
+      [event],
+    );
     assert.equal(done!.row.status, 'failed');
     assert.deepEqual(await effectsOf(event.id), []);
   });
@@ -181,5 +200,8 @@ test('a batch handler gets all the events of its types in a job at once, in orde
   // Registered as a module writes it: one { batch } per type, the same function in both.
   const done = await fulfilWith(database, { [TYPE]: { batch: paid }, 'charge.succeeded': { batch: paid } }, events);
   assert.deepEqual(calls, [events.map((e) => e.id)]);
-  assert.deepEqual(done.map((d) => d.row.status), ['processed', 'processed', 'processed']);
+  assert.deepEqual(
+    done.map((d) => d.row.status),
+    ['processed', 'processed', 'processed'],
+  );
 });

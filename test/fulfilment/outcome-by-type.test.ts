@@ -53,7 +53,15 @@ describe('events that do not grant', () => {
   test('payment_intent.succeeded for an order is telemetry: processed, no grant, order still pending', async () => {
     const order = await givenOrder(file.database);
     // The PaymentIntent behind the order's checkout: same amount, currency and metadata.
-    const intent = { ...exampleObject('payment_intent'), id: randomStripeId('pi'), amount: order.amount, amount_received: order.amount, currency: order.currency, status: 'succeeded', metadata: { order_id: order.order_id } };
+    const intent = {
+      ...exampleObject('payment_intent'),
+      id: randomStripeId('pi'),
+      amount: order.amount,
+      amount_received: order.amount,
+      currency: order.currency,
+      status: 'succeeded',
+      metadata: { order_id: order.order_id },
+    };
     const event = sampleEvent('payment_intent.succeeded', intent);
     await file.service.deliver(event);
 
@@ -70,7 +78,9 @@ describe('a type that repeats for one object', () => {
     // A subscription not started here: each event ends 'ignored', with the reason.
     const stranger = { subscriptionId: 'unused', stripeSubscriptionId: subscriptionId, amount: 1900, currency: 'chf' };
     const periodEnd = Math.floor(Date.now() / 1000) + 86_400;
-    const events = ['active', 'past_due'].map((status) => sampleEvent('customer.subscription.updated', subscriptionObject(stranger, { status, periodEnd, metadata: false })));
+    const events = ['active', 'past_due'].map((status) =>
+      sampleEvent('customer.subscription.updated', subscriptionObject(stranger, { status, periodEnd, metadata: false })),
+    );
     for (const event of events) assert.equal((await file.service.deliver(event)).status, 200);
 
     const rows = await Promise.all(events.map((e) => finishedEvent(file.database, e.id)));

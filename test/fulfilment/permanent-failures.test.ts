@@ -56,7 +56,9 @@ describe('a paid checkout session that cannot be fulfilled fails at once', () =>
   test('a grant past what a balance holds: failed on attempt 1 as numeric_value_out_of_range, the balance untouched', async () => {
     // The catalog refuses more than 1,000,000 credits; a row forged past that in SQL still may
     // not loop on "integer out of range" (account_credits.granted is a Postgres integer).
-    await sql`insert into packages (package_id, name, amount, currency, credits) values ('forged_max', 'Forged', 4900, 'chf', 2147483647)`.execute(file.database.db);
+    await sql`insert into packages (package_id, name, amount, currency, credits) values ('forged_max', 'Forged', 4900, 'chf', 2147483647)`.execute(
+      file.database.db,
+    );
     const accountId = newAccountId();
     const first = await givenOrder(file.database, { packageId: 'forged_max', accountId });
     const firstEvent = paidEvent(first);

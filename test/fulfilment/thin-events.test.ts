@@ -90,15 +90,22 @@ describe('a snapshot event and the thin notification naming it', () => {
   test('delivered at once to two instances, 20 pairs: each happening fulfilled once, its other event its duplicate', async () => {
     const second = await startTestService(database, { stripe: service.stripe });
     try {
-      const pairs = await Promise.all(Array.from({ length: 20 }, async () => {
-        const paid = await paidOrderEvent();
-        return { paid, thin: thinNotification(paid.event) };
-      }));
-      const replies = await Promise.all(pairs.flatMap(({ paid, thin }, i) => {
-        const [a, b] = i % 2 === 0 ? [service, second] : [second, service];
-        return [a.deliver(paid.event), b.deliver(thin)];
-      }));
-      assert.ok(replies.every((r) => r.status === 200), JSON.stringify(replies.filter((r) => r.status !== 200)));
+      const pairs = await Promise.all(
+        Array.from({ length: 20 }, async () => {
+          const paid = await paidOrderEvent();
+          return { paid, thin: thinNotification(paid.event) };
+        }),
+      );
+      const replies = await Promise.all(
+        pairs.flatMap(({ paid, thin }, i) => {
+          const [a, b] = i % 2 === 0 ? [service, second] : [second, service];
+          return [a.deliver(paid.event), b.deliver(thin)];
+        }),
+      );
+      assert.ok(
+        replies.every((r) => r.status === 200),
+        JSON.stringify(replies.filter((r) => r.status !== 200)),
+      );
 
       for (const { paid, thin } of pairs) {
         const rows = [await finishedEvent(database, paid.event.id), await finishedEvent(database, thin.id)];
@@ -146,9 +153,17 @@ describe('types no module handles', () => {
 describe('a malformed thin notification', () => {
   const cases: Array<[string, (thin: ThinNotification) => unknown, string]> = [
     ['a v1 type without related_object', (thin) => ({ ...thin, related_object: null }), 'malformed event: related_object is missing or invalid'],
-    ['a related object URL of another host', (thin) => ({ ...thin, related_object: { ...thin.related_object, url: 'https://example.com/v1/x' } }), 'malformed event: related_object.url is missing or invalid'],
+    [
+      'a related object URL of another host',
+      (thin) => ({ ...thin, related_object: { ...thin.related_object, url: 'https://example.com/v1/x' } }),
+      'malformed event: related_object.url is missing or invalid',
+    ],
     ['created that is not a time', (thin) => ({ ...thin, created: 'yesterday' }), 'malformed event: created is missing or invalid'],
-    ['an object Stripe never sends', (thin) => ({ ...thin, object: 'v3.core.event' }), 'malformed event: object is missing or invalid (expected "event" or "v2.core.event")'],
+    [
+      'an object Stripe never sends',
+      (thin) => ({ ...thin, object: 'v3.core.event' }),
+      'malformed event: object is missing or invalid (expected "event" or "v2.core.event")',
+    ],
   ];
   for (const [name, mangle, message] of cases) {
     test(`${name}: 400 naming it, nothing stored`, async () => {

@@ -64,8 +64,15 @@ describe("a subscription's first period", () => {
       await happen(mode, periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS }));
 
       assert.deepEqual(await quotaOf(file.database, subscription.accountId), { account_id: subscription.accountId, granted: 100, used: 0, remaining: 100 });
-      const row = await file.database.db.selectFrom('subscriptions').select(['status', 'stripe_subscription_id', 'current_period_end']).where('subscription_id', '=', subscription.subscriptionId).executeTakeFirstOrThrow();
-      assert.deepEqual([row.status, row.stripe_subscription_id, row.current_period_end?.getTime()], ['active', subscription.stripeSubscriptionId, (start + PERIOD_SECONDS) * 1000]);
+      const row = await file.database.db
+        .selectFrom('subscriptions')
+        .select(['status', 'stripe_subscription_id', 'current_period_end'])
+        .where('subscription_id', '=', subscription.subscriptionId)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(
+        [row.status, row.stripe_subscription_id, row.current_period_end?.getTime()],
+        ['active', subscription.stripeSubscriptionId, (start + PERIOD_SECONDS) * 1000],
+      );
     });
   }
 });

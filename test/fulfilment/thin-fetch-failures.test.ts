@@ -45,7 +45,9 @@ describe('the fetch of a thin notification fails', () => {
     file.service.stripe.setDelay(60_000);
     try {
       assert.equal((await file.service.deliver(thin)).status, 200);
-      await waitFor('the fetch to be in flight', () => Promise.resolve(file.service.stripe.requests.some((r) => r.path.startsWith('/v1/events/') && r.path.endsWith(thin.snapshot_event!))));
+      await waitFor('the fetch to be in flight', () =>
+        Promise.resolve(file.service.stripe.requests.some((r) => r.path.startsWith('/v1/events/') && r.path.endsWith(thin.snapshot_event!))),
+      );
       assert.equal(await openTransactions(), 0);
       const other = await givenOrder(file.database);
       const snapshot = paidEvent(other);

@@ -17,13 +17,18 @@ const file = notifyingServiceForFile({ MAX_ATTEMPTS: '1' });
 
 /** The app received `type` about the account, verified, exactly once (after the outbox's row is written once). */
 async function toldOnce(type: string, accountId: string): Promise<void> {
-  const [told] = await waitFor(`${type} for ${accountId}`, receivedWhere(file.receiver, (n) => n.type === type && n.data.account_id === accountId && n.verified));
+  const [told] = await waitFor(
+    `${type} for ${accountId}`,
+    receivedWhere(file.receiver, (n) => n.type === type && n.data.account_id === accountId && n.verified),
+  );
   assert.ok(told);
   assert.equal((await notificationsOf(type, accountId)).length, 1);
 }
 
 const notificationsOf = async (type: string, accountId: string) =>
-  (await file.database.db.selectFrom('notifications').select('business_key').where('type', '=', type).where('account_id', '=', accountId).execute()).map((n) => n.business_key);
+  (await file.database.db.selectFrom('notifications').select('business_key').where('type', '=', type).where('account_id', '=', accountId).execute()).map(
+    (n) => n.business_key,
+  );
 
 async function delivered(event: SampleEvent): Promise<SampleEvent> {
   assert.equal((await file.service.deliver(event)).status, 200);
@@ -39,7 +44,8 @@ test("a dispute delivered before its order's checkout.session.completed waits fo
   const order = await givenOrder(file.database);
   const payment = paidEvent(order);
   const paymentIntentId = (payment.data.object as { payment_intent: string }).payment_intent;
-  const dispute = (type: string, status: string) => sampleEvent(type, disputeObject({ paymentIntentId, amount: order.amount, currency: order.currency, status, disputeId: `dp_test_${order.order_id}` }));
+  const dispute = (type: string, status: string) =>
+    sampleEvent(type, disputeObject({ paymentIntentId, amount: order.amount, currency: order.currency, status, disputeId: `dp_test_${order.order_id}` }));
   const created = await delivered(dispute('charge.dispute.created', 'needs_response'));
   const withdrawn = await delivered(dispute('charge.dispute.funds_withdrawn', 'needs_response'));
   for (const early of [created, withdrawn]) {
@@ -72,7 +78,12 @@ test("a dispute of a renewal delivered before that period's invoice.paid waits f
 
   const renewal = periodEvents(subscription, { cycle: 2, lastAt: start + 60, periodEnd: start + 2 * PERIOD_SECONDS });
   const paymentIntentId = (renewal.find((e) => e.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
-  const withdrawn = await delivered(sampleEvent('charge.dispute.funds_withdrawn', disputeObject({ paymentIntentId, amount: subscription.amount, currency: subscription.currency, status: 'needs_response' })));
+  const withdrawn = await delivered(
+    sampleEvent(
+      'charge.dispute.funds_withdrawn',
+      disputeObject({ paymentIntentId, amount: subscription.amount, currency: subscription.currency, status: 'needs_response' }),
+    ),
+  );
   assert.equal((await waitingEvent(file.database, withdrawn.id)).attempts, 0);
 
   for (const event of renewal) await delivered(event);
@@ -90,7 +101,12 @@ test("a renewal's dispute woken by its payment's link before the grant waits aga
   for (const event of firstPeriod) await finishedEvent(file.database, event.id);
   const renewal = periodEvents(subscription, { cycle: 2, lastAt: start + 60, periodEnd: start + 2 * PERIOD_SECONDS });
   const paymentIntentId = (renewal.find((e) => e.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
-  const withdrawn = await delivered(sampleEvent('charge.dispute.funds_withdrawn', disputeObject({ paymentIntentId, amount: subscription.amount, currency: subscription.currency, status: 'needs_response' })));
+  const withdrawn = await delivered(
+    sampleEvent(
+      'charge.dispute.funds_withdrawn',
+      disputeObject({ paymentIntentId, amount: subscription.amount, currency: subscription.currency, status: 'needs_response' }),
+    ),
+  );
   const first = await waitingEvent(file.database, withdrawn.id);
 
   // The link comes first and wakes the dispute, which finds no grant yet and waits again.
@@ -108,7 +124,9 @@ test("a renewal's dispute woken by its payment's link before the grant waits aga
 test("a subscription's first events before the checkout that links it wait for it, and the subscription is not left 'pending'", async () => {
   const subscription = await subscribedThroughApi(file);
   const start = Math.floor(Date.now() / 1000) - 60;
-  const created = await delivered(sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'active', periodEnd: start + PERIOD_SECONDS }), { created: start }));
+  const created = await delivered(
+    sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'active', periodEnd: start + PERIOD_SECONDS }), { created: start }),
+  );
   const row = await waitingEvent(file.database, created.id);
   assert.deepEqual([row.attempts, row.waits_for], [0, [`stripe_subscription:${subscription.stripeSubscriptionId}`]]);
   // Well past what the old retry schedule gave it (one attempt): still waiting, not dead.

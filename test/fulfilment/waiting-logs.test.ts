@@ -30,7 +30,10 @@ test('a dispute that waits for its payment is told once, at info, without a stac
   const order = await givenOrder(database);
   const payment = paidEvent(order);
   const paymentIntentId = (payment.data.object as { payment_intent: string }).payment_intent;
-  const withdrawn = sampleEvent('charge.dispute.funds_withdrawn', disputeObject({ paymentIntentId, amount: order.amount, currency: order.currency, status: 'needs_response' }));
+  const withdrawn = sampleEvent(
+    'charge.dispute.funds_withdrawn',
+    disputeObject({ paymentIntentId, amount: order.amount, currency: order.currency, status: 'needs_response' }),
+  );
   await deliver(withdrawn);
   await waitingEvent(database, withdrawn.id);
   await deliver(payment);

@@ -79,7 +79,10 @@ describe('the probe for a pooler in transaction mode', () => {
 
   test('refuses a DATABASE_DIRECT_URL that is transaction-pooled too', async () => {
     const pooled = transaction.url(database.url);
-    await assert.rejects(resolveDatabaseUrls(pooled, pooled), /^PoolerModeError: DATABASE_DIRECT_URL goes through a pooler in transaction mode .*must be a direct or session-mode URL/);
+    await assert.rejects(
+      resolveDatabaseUrls(pooled, pooled),
+      /^PoolerModeError: DATABASE_DIRECT_URL goes through a pooler in transaction mode .*must be a direct or session-mode URL/,
+    );
   });
 });
 

@@ -107,7 +107,10 @@ async function deliverAll({ service, stripe, events }: Run, acked: Map<string, n
       stripe.addEvent({ ...event });
       for (;;) {
         const { body, headers } = signDelivery(event, WEBHOOK_SECRET);
-        const status = await fetch(`${service.url}/webhooks/stripe`, { method: 'POST', body, headers, signal: AbortSignal.timeout(30_000) }).then((r) => r.status, () => 0);
+        const status = await fetch(`${service.url}/webhooks/stripe`, { method: 'POST', body, headers, signal: AbortSignal.timeout(30_000) }).then(
+          (r) => r.status,
+          () => 0,
+        );
         if (status >= 200 && status < 300) {
           acked.set(event.id, Date.now());
           break;
@@ -152,7 +155,12 @@ interface Failover {
  * the standby's promotion and for the last delivery's 2xx. Records the switch's figures: how long
  * the promotion took, and the refusals (every one a 503: Stripe retries it).
  */
-async function failOverUnderLoad(t: TestContext, run: Run, figures: Record<string, unknown>, beforeKill?: (leader: HaNode, acked: ReadonlyMap<string, number>) => Promise<void>): Promise<Failover> {
+async function failOverUnderLoad(
+  t: TestContext,
+  run: Run,
+  figures: Record<string, unknown>,
+  beforeKill?: (leader: HaNode, acked: ReadonlyMap<string, number>) => Promise<void>,
+): Promise<Failover> {
   const leader = await run.cluster.waitForLeader();
   const acked = new Map<string, number>();
   const refusals: Delivery[] = [];
@@ -170,7 +178,11 @@ async function failOverUnderLoad(t: TestContext, run: Run, figures: Record<strin
   const window = refusalWindow(refusals);
   figure(t, figures, 'refused_deliveries', window);
   // A delivery during the switch is refused with 503, never a 2xx that did not commit.
-  assert.deepEqual(window.statuses.filter((status) => status !== 503), [], 'every refusal during the switch is a 503');
+  assert.deepEqual(
+    window.statuses.filter((status) => status !== 503),
+    [],
+    'every refusal during the switch is a 503',
+  );
   assert.ok(window.refusals > 0, 'deliveries arrived during the switch');
   return { acked, killedAt, promotedAt };
 }
@@ -180,10 +192,14 @@ test('synchronous mode: the leader killed mid-burst; every acknowledged event is
   const run = await setUp(true);
   const { acked, promotedAt } = await failOverUnderLoad(t, run, figures);
 
-  const result = await waitFor('every acknowledged event to be fulfilled', async () => {
-    const now = await outcome(run.database, run.events);
-    return now.processed === ORDERS && now;
-  }, { timeoutMs: 60_000, intervalMs: 250 });
+  const result = await waitFor(
+    'every acknowledged event to be fulfilled',
+    async () => {
+      const now = await outcome(run.database, run.events);
+      return now.processed === ORDERS && now;
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
   figure(t, figures, 'acknowledged', acked.size);
   figure(t, figures, 'present_on_new_leader', result.present);
   figure(t, figures, 'fulfilled_once', result.grants - result.orders_granted_twice);
@@ -217,10 +233,14 @@ test('asynchronous mode: acknowledged events lost with the leader come back by r
   // The repair, by the service that kept running: its worker's LISTEN comes back on the new
   // leader, finds the database's timeline changed and queues a reconcile from Stripe's Events API,
   // which claims what the new leader lacks.
-  const repaired = await waitFor('every event, lost ones included, to be fulfilled', async () => {
-    const now = await outcome(run.database, run.events);
-    return now.processed === ORDERS && now;
-  }, { timeoutMs: 90_000, intervalMs: 250 });
+  const repaired = await waitFor(
+    'every event, lost ones included, to be fulfilled',
+    async () => {
+      const now = await outcome(run.database, run.events);
+      return now.processed === ORDERS && now;
+    },
+    { timeoutMs: 90_000, intervalMs: 250 },
+  );
   const repairedAt = Date.now();
   assert.deepEqual(repaired, { present: ORDERS, processed: ORDERS, grants: ORDERS, orders_granted_twice: 0, credits: ORDERS * CREDITS_PER_ORDER });
 
@@ -240,7 +260,10 @@ test('asynchronous mode: acknowledged events lost with the leader come back by r
   figure(t, figures, 'recovered_by_reconcile', recovered);
   figure(t, figures, 'all_fulfilled_seconds_after_promotion', seconds(repairedAt - promotedAt));
   assert.ok(lost > 0, 'asynchronous replication lost acknowledged events (the window this test makes real)');
-  assert.ok(run.service.logs.some((line) => typeof line.msg === 'string' && line.msg.includes("the database's identity changed")), 'the service noticed the failover');
+  assert.ok(
+    run.service.logs.some((line) => typeof line.msg === 'string' && line.msg.includes("the database's identity changed")),
+    'the service noticed the failover',
+  );
   // It may also claim an event whose delivery Stripe was still retrying: that retry then gets its 2xx as a duplicate.
   assert.ok(recovered >= lost, 'the reconcile claimed the lost events');
   saveFigures('asynchronous', figures);

@@ -52,10 +52,14 @@ test('restore drill: a pg_dump restored into a fresh database, then reconciled s
     }
   };
   const processed = (database: TestDatabase, n: number) =>
-    waitFor(`${n} events fulfilled`, async () => {
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from stripe_events where status in ('processed', 'failed')`.execute(database.db);
-      return rows[0]!.n === n;
-    }, { timeoutMs: 30_000 });
+    waitFor(
+      `${n} events fulfilled`,
+      async () => {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from stripe_events where status in ('processed', 'failed')`.execute(database.db);
+        return rows[0]!.n === n;
+      },
+      { timeoutMs: 30_000 },
+    );
 
   // Orders opened before the backup; some paid before it.
   const opened = await Promise.all(Array.from({ length: PAID_BEFORE + PAID_AFTER }, () => givenOrder(original)));

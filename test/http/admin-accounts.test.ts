@@ -51,25 +51,50 @@ test("an account's balance, grants with what took them back, runs, subscription,
   };
   assert.equal(view.account_id, account);
   assert.deepEqual(view.balance, { granted: 100, used: 3, remaining: 97 });
-  assert.deepEqual(view.grants.map((g) => [g.for, g.id, g.credits, g.taken_back, g.amount, g.currency]), [
-    ['order', order.order_id, 40, 40, 4900, 'chf'],
-    ['period', invoiceId, 100, 0, subscription.amount, subscription.currency],
-  ]);
+  assert.deepEqual(
+    view.grants.map((g) => [g.for, g.id, g.credits, g.taken_back, g.amount, g.currency]),
+    [
+      ['order', order.order_id, 40, 40, 4900, 'chf'],
+      ['period', invoiceId, 100, 0, subscription.amount, subscription.currency],
+    ],
+  );
   assert.equal(view.grants[1]!.fields.subscription_id, subscription.subscriptionId);
-  assert.deepEqual(view.runs.map((r) => [r.run_id, r.quantity, r.reversed_at]), [[run.body.run_id, 3, null]]);
-  assert.deepEqual(view.records.map((r) => [r.kind, r.id]).sort(), [['dispute', dispute.id], ['subscription', subscription.subscriptionId]].sort());
+  assert.deepEqual(
+    view.runs.map((r) => [r.run_id, r.quantity, r.reversed_at]),
+    [[run.body.run_id, 3, null]],
+  );
+  assert.deepEqual(
+    view.records.map((r) => [r.kind, r.id]).sort(),
+    [
+      ['dispute', dispute.id],
+      ['subscription', subscription.subscriptionId],
+    ].sort(),
+  );
   assert.equal(view.records.find((r) => r.kind === 'subscription')!.fields.status, 'active');
   assert.equal(view.records.find((r) => r.kind === 'dispute')!.fields.credits_taken, 40);
   // Newest first, each the account's with its own sequence: 1, 2, ... with no gap.
   assert.ok(view.notifications.every((n) => n.account_id === account));
-  assert.deepEqual(view.notifications.map((n) => n.sequence), view.notifications.map((_, i) => view.notifications.length - i));
-  assert.deepEqual(new Set(view.notifications.map((n) => n.type)), new Set(['subscription.updated', 'subscription.period_paid', 'order.paid', 'order.disputed']));
+  assert.deepEqual(
+    view.notifications.map((n) => n.sequence),
+    view.notifications.map((_, i) => view.notifications.length - i),
+  );
+  assert.deepEqual(
+    new Set(view.notifications.map((n) => n.type)),
+    new Set(['subscription.updated', 'subscription.period_paid', 'order.paid', 'order.disputed']),
+  );
 });
 
 test('an account nothing is known of is an empty view', async () => {
   const reply = await file.service.call('GET', '/admin/api/accounts/acct_never_seen');
   assert.equal(reply.status, 200);
-  assert.deepEqual(reply.body, { account_id: 'acct_never_seen', balance: { granted: 0, used: 0, remaining: 0 }, grants: [], runs: [], records: [], notifications: [] });
+  assert.deepEqual(reply.body, {
+    account_id: 'acct_never_seen',
+    balance: { granted: 0, used: 0, remaining: 0 },
+    grants: [],
+    runs: [],
+    records: [],
+    notifications: [],
+  });
 });
 
 test('a malformed account id is a 400 naming the field; the API token is not enough', async () => {

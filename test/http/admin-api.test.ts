@@ -108,10 +108,17 @@ describe('GET /admin/api/events/:id', () => {
     for (const event of [first, second]) assert.equal((await file.service.deliver(event)).status, 200);
     const reply = await file.service.call('GET', `/admin/api/events/${second.id}`);
     assert.deepEqual(reply.body.payload, second);
-    assert.deepEqual((reply.body.related as Array<{ event_id: string }>).map((e) => e.event_id), [first.id]);
-    assert.deepEqual(reply.body.records, [{
-      kind: 'order', id: order.order_id, fields: { status: 'pending', account_id: order.account_id, credits: order.credits, amount: order.amount, currency: order.currency },
-    }]);
+    assert.deepEqual(
+      (reply.body.related as Array<{ event_id: string }>).map((e) => e.event_id),
+      [first.id],
+    );
+    assert.deepEqual(reply.body.records, [
+      {
+        kind: 'order',
+        id: order.order_id,
+        fields: { status: 'pending', account_id: order.account_id, credits: order.credits, amount: order.amount, currency: order.currency },
+      },
+    ]);
   });
 
   test('is 404 for an unknown event', async () => {
@@ -126,11 +133,18 @@ describe('GET /admin/api/search', () => {
     const order = await givenOrder(file.database);
     const paid = paidEvent(order);
     const elsewhere = sampleEvent('charge.succeeded', { ...exampleObject('charge'), id: randomStripeId('ch'), description: order.order_id });
-    const longer = sampleEvent('checkout.session.expired', { ...exampleObject('checkout.session'), id: randomStripeId('cs'), metadata: { order_id: `${order.order_id}_2` } });
+    const longer = sampleEvent('checkout.session.expired', {
+      ...exampleObject('checkout.session'),
+      id: randomStripeId('cs'),
+      metadata: { order_id: `${order.order_id}_2` },
+    });
     for (const event of [paid, elsewhere, longer]) assert.equal((await file.service.deliver(event)).status, 200);
     const reply = await file.service.call('GET', `/admin/api/search?q=${order.order_id}`);
     assert.equal(reply.status, 200);
-    assert.deepEqual((reply.body as unknown as Array<{ event_id: string }>).map((e) => e.event_id), [paid.id]);
+    assert.deepEqual(
+      (reply.body as unknown as Array<{ event_id: string }>).map((e) => e.event_id),
+      [paid.id],
+    );
   });
 });
 

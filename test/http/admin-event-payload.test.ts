@@ -17,7 +17,11 @@ function awkwardEvent(): { id: string; text: string } {
 
 async function deliver(text: string): Promise<void> {
   const body = Buffer.from(text);
-  const response = await fetch(`${file.service.url}/webhooks/stripe`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'stripe-signature': signed(body) } });
+  const response = await fetch(`${file.service.url}/webhooks/stripe`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', 'stripe-signature': signed(body) },
+  });
   assert.equal(response.status, 200, await response.text());
 }
 

@@ -33,7 +33,16 @@ const ADMIN_PATHS = [
   '/admin/api/events/%E0%A4%A',
 ];
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
-const WRONG = [undefined, `Bearer ${API_TOKEN}`, 'Bearer wrong', `Bearer ${ADMIN_TOKEN}x`, `Bearer ${ADMIN_TOKEN.slice(0, -1)}`, ADMIN_TOKEN, `Basic ${ADMIN_TOKEN}`, 'Bearer '];
+const WRONG = [
+  undefined,
+  `Bearer ${API_TOKEN}`,
+  'Bearer wrong',
+  `Bearer ${ADMIN_TOKEN}x`,
+  `Bearer ${ADMIN_TOKEN.slice(0, -1)}`,
+  ADMIN_TOKEN,
+  `Basic ${ADMIN_TOKEN}`,
+  'Bearer ',
+];
 
 describe('without the admin token', () => {
   test('every /admin path, known or not, answers 401 to every method and every wrong credential', async () => {
@@ -52,7 +61,10 @@ describe('without the admin token', () => {
   });
 
   test('any Authorization header at all is a 401, whatever its length or content', async () => {
-    const headerUnit = fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c));
+    const headerUnit = fc
+      .integer({ min: 0x20, max: 0xff })
+      .filter((c) => c !== 0x7f)
+      .map((c) => String.fromCharCode(c));
     const nearMiss = fc.oneof(
       fc.string({ unit: headerUnit, maxLength: 200 }),
       fc.string({ unit: headerUnit, minLength: 1, maxLength: 10_000, size: 'max' }).map((s) => `Bearer ${s}`),
@@ -92,7 +104,11 @@ describe('with the admin token', () => {
   });
 
   test('a path parameter that is not valid percent-encoding is 400, not a 500 (regression)', async () => {
-    for (const [path, token] of [['/admin/api/events/%E0%A4%A', ADMIN_TOKEN], ['/api/orders/%E0%A4%A', API_TOKEN], ['/api/accounts/%ZZ/quota', API_TOKEN]] as const) {
+    for (const [path, token] of [
+      ['/admin/api/events/%E0%A4%A', ADMIN_TOKEN],
+      ['/api/orders/%E0%A4%A', API_TOKEN],
+      ['/api/accounts/%ZZ/quota', API_TOKEN],
+    ] as const) {
       const reply = await request('GET', path, `Bearer ${token}`);
       assert.deepEqual([reply.status, JSON.parse(reply.text)], [400, { error: 'malformed request' }], path);
     }

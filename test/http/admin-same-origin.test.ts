@@ -8,7 +8,8 @@ import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { ADMIN_TOKEN, signIn, startTestService, type TestService } from '../support/service.js';
 
 const CROSS_ORIGIN = {
-  error: 'cross-origin request refused: a signed-in dashboard action must come from the dashboard’s own page (Origin, Sec-Fetch-Site); scripts use the bearer token',
+  error:
+    'cross-origin request refused: a signed-in dashboard action must come from the dashboard’s own page (Origin, Sec-Fetch-Site); scripts use the bearer token',
 };
 
 let database: TestDatabase;
@@ -89,7 +90,11 @@ describe('with the session cookie, a POST', () => {
 
   test('to sign out from another origin is refused, and the session goes on', async () => {
     const own = await signIn(proxied);
-    const reply = await fetch(`${proxied.url}/admin/logout`, { method: 'POST', headers: { cookie: own, ...BEHIND_PROXY, origin: 'https://shop.example.test' }, redirect: 'manual' });
+    const reply = await fetch(`${proxied.url}/admin/logout`, {
+      method: 'POST',
+      headers: { cookie: own, ...BEHIND_PROXY, origin: 'https://shop.example.test' },
+      redirect: 'manual',
+    });
     assert.equal(reply.status, 403);
     const status = await fetch(`${proxied.url}/admin/api/status`, { headers: { cookie: own } });
     assert.equal(status.status, 200);

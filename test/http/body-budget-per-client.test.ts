@@ -43,7 +43,9 @@ async function holdBody(to: TestService, from: string, declared: number, sent: n
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   const client = rawClient(socket);
   const answered = new Promise<void>((resolve) => socket.once('data', () => resolve()).once('close', () => resolve()));
-  socket.write(`POST /webhooks/stripe HTTP/1.1\r\nHost: localhost\r\nStripe-Signature: t=1,v1=00\r\nExpect: 100-continue\r\nContent-Length: ${declared}\r\n\r\n`);
+  socket.write(
+    `POST /webhooks/stripe HTTP/1.1\r\nHost: localhost\r\nStripe-Signature: t=1,v1=00\r\nExpect: 100-continue\r\nContent-Length: ${declared}\r\n\r\n`,
+  );
   await answered;
   if (!socket.destroyed) socket.write('x'.repeat(sent));
   // What came after the 100 Continue: the final answer.
@@ -54,10 +56,13 @@ async function holdBody(to: TestService, from: string, declared: number, sent: n
 function post(to: TestService, from: string, body: string, headers: Record<string, string>): Promise<number | string> {
   const url = new URL(to.url);
   return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port: url.port, path: '/webhooks/stripe', method: 'POST', headers, localAddress: from, agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port: url.port, path: '/webhooks/stripe', method: 'POST', headers, localAddress: from, agent: false },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
     req.end(body);
   });
@@ -77,7 +82,9 @@ test('one address holding all the unverified bodies it may does not keep a signe
   try {
     // Once the server has taken all the attacker may hold, one more body from it is refused.
     const probe = 'y'.repeat(300_000);
-    await waitFor('the attacker to hold all it may', async () => (await post(service, '127.0.0.2', probe, { 'stripe-signature': 't=1,v1=00' })) === 503, { intervalMs: 100 });
+    await waitFor('the attacker to hold all it may', async () => (await post(service, '127.0.0.2', probe, { 'stripe-signature': 't=1,v1=00' })) === 503, {
+      intervalMs: 100,
+    });
     const holding = attackers.filter((a) => a.received() === '').length;
     assert.ok(holding > 0, 'the attacker is holding bodies');
     // Stripe, from elsewhere, is let in while those bodies are still held.

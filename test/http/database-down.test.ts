@@ -75,7 +75,9 @@ after(async () => {
 async function storedEvent(eventId: string): Promise<{ events: number; jobs: number }> {
   const { rows } = await sql<{ events: number; jobs: number }>`
     select (select count(*)::int from stripe_events where event_id = ${eventId}) as events,
-           (select count(*)::int from graphile_worker.jobs j join stripe_events e on e.job_key = j.key where e.event_id = ${eventId}) as jobs`.execute(database.db);
+           (select count(*)::int from graphile_worker.jobs j join stripe_events e on e.job_key = j.key where e.event_id = ${eventId}) as jobs`.execute(
+    database.db,
+  );
   return rows[0]!;
 }
 

@@ -54,11 +54,12 @@ async function connect(): Promise<Connection | undefined> {
   };
 }
 
-const get = (path: string, token?: string) =>
-  `GET ${path} HTTP/1.1\r\nHost: localhost\r\n${token ? `Authorization: Bearer ${token}\r\n` : ''}\r\n`;
+const get = (path: string, token?: string) => `GET ${path} HTTP/1.1\r\nHost: localhost\r\n${token ? `Authorization: Bearer ${token}\r\n` : ''}\r\n`;
 const delivery = (secret = WEBHOOK_SECRET) => {
   const { body, headers } = signDelivery(sampleEvent('charge.succeeded', exampleObject('charge')), secret);
-  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const lines = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   return `POST /webhooks/stripe HTTP/1.1\r\nHost: localhost\r\n${lines}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 };
 
@@ -92,7 +93,10 @@ test('connections that only probed fill the cap for a few seconds, not the keep-
     assert.equal(await deliverOnce(), undefined, 'while the idlers hold the cap, Stripe is refused');
 
     await waitFor('a signed delivery to get in', async () => (await deliverOnce()) === 'HTTP/1.1 200 OK', { timeoutMs: 20_000, intervalMs: 250 });
-    assert.ok(idlers.every((c) => c.isClosed()), 'the server closed the idlers');
+    assert.ok(
+      idlers.every((c) => c.isClosed()),
+      'the server closed the idlers',
+    );
   } finally {
     server.maxConnections = defaultCap;
     for (const idler of idlers) idler.destroy();
@@ -101,17 +105,31 @@ test('connections that only probed fill the cap for a few seconds, not the keep-
 
 test('a connection that carried a verified delivery or an authenticated request keeps its keep-alive', async () => {
   const proven = { delivery: delivery(), admin: get('/admin/api/status', ADMIN_TOKEN), api: get('/api/packages', API_TOKEN) };
-  const unproven = { probe: get('/healthz'), 'forged delivery': delivery('whsec_forged_0123456789'), 'api without token': get('/api/packages'), 'unknown path': get('/nope') };
+  const unproven = {
+    probe: get('/healthz'),
+    'forged delivery': delivery('whsec_forged_0123456789'),
+    'api without token': get('/api/packages'),
+    'unknown path': get('/nope'),
+  };
   const open = (requests: Record<string, string>) =>
-    Promise.all(Object.entries(requests).map(async ([name, text]) => {
-      const connection = (await connect())!;
-      assert.match((await connection.request(text)) ?? 'closed', /^HTTP\/1\.1 [24]\d\d /, name);
-      return { name, connection };
-    }));
+    Promise.all(
+      Object.entries(requests).map(async ([name, text]) => {
+        const connection = (await connect())!;
+        assert.match((await connection.request(text)) ?? 'closed', /^HTTP\/1\.1 [24]\d\d /, name);
+        return { name, connection };
+      }),
+    );
   const [kept, cut] = [await open(proven), await open(unproven)];
   try {
-    await waitFor('the server to close the unproven connections', () => Promise.resolve(cut.every((c) => c.connection.isClosed())), { timeoutMs: 20_000, intervalMs: 100 });
-    assert.deepEqual(kept.filter((c) => c.connection.isClosed()).map((c) => c.name), [], 'proven connections still open');
+    await waitFor('the server to close the unproven connections', () => Promise.resolve(cut.every((c) => c.connection.isClosed())), {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
+    assert.deepEqual(
+      kept.filter((c) => c.connection.isClosed()).map((c) => c.name),
+      [],
+      'proven connections still open',
+    );
     // And still usable: the long keep-alive is what a proxy's connection reuse relies on.
     for (const { name, connection } of kept) assert.equal(await connection.request(get('/healthz')), 'HTTP/1.1 200 OK', name);
   } finally {

@@ -71,9 +71,16 @@ function appRoutes(): MountedRoute[] {
   const { config, pools, readiness, stripe } = file.service;
   const logger = createLogger('silent');
   const metrics = new Metrics(pools.api.db);
-  const stripeCalls = new StripeCalls(createStripeClient(STRIPE_SECRET_KEY, stripe.url, { timeoutMs: config.stripeTimeoutMs }), { maxConcurrent: 1, timeoutMs: config.stripeTimeoutMs, metrics, logger });
+  const stripeCalls = new StripeCalls(createStripeClient(STRIPE_SECRET_KEY, stripe.url, { timeoutMs: config.stripeTimeoutMs }), {
+    maxConcurrent: 1,
+    timeoutMs: config.stripeTimeoutMs,
+    metrics,
+    logger,
+  });
   const claim = () => Promise.reject(new Error('the routes are only listed here'));
-  const app = buildApp({ config, db: pools.api.db, claim, stripeCalls, modules: businessModules, readiness, logger, metrics }) as unknown as { router: { stack: Layer[] } };
+  const app = buildApp({ config, db: pools.api.db, claim, stripeCalls, modules: businessModules, readiness, logger, metrics }) as unknown as {
+    router: { stack: Layer[] };
+  };
   return mountedRoutes(app.router.stack);
 }
 
@@ -87,16 +94,24 @@ test('every route under /api and /admin/api is described, and every described op
   const described = new Set(describedOperations().map((o) => `${o.method} ${o.path}`));
   const undescribed = routes.filter((r) => isApi(r.path) && !described.has(`${r.method} ${r.path}`)).map((r) => `${r.method} ${r.path}`);
   assert.deepEqual(undescribed, [], 'routes docs/openapi.json does not describe');
-  assert.deepEqual([...described].filter((o) => !mounted.has(o)), [], 'described operations the app has no route for');
+  assert.deepEqual(
+    [...described].filter((o) => !mounted.has(o)),
+    [],
+    'described operations the app has no route for',
+  );
   const api = routes.filter((r) => isApi(r.path)).length;
   t.diagnostic(`${api} routes under /api and /admin/api, ${described.size} operations described (${described.size - api} ops routes)`);
 });
 
 // The HTTP layer's top-level functions and constants, by name: where statuses are decided.
 const HTTP_LAYER = [
-  ...readdirSync('src/http').filter((f) => f.endsWith('.ts')).map((f) => join('src/http', f)),
+  ...readdirSync('src/http')
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => join('src/http', f)),
   'src/business-module.ts',
-  ...readdirSync('src/modules').map((m) => join('src/modules', m, 'routes.ts')).filter((f) => existsSync(f)),
+  ...readdirSync('src/modules')
+    .map((m) => join('src/modules', m, 'routes.ts'))
+    .filter((f) => existsSync(f)),
 ];
 
 /**
@@ -154,8 +169,11 @@ test("every operation under /api and /admin/api describes exactly the statuses i
     const name = `${method.toUpperCase()} ${path}`;
     const code = statusesOf(routes.get(`${method} ${path}`)?.handlers ?? [], declarations);
     const shared = middlewareStatuses(path);
-    const described = Object.keys(operation.responses).filter((s) => s !== 'default').map(Number);
-    for (const status of described) if (!code.has(status) && !shared.has(status)) problems.push(`${name} describes ${status}, which neither its code nor the middleware gives`);
+    const described = Object.keys(operation.responses)
+      .filter((s) => s !== 'default')
+      .map(Number);
+    for (const status of described)
+      if (!code.has(status) && !shared.has(status)) problems.push(`${name} describes ${status}, which neither its code nor the middleware gives`);
     for (const status of code) if (!described.includes(status)) problems.push(`${name} can answer ${status}, which it does not describe`);
     assert.ok(operation.responses.default, `${name} describes the middleware's other errors as its default`);
     checked += described.length;
@@ -166,9 +184,13 @@ test("every operation under /api and /admin/api describes exactly the statuses i
 
 test("the notification types the modules send are the document's webhooks, and every schema compiles", (t) => {
   const sources = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [readFileSync(join(dir, e.name), 'utf8')] : []));
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [readFileSync(join(dir, e.name), 'utf8')] : [],
+    );
   // `type: 'order.paid'` in a notifyAccounts call; the dispute types by their role (ledger/disputes.ts).
-  const sent = new Set(sources('src/modules').flatMap((text) => [...text.matchAll(/\b(?:type|disputed|reinstated):\s*'((?:order|subscription)\.[a-z_]+)'/g)].map((m) => m[1]!)));
+  const sent = new Set(
+    sources('src/modules').flatMap((text) => [...text.matchAll(/\b(?:type|disputed|reinstated):\s*'((?:order|subscription)\.[a-z_]+)'/g)].map((m) => m[1]!)),
+  );
   assert.deepEqual(Object.keys(openApi.webhooks).sort(), [...sent].sort());
   t.diagnostic(`${sent.size} notification types, ${compileComponents()} component schemas compiled`);
 });

@@ -32,7 +32,8 @@ async function connect({ allowHalfOpen = false } = {}): Promise<Client> {
   return { ...rawClient(socket), writeErrors, ended: () => ended };
 }
 
-const headers = (framing: string) => `POST /webhooks/stripe HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nStripe-Signature: t=1,v1=00\r\n${framing}\r\n\r\n`;
+const headers = (framing: string) =>
+  `POST /webhooks/stripe HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nStripe-Signature: t=1,v1=00\r\n${framing}\r\n\r\n`;
 const DECLARED = headers(`Content-Length: ${BODY_BYTES}`);
 const CHUNKED = headers('Transfer-Encoding: chunked');
 
@@ -50,10 +51,14 @@ async function send(client: Client, bytes: number, { chunked = false, end = true
   if (chunked && end && !client.socket.destroyed) client.socket.write('0\r\n\r\n');
 }
 
-const answered413 = (client: Client) => /^HTTP\/1\.1 413 .*\r\nconnection: close\r\n/is.test(client.received()) && client.received().includes('request body too large');
+const answered413 = (client: Client) =>
+  /^HTTP\/1\.1 413 .*\r\nconnection: close\r\n/is.test(client.received()) && client.received().includes('request body too large');
 
 test('a client still sending its 2 MiB body when the 413 and the FIN come reads its 413, without a reset', async () => {
-  for (const [framing, chunked, before] of [[DECLARED, false, 0], [CHUNKED, true, 1024 * 1024 + CHUNK.length]] as const) {
+  for (const [framing, chunked, before] of [
+    [DECLARED, false, 0],
+    [CHUNKED, true, 1024 * 1024 + CHUNK.length],
+  ] as const) {
     const client = await connect({ allowHalfOpen: true });
     client.socket.write(framing);
     await send(client, before, { chunked, end: false });
@@ -63,7 +68,11 @@ test('a client still sending its 2 MiB body when the 413 and the FIN come reads 
     await send(client, BODY_BYTES - before, { chunked });
     client.socket.end();
     await closedWithin(client, 10_000);
-    assert.deepEqual(client.writeErrors.map((e) => e.message), [], `${chunked ? 'chunked' : 'declared'}: the body's last writes`);
+    assert.deepEqual(
+      client.writeErrors.map((e) => e.message),
+      [],
+      `${chunked ? 'chunked' : 'declared'}: the body's last writes`,
+    );
     assert.ok(answered413(client));
   }
 });

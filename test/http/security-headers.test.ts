@@ -74,7 +74,11 @@ test('without TRUST_PROXY, a client saying X-Forwarded-Proto: https gets no HSTS
 });
 
 test('ROLE=worker’s health and metrics answers carry them too', async () => {
-  for (const [path, init, status] of [['/healthz', {}, 200], ['/metrics', {}, 401], ['/metrics', bearer(ADMIN_TOKEN), 200]] as const) {
+  for (const [path, init, status] of [
+    ['/healthz', {}, 200],
+    ['/metrics', {}, 401],
+    ['/metrics', bearer(ADMIN_TOKEN), 200],
+  ] as const) {
     const headers = await headersOf(worker, path, init, status);
     assert.equal(headers.get('x-content-type-options'), 'nosniff', path);
     assert.equal(headers.get('referrer-policy'), 'no-referrer', path);

@@ -21,7 +21,8 @@ async function connect(): Promise<RawClient> {
   return rawClient(socket);
 }
 
-const headers = (length: number) => `POST /webhooks/stripe HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nStripe-Signature: t=1,v1=00\r\nContent-Length: ${length}\r\n\r\n`;
+const headers = (length: number) =>
+  `POST /webhooks/stripe HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nStripe-Signature: t=1,v1=00\r\nContent-Length: ${length}\r\n\r\n`;
 
 test('a body sent a byte at a time is cut off once the request timeout passes', async () => {
   const client = await connect();

@@ -58,8 +58,14 @@ test('an Idempotency-Key is in flight while its lease runs, and free once it ran
   await database.db
     .insertInto('api_idempotency_keys')
     .values({
-      idempotency_key: `checkout:${key}`, operation: 'checkout', request_hash: requestHash(['starter', accountId, null]),
-      subject: JSON.stringify({ orderId: order.order_id }), response_status: null, response_body: null, leased_until: sql<Date>`now() + interval '1 hour'`, counted: false,
+      idempotency_key: `checkout:${key}`,
+      operation: 'checkout',
+      request_hash: requestHash(['starter', accountId, null]),
+      subject: JSON.stringify({ orderId: order.order_id }),
+      response_status: null,
+      response_body: null,
+      leased_until: sql<Date>`now() + interval '1 hour'`,
+      counted: false,
     })
     .execute();
   const call = () => service.call('POST', '/api/checkout', { body, headers: { 'idempotency-key': key } });

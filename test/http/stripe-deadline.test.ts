@@ -19,7 +19,11 @@ const BYTE_EVERY_MS = 20;
 async function tricklingRelay(target: OfflineStripe): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer(async (req, res) => {
     const body = Buffer.concat(await req.toArray());
-    const upstream = await fetch(target.url + req.url, { method: req.method, headers: req.headers as Record<string, string>, ...(body.length > 0 && { body }) });
+    const upstream = await fetch(target.url + req.url, {
+      method: req.method,
+      headers: req.headers as Record<string, string>,
+      ...(body.length > 0 && { body }),
+    });
     const answer = Buffer.from(await upstream.arrayBuffer());
     res.writeHead(upstream.status, { 'content-type': 'application/json', 'content-length': answer.length, 'request-id': 'req_trickled' });
     for (const byte of answer) {

@@ -44,10 +44,16 @@ describe('a valid delivery', () => {
     assert.equal(row.stripe_created_at.getTime(), event.created * 1000);
     assert.deepEqual(row.payload, event);
     // Its job is the one its row names, and a worker taking it gets the batch payload.
-    assert.deepEqual((await fulfilmentJobs(file.database.db)).map((j) => ({ key: j.key, event_ids: j.event_ids })), [{ key: row.job_key, event_ids: [event.id] }]);
+    assert.deepEqual(
+      (await fulfilmentJobs(file.database.db)).map((j) => ({ key: j.key, event_ids: j.event_ids })),
+      [{ key: row.job_key, event_ids: [event.id] }],
+    );
     const worker = await holdJobs(file.database, 1);
     await worker.release();
-    assert.deepEqual(worker.jobs.map((j) => j.payload), [[{ eventId: event.id }]]);
+    assert.deepEqual(
+      worker.jobs.map((j) => j.payload),
+      [[{ eventId: event.id }]],
+    );
   });
 
   test('signed with the previous secret during a rotation is accepted', async () => {
@@ -119,10 +125,19 @@ describe('the same event id delivered again', () => {
 describe('a bad delivery is a 400 and stores nothing', () => {
   const now = () => Math.floor(Date.now() / 1000);
   const cases: Array<[string, () => { body: string; headers: Record<string, string> }]> = [
-    ['no Stripe-Signature header', () => ({ body: JSON.stringify(sampleEvent('charge.succeeded', exampleObject('charge'))), headers: { 'content-type': 'application/json' } })],
+    [
+      'no Stripe-Signature header',
+      () => ({ body: JSON.stringify(sampleEvent('charge.succeeded', exampleObject('charge'))), headers: { 'content-type': 'application/json' } }),
+    ],
     ['a signature by an unknown secret', () => signDelivery(sampleEvent('charge.succeeded', exampleObject('charge')), 'whsec_someone_else')],
-    ['a timestamp older than the 300 s tolerance', () => signDelivery(sampleEvent('charge.succeeded', exampleObject('charge')), WEBHOOK_SECRET, { timestamp: now() - 301 })],
-    ['a timestamp in the future beyond the tolerance', () => signDelivery(sampleEvent('charge.succeeded', exampleObject('charge')), WEBHOOK_SECRET, { timestamp: now() + 301 })],
+    [
+      'a timestamp older than the 300 s tolerance',
+      () => signDelivery(sampleEvent('charge.succeeded', exampleObject('charge')), WEBHOOK_SECRET, { timestamp: now() - 301 }),
+    ],
+    [
+      'a timestamp in the future beyond the tolerance',
+      () => signDelivery(sampleEvent('charge.succeeded', exampleObject('charge')), WEBHOOK_SECRET, { timestamp: now() + 301 }),
+    ],
     [
       'a body changed after signing',
       () => {

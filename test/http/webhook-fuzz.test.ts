@@ -51,7 +51,10 @@ const check = <T>(property: fc.IAsyncProperty<T>, numRuns: number) => fc.assert(
 /** Any UTF-16 code unit: NUL, controls, lone surrogates included. */
 const anyUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
 /** What fetch lets into a header value: space, visible ASCII and latin-1. */
-const headerUnit = fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c));
+const headerUnit = fc
+  .integer({ min: 0x20, max: 0xff })
+  .filter((c) => c !== 0x7f)
+  .map((c) => String.fromCharCode(c));
 const printableAscii = fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c));
 const hex64 = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((bytes) => Buffer.from(bytes).toString('hex'));
 
@@ -85,16 +88,22 @@ describe('Stripe-Signature', () => {
     const stamp = fc.oneof(
       // 30 s either side of the 300 s tolerance, so that a slow machine cannot move a case across it.
       { arbitrary: fc.record({ skew: fc.integer({ min: -270, max: 270 }) }), weight: 3 },
-      fc.record({ skew: fc.oneof(fc.integer({ min: 330, max: 2 ** 31 - 1 }), fc.integer({ min: -(2 ** 31), max: -330 }), fc.constantFrom(10 ** 12, 10 ** 14)) }),
+      fc.record({
+        skew: fc.oneof(fc.integer({ min: 330, max: 2 ** 31 - 1 }), fc.integer({ min: -(2 ** 31), max: -330 }), fc.constantFrom(10 ** 12, 10 ** 14)),
+      }),
       // Not a number to parseInt: Stripe's verifier would sign over "NaN." and skip its age check.
-      fc.record({ text: fc.oneof(fc.constantFrom('', 'abc', 'NaN', 'Infinity', '-', '+', ' ', 'now'), fc.string({ unit: headerUnit, maxLength: 20 })) })
+      fc
+        .record({ text: fc.oneof(fc.constantFrom('', 'abc', 'NaN', 'Infinity', '-', '+', ' ', 'now'), fc.string({ unit: headerUnit, maxLength: 20 })) })
         .filter(({ text }) => Number.isNaN(Number.parseInt(text, 10)) && !/[,=]/.test(text)),
     );
     // Never a second `t` (Stripe's parser reads the last one) and never an empty v1 (Stripe's
     // verifier throws on it and refuses the whole header: safe, and not what this is about).
     const decoy = fc.oneof(
       hex64.map((h) => `v1=${h}`),
-      fc.string({ unit: headerUnit, minLength: 1, maxLength: 60 }).filter((s) => !/[,=]/.test(s)).map((s) => `v1=${s}`),
+      fc
+        .string({ unit: headerUnit, minLength: 1, maxLength: 60 })
+        .filter((s) => !/[,=]/.test(s))
+        .map((s) => `v1=${s}`),
       hex64.map((h) => `v0=${h}`),
       fc.string({ unit: headerUnit, maxLength: 30 }).filter((s) => !s.includes(',') && !['t', 'v1'].includes(s.split('=')[0]!)),
     );
@@ -122,7 +131,9 @@ describe('Stripe-Signature', () => {
   });
 
   test('missing or any garbage string is rejected', async () => {
-    const header = fc.option(fc.oneof(fc.string({ unit: headerUnit, maxLength: 60 }), fc.string({ unit: headerUnit, minLength: 1000, maxLength: 8000 })), { nil: undefined });
+    const header = fc.option(fc.oneof(fc.string({ unit: headerUnit, maxLength: 60 }), fc.string({ unit: headerUnit, minLength: 1000, maxLength: 8000 })), {
+      nil: undefined,
+    });
     await check(
       fc.asyncProperty(header, async (value) => {
         const body = Buffer.from(JSON.stringify(freshEvent()));
@@ -134,17 +145,41 @@ describe('Stripe-Signature', () => {
 });
 
 describe('a body under a valid signature', () => {
-  const invalidUtf8 = fc.constantFrom([0xff], [0xfe], [0x80], [0xc0, 0x80], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80]);
+  const invalidUtf8 = fc.constantFrom(
+    [0xff],
+    [0xfe],
+    [0x80],
+    [0xc0, 0x80],
+    [0xe2, 0x82],
+    [0xed, 0xa0, 0x80],
+    [0xf4, 0x90, 0x80, 0x80],
+    [0xf8, 0x88, 0x80, 0x80, 0x80],
+  );
 
   test('that is not UTF-8 is rejected, signed over its bytes or over a lossy decoding of them', async () => {
     const body = fc.oneof(
       // An event with bad bytes inside a string value.
-      fc.array(fc.oneof(invalidUtf8, fc.array(fc.integer({ min: 0x20, max: 0x7e }).filter((c) => c !== 0x22 && c !== 0x5c), { maxLength: 8 })), { maxLength: 6 }).chain((parts) =>
-        invalidUtf8.map((bad) => {
-          const [head, tail] = JSON.stringify(freshEvent()).split('"description":');
-          return Buffer.concat([Buffer.from(`${head}"description":"`), Buffer.from([...bad, ...parts.flat()]), Buffer.from(`",${tail!.replace(/^[^,]*,/, '')}`)]);
-        }),
-      ),
+      fc
+        .array(
+          fc.oneof(
+            invalidUtf8,
+            fc.array(
+              fc.integer({ min: 0x20, max: 0x7e }).filter((c) => c !== 0x22 && c !== 0x5c),
+              { maxLength: 8 },
+            ),
+          ),
+          { maxLength: 6 },
+        )
+        .chain((parts) =>
+          invalidUtf8.map((bad) => {
+            const [head, tail] = JSON.stringify(freshEvent()).split('"description":');
+            return Buffer.concat([
+              Buffer.from(`${head}"description":"`),
+              Buffer.from([...bad, ...parts.flat()]),
+              Buffer.from(`",${tail!.replace(/^[^,]*,/, '')}`),
+            ]);
+          }),
+        ),
       fc.tuple(fc.uint8Array({ maxLength: 2000 }), invalidUtf8).map(([bytes, bad]) => Buffer.concat([Buffer.from(bytes), Buffer.from(bad)])),
     );
     await check(
@@ -193,7 +228,10 @@ describe('a body under a valid signature', () => {
     const objectId: fc.Arbitrary<{ id?: unknown }> = fc.oneof(
       { arbitrary: oddString.map((id) => ({ id })), weight: 4 },
       fc.constant({}), // no id at all: invoice.upcoming and friends
-      fc.jsonValue({ maxDepth: 1 }).filter((v) => typeof v !== 'string').map((id) => ({ id })),
+      fc
+        .jsonValue({ maxDepth: 1 })
+        .filter((v) => typeof v !== 'string')
+        .map((id) => ({ id })),
     );
     const event = fc.record({
       id: oddString,
@@ -204,7 +242,10 @@ describe('a body under a valid signature', () => {
         fc.double(),
       ),
       livemode: fc.oneof({ arbitrary: fc.boolean(), weight: 4 }, fc.jsonValue({ maxDepth: 1 })),
-      object: fc.tuple(objectId, fc.dictionary(fc.string({ unit: anyUnit, maxLength: 10 }), fc.jsonValue({ stringUnit: anyUnit, maxDepth: 3 }), { maxKeys: 4 })),
+      object: fc.tuple(
+        objectId,
+        fc.dictionary(fc.string({ unit: anyUnit, maxLength: 10 }), fc.jsonValue({ stringUnit: anyUnit, maxDepth: 3 }), { maxKeys: 4 }),
+      ),
     });
     let accepted = 0;
     await check(
@@ -220,10 +261,7 @@ describe('a body under a valid signature', () => {
         if (outcome !== 'accepted') return;
         accepted++;
         const row = await database.db.selectFrom('stripe_events').selectAll().where('event_id', '=', id).executeTakeFirstOrThrow();
-        assert.deepEqual(
-          [row.type, row.object_id, row.livemode, row.stripe_created_at.getTime()],
-          [type, objectId, livemode, (created as number) * 1000],
-        );
+        assert.deepEqual([row.type, row.object_id, row.livemode, row.stripe_created_at.getTime()], [type, objectId, livemode, (created as number) * 1000]);
       }),
       250,
     );
@@ -275,7 +313,13 @@ describe('size', () => {
     const giveUpAfter = 256 * MiB;
     let written = 0;
     const status = await new Promise<number | string>((resolve) => {
-      const request = http.request({ host: hostname, port, path: '/webhooks/stripe', method: 'POST', headers: { 'transfer-encoding': 'chunked', 'stripe-signature': signed(Buffer.alloc(0)) } });
+      const request = http.request({
+        host: hostname,
+        port,
+        path: '/webhooks/stripe',
+        method: 'POST',
+        headers: { 'transfer-encoding': 'chunked', 'stripe-signature': signed(Buffer.alloc(0)) },
+      });
       let answered = false;
       request.on('response', (response) => {
         answered = true;
@@ -307,7 +351,13 @@ describe('size', () => {
     const before = await judge.counts();
     for (const length of [1000, MiB]) {
       await new Promise<void>((resolve) => {
-        const request = http.request({ host: hostname, port, path: '/webhooks/stripe', method: 'POST', headers: { 'content-length': length, 'stripe-signature': 't=1,v1=0' } });
+        const request = http.request({
+          host: hostname,
+          port,
+          path: '/webhooks/stripe',
+          method: 'POST',
+          headers: { 'content-length': length, 'stripe-signature': 't=1,v1=0' },
+        });
         request.on('error', () => resolve());
         request.write(Buffer.alloc(length / 2, 'x'), () => setTimeout(() => request.destroy(), 20));
       });
@@ -331,10 +381,16 @@ describe('huge headers', () => {
         const pad = 'v1=' + 'a'.repeat(total);
         const headers: Record<string, string> = split
           ? Object.fromEntries(Array.from({ length: Math.ceil(total / 1000) }, (_, i) => [`x-pad-${i}`, 'a'.repeat(1000)]))
-          : intoSignature ? { 'stripe-signature': `t=${now()},${pad}` } : { 'x-pad': pad };
+          : intoSignature
+            ? { 'stripe-signature': `t=${now()},${pad}` }
+            : { 'x-pad': pad };
         const body = Buffer.from(JSON.stringify(freshEvent()));
         const before = await judge.counts();
-        const response = await fetch(`${service.url}/webhooks/stripe`, { method: 'POST', body, headers: { 'stripe-signature': `t=${now()},v1=0`, ...headers } });
+        const response = await fetch(`${service.url}/webhooks/stripe`, {
+          method: 'POST',
+          body,
+          headers: { 'stripe-signature': `t=${now()},v1=0`, ...headers },
+        });
         const text = await response.text();
         if (total > 17 * 1024) assert.equal(response.status, 431, text);
         else if (total < 15 * 1024) assert.equal(response.status, 400, text);

@@ -116,7 +116,9 @@ test('two processes, duplicated deliveries, one killed and restarted: every orde
     select (select count(distinct order_id)::int from credit_grants where order_id = any(${orders.map((o) => o.order_id)})) as orders,
            (select count(*)::int from credit_grants where order_id = any(${orders.map((o) => o.order_id)})) as grants,
            (select count(*)::int from orders where status = 'paid' and order_id = any(${orders.map((o) => o.order_id)})) as paid,
-           (select coalesce(sum(granted), 0)::int from account_credits where account_id = any(${orders.map((o) => o.account_id)})) as credits`.execute(file.database.db);
+           (select coalesce(sum(granted), 0)::int from account_credits where account_id = any(${orders.map((o) => o.account_id)})) as credits`.execute(
+    file.database.db,
+  );
   assert.deepEqual(rows[0], { orders: 60, grants: 60, paid: 60, credits: 60 * 40 });
   const { rows: outcomes } = await sql<{ status: string; n: number }>`
     select status, count(*)::int as n from stripe_events group by status order by status`.execute(file.database.db);

@@ -70,7 +70,10 @@ test('a changed identity queues one reconcile, from the newest, however many wor
   // Without STRIPE_SECRET_KEY the change is recorded, and nothing is queued.
   await clearQueue();
   await restoredFromAnotherServer();
-  assert.deepEqual((({ changed, reconcileQueued }) => ({ changed, reconcileQueued }))(await checkDatabaseIdentity(database.db, { reconcile: false })), { changed: true, reconcileQueued: false });
+  assert.deepEqual((({ changed, reconcileQueued }) => ({ changed, reconcileQueued }))(await checkDatabaseIdentity(database.db, { reconcile: false })), {
+    changed: true,
+    reconcileQueued: false,
+  });
   assert.equal(await queuedReconciles(), 0);
 });
 
@@ -86,7 +89,8 @@ test('a changed identity queues a sweep soon: jobs fetched from the old leader a
   await deleteJobs(database.db);
   const paid = paidEvent(await givenOrder(database));
   await claimEvents(database.db, [incomingEvent(paid)], { maxAttempts: 10 });
-  const attempts = async () => (await database.db.selectFrom('stripe_events').select('attempts').where('event_id', '=', paid.id).executeTakeFirstOrThrow()).attempts;
+  const attempts = async () =>
+    (await database.db.selectFrom('stripe_events').select('attempts').where('event_id', '=', paid.id).executeTakeFirstOrThrow()).attempts;
   // A worker fetched the event's job from the old leader and lost it with the leader's connections:
   // the job stays locked (graphile-worker frees it after 4 hours), the event's row is not.
   const deadWorker = await holdJobs(database, 1);
@@ -105,7 +109,12 @@ test('a changed identity queues a sweep soon: jobs fetched from the old leader a
     // The sweep task honours the job's staleness (1 s here, so the test need not wait 15); the
     // schedule's run, with STALE_AFTER_SECONDS, leaves the row for minutes more.
     await lockedLongerThan(database.db, deadWorker, 1_000);
-    const sweep = sweepTask.task({ db: database.db, logger: createLogger('silent'), metrics: new Metrics(database.db), config: { staleAfterMs: 300_000, maxAttempts: 10 } });
+    const sweep = sweepTask.task({
+      db: database.db,
+      logger: createLogger('silent'),
+      metrics: new Metrics(database.db),
+      config: { staleAfterMs: 300_000, maxAttempts: 10 },
+    });
     const helpers = {} as Parameters<typeof sweep>[1]; // the sweep reads none
     await sweep({ _cron: { ts: new Date().toISOString(), backfilled: false } }, helpers);
     assert.equal(await attempts(), 0, 'the scheduled sweep left the event alone');
@@ -114,10 +123,13 @@ test('a changed identity queues a sweep soon: jobs fetched from the old leader a
     // A fresh job carries the event; the dead worker's stays locked, carrying nothing any more.
     // (The previous test's event, whose job was deleted above, is reclaimed with it.)
     const jobs = await fulfilmentJobs(database.db);
-    assert.deepEqual(jobs.map((job) => ({ locked: job.locked_at !== null, carries: job.event_ids.includes(paid.id) })), [
-      { locked: true, carries: false },
-      { locked: false, carries: true },
-    ]);
+    assert.deepEqual(
+      jobs.map((job) => ({ locked: job.locked_at !== null, carries: job.event_ids.includes(paid.id) })),
+      [
+        { locked: true, carries: false },
+        { locked: false, carries: true },
+      ],
+    );
   } finally {
     await deadWorker.release();
     await deleteJobs(database.db);
@@ -150,7 +162,10 @@ test('a role that may not read the system identifier or timeline: the oid alone 
   const { rows } = await sql<{ oid: number }>`select oid from pg_database where datname = current_database()`.execute(database.db);
   assert.equal(check.current.databaseOid, rows[0]!.oid);
   assert.equal((await checkDatabaseIdentity(asRole.db, { reconcile: false, logger })).changed, false, 'the same oid is the same database');
-  assert.deepEqual(warnings.map((line) => line.msg), ["the database's role may not read its system identifier or timeline: a failover is noticed only by RECONCILE_CRON's schedule"]);
+  assert.deepEqual(
+    warnings.map((line) => line.msg),
+    ["the database's role may not read its system identifier or timeline: a failover is noticed only by RECONCILE_CRON's schedule"],
+  );
   await sql`delete from database_identity`.execute(database.db);
 });
 

@@ -33,7 +33,11 @@ test('a delivery in flight when its worker is SIGKILLed is retried by another pr
     receiver.dropHanging();
     receiver.answer = () => ({ status: 204 });
 
-    const leased = await file.database.db.selectFrom('notification_deliveries').selectAll().where('notification_id', '=', inFlight!.id).executeTakeFirstOrThrow();
+    const leased = await file.database.db
+      .selectFrom('notification_deliveries')
+      .selectAll()
+      .where('notification_id', '=', inFlight!.id)
+      .executeTakeFirstOrThrow();
     assert.deepEqual([leased.status, leased.attempts, leased.leased_until !== null], ['pending', 1, true], 'the dead attempt left its lease and nothing else');
 
     const second = await file.start({ ...env, ROLE: 'worker' });
@@ -44,9 +48,20 @@ test('a delivery in flight when its worker is SIGKILLed is retried by another pr
     });
     assert.equal(delivered.attempts, 2);
     const requests = receiver.received.filter((r) => r.id === inFlight!.id);
-    assert.deepEqual(requests.map((r) => [r.verified, r.answered]), [[true, 'hung'], [true, 204]]);
+    assert.deepEqual(
+      requests.map((r) => [r.verified, r.answered]),
+      [
+        [true, 'hung'],
+        [true, 204],
+      ],
+    );
     assert.equal(requests[0]!.body, requests[1]!.body);
-    const attempts = await file.database.db.selectFrom('notification_attempts').select(['status_code', 'error']).where('delivery_id', '=', delivered.delivery_id).orderBy('started_at').execute();
+    const attempts = await file.database.db
+      .selectFrom('notification_attempts')
+      .select(['status_code', 'error'])
+      .where('delivery_id', '=', delivered.delivery_id)
+      .orderBy('started_at')
+      .execute();
     assert.deepEqual(attempts, [
       { status_code: null, error: 'interrupted: the worker stopped during the attempt, which was retried' },
       { status_code: 204, error: null },
@@ -60,9 +75,11 @@ test('a delivery in flight when its worker is SIGKILLed is retried by another pr
 
 test('an interrupted last attempt ends the delivery failed, not retried for good', async () => {
   const outbox = createOutbox({ appWebhookUrls: ['http://127.0.0.1:9/app'] });
-  await file.database.db.transaction().execute((tx) =>
-    outbox.add(tx, [{ type: 'order.paid', key: 'order.paid:ord_interrupted', accountId: 'acct_interrupted', sequence: 1, eventId: null, data: {} }]),
-  );
+  await file.database.db
+    .transaction()
+    .execute((tx) =>
+      outbox.add(tx, [{ type: 'order.paid', key: 'order.paid:ord_interrupted', accountId: 'acct_interrupted', sequence: 1, eventId: null, data: {} }]),
+    );
   // As a worker leaves it when it dies during the 23rd attempt.
   await sql`update notification_deliveries d set attempts = 23, leased_until = now() - interval '1 second', last_attempt_at = now() - interval '20 seconds'
             from notifications n where n.notification_id = d.notification_id and n.business_key = 'order.paid:ord_interrupted'`.execute(file.database.db);

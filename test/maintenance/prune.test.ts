@@ -56,10 +56,15 @@ test('fulfilment jobs out of attempts go once no worker holds them; the others s
   try {
     await claim('evt_a', 10);
     await claim('evt_c', 10);
-    await sql`select graphile_worker.permanently_fail_jobs(array[${(await jobOf(database.db, 'evt_a'))!.id}]::bigint[], 'test: out of attempts')`.execute(database.db);
+    await sql`select graphile_worker.permanently_fail_jobs(array[${(await jobOf(database.db, 'evt_a'))!.id}]::bigint[], 'test: out of attempts')`.execute(
+      database.db,
+    );
     const result = await pruneEvents(database.db, { retentionDays: 31 });
     assert.equal(result.deleted_jobs, 1);
-    assert.deepEqual((await fulfilmentJobs(database.db)).flatMap((job) => job.event_ids), ['evt_b', 'evt_c']);
+    assert.deepEqual(
+      (await fulfilmentJobs(database.db)).flatMap((job) => job.event_ids),
+      ['evt_b', 'evt_c'],
+    );
   } finally {
     await worker.release();
     await deleteJobs(database.db);
@@ -103,19 +108,27 @@ test("Idempotency-Keys past the window go, except a refund's: the next refund st
   const service = await startTestService(database);
   try {
     const order = await paidOrder(database, service);
-    const checkout = () => service.call('POST', '/api/checkout', { body: { package_id: 'starter', account_id: order.account_id }, headers: { 'idempotency-key': 'old-checkout' } });
-    const refund = (key: string) => service.call('POST', `/admin/api/orders/${order.order_id}/refund`, { body: { amount: 100 }, headers: { 'idempotency-key': key }});
+    const checkout = () =>
+      service.call('POST', '/api/checkout', { body: { package_id: 'starter', account_id: order.account_id }, headers: { 'idempotency-key': 'old-checkout' } });
+    const refund = (key: string) =>
+      service.call('POST', `/admin/api/orders/${order.order_id}/refund`, { body: { amount: 100 }, headers: { 'idempotency-key': key } });
     const first = await checkout();
     assert.equal(first.status, 201);
     assert.equal((await refund('old-refund')).status, 201);
     await sql`update api_idempotency_keys set created_at = now() - interval '40 days'`.execute(database.db);
-    const young = await service.call('POST', '/api/checkout', { body: { package_id: 'starter', account_id: order.account_id }, headers: { 'idempotency-key': 'young-checkout' } });
+    const young = await service.call('POST', '/api/checkout', {
+      body: { package_id: 'starter', account_id: order.account_id },
+      headers: { 'idempotency-key': 'young-checkout' },
+    });
     assert.equal(young.status, 201);
 
     const result = await pruneEvents(database.db, { retentionDays: 31 });
     assert.equal(result.deleted_keys, 1);
     const { rows } = await sql<{ idempotency_key: string }>`select idempotency_key from api_idempotency_keys order by idempotency_key`.execute(database.db);
-    assert.deepEqual(rows.map((r) => r.idempotency_key), ['checkout:young-checkout', 'refund:old-refund']);
+    assert.deepEqual(
+      rows.map((r) => r.idempotency_key),
+      ['checkout:young-checkout', 'refund:old-refund'],
+    );
     const again = await checkout();
     assert.equal(again.status, 201);
     assert.notEqual(again.body.order_id, first.body.order_id, 'a pruned key is a new request');
@@ -134,9 +147,13 @@ test('delivered notifications past the window go; pending and failed ones stay h
   const outbox = createOutbox({ appWebhookUrls: ['http://127.0.0.1:9/a', 'http://127.0.0.1:9/b'] });
   const keys = ['delivered_old', 'half_delivered_old', 'failed_old', 'pending_old', 'delivered_young'];
   await database.db.transaction().execute((tx) =>
-    outbox.add(tx, keys.map((key) => ({ type: 'order.paid', key: `prune:${key}`, accountId: 'acct_prune', sequence: 1, eventId: null, data: {} }))),
+    outbox.add(
+      tx,
+      keys.map((key) => ({ type: 'order.paid', key: `prune:${key}`, accountId: 'acct_prune', sequence: 1, eventId: null, data: {} })),
+    ),
   );
-  const moved = (key: string, status: string, endpoints = sql`true`) => sql`
+  const moved = (key: string, status: string, endpoints = sql`true`) =>
+    sql`
     update notification_deliveries d set status = ${status}, last_error = case when ${status} = 'failed' then 'HTTP 500' end,
       delivered_at = case when ${status} = 'delivered' then now() end
     from notifications n where n.notification_id = d.notification_id and n.business_key = ${`prune:${key}`} and ${endpoints}`.execute(database.db);
@@ -145,14 +162,25 @@ test('delivered notifications past the window go; pending and failed ones stay h
   await moved('failed_old', 'failed');
   await moved('delivered_young', 'delivered');
   // An attempt logged for every delivery, as the pump logs them.
-  await sql`insert into notification_attempts (delivery_id, started_at, duration_ms, status_code) select delivery_id, now(), 1, 204 from notification_deliveries`.execute(database.db);
+  await sql`insert into notification_attempts (delivery_id, started_at, duration_ms, status_code) select delivery_id, now(), 1, 204 from notification_deliveries`.execute(
+    database.db,
+  );
   await sql`update notifications set created_at = now() - interval '40 days' where business_key like 'prune:%_old'`.execute(database.db);
 
   const result = await pruneEvents(database.db, { retentionDays: 31 });
   assert.equal(result.deleted_notifications, 1);
-  const { rows } = await sql<{ business_key: string }>`select business_key from notifications where business_key like 'prune:%' order by business_key`.execute(database.db);
-  assert.deepEqual(rows.map((r) => r.business_key), ['prune:delivered_young', 'prune:failed_old', 'prune:half_delivered_old', 'prune:pending_old']);
-  const orphans = await sql<{ n: number }>`select count(*)::int as n from notification_deliveries d where not exists (select 1 from notifications n where n.notification_id = d.notification_id)`.execute(database.db);
+  const { rows } = await sql<{ business_key: string }>`select business_key from notifications where business_key like 'prune:%' order by business_key`.execute(
+    database.db,
+  );
+  assert.deepEqual(
+    rows.map((r) => r.business_key),
+    ['prune:delivered_young', 'prune:failed_old', 'prune:half_delivered_old', 'prune:pending_old'],
+  );
+  const orphans = await sql<{
+    n: number;
+  }>`select count(*)::int as n from notification_deliveries d where not exists (select 1 from notifications n where n.notification_id = d.notification_id)`.execute(
+    database.db,
+  );
   assert.equal(orphans.rows[0]!.n, 0, 'the deliveries went with their notification');
   const attempts = await sql<{ orphaned: number; kept: number }>`
     select count(*) filter (where d.delivery_id is null)::int as orphaned, count(d.delivery_id)::int as kept

@@ -82,12 +82,17 @@ test("a thin destination's notifications missed by the webhook are claimed from 
 test("a v2 page URL that leaves Stripe's API once resolved is never fetched with our key", async () => {
   const stripe = createStripeClient(STRIPE_SECRET_KEY, file.service.stripe.url, { timeoutMs: 5_000 });
   // As a scheduled run would resume from a cursor it stored: the URL is next_page_url as written.
-  await sql`insert into reconcile_cursors (list, resume_from) values ('thin', '/v2/core/%2e%2e/%2e%2e/_ctl?page=1') on conflict (list) do update set resume_from = excluded.resume_from`.execute(file.database.db);
+  await sql`insert into reconcile_cursors (list, resume_from) values ('thin', '/v2/core/%2e%2e/%2e%2e/_ctl?page=1') on conflict (list) do update set resume_from = excluded.resume_from`.execute(
+    file.database.db,
+  );
   const before = file.service.stripe.requests.length;
   await assert.rejects(
     reconcileEvents(file.database.db, stripe, { since: new Date(Date.now() - 3_600_000), maxAttempts: 10, lists: 'thin', resume: true }),
     /next_page_url that is not a path of its \/v1\/ or \/v2\/ API once resolved/,
   );
-  assert.deepEqual(file.service.stripe.requests.slice(before).filter((r) => !r.path.startsWith('/v2/core/events')), []);
+  assert.deepEqual(
+    file.service.stripe.requests.slice(before).filter((r) => !r.path.startsWith('/v2/core/events')),
+    [],
+  );
   await sql`delete from reconcile_cursors`.execute(file.database.db);
 });

@@ -42,7 +42,9 @@ test.describe('a run bounded by its list calls', () => {
   test('reports its calls and that it was cut short, and claims only the pages it read', async () => {
     // 250 events, older first: the list is newest first, so two pages are the newest 200.
     const now = Math.floor(Date.now() / 1000);
-    const events = Array.from({ length: 250 }, (_, i) => sampleEvent('customer.created', { id: `cus_test_${i}`, object: 'customer' }, { created: now - 250 + i }));
+    const events = Array.from({ length: 250 }, (_, i) =>
+      sampleEvent('customer.created', { id: `cus_test_${i}`, object: 'customer' }, { created: now - 250 + i }),
+    );
     for (const event of events) stripe.addEvent({ ...event });
     const client = createStripeClient(STRIPE_SECRET_KEY, stripe.url, { timeoutMs: 5_000 });
     const options = { since: new Date((now - 3_600) * 1000), maxAttempts: 10, lists: 'snapshot' as const };
@@ -82,9 +84,14 @@ test.describe('a window holding more events than a run may read', () => {
     // carries no limit, so its pages after the first hold 20), one a second, all in the window;
     // 3 calls a run: 8 pages take three runs, where each run used to read the newest 3 again.
     const now = Math.floor(Date.now() / 1000);
-    const snapshot = Array.from({ length: 550 }, (_, i) => sampleEvent('customer.created', { id: `cus_window_${i}`, object: 'customer' }, { created: now - 1_000 + i }));
+    const snapshot = Array.from({ length: 550 }, (_, i) =>
+      sampleEvent('customer.created', { id: `cus_window_${i}`, object: 'customer' }, { created: now - 1_000 + i }),
+    );
     for (const event of snapshot) stripe.addEvent({ ...event });
-    const thin = Array.from({ length: 120 }, (_, i) => ({ ...thinNotification(snapshot[i]!, { withSnapshot: false }), created: new Date((now - 2_000 + i) * 1000).toISOString() }));
+    const thin = Array.from({ length: 120 }, (_, i) => ({
+      ...thinNotification(snapshot[i]!, { withSnapshot: false }),
+      created: new Date((now - 2_000 + i) * 1000).toISOString(),
+    }));
     for (const notification of thin) stripe.addThinEvent({ ...notification });
     const lines: Array<{ msg: string; level: number }> = [];
     const task = reconcileTask.task({
@@ -104,8 +111,22 @@ test.describe('a window holding more events than a run may read', () => {
 
     const stoppedAt =
       'reconcile stopped after 3 Stripe list calls, before the start of its window: the next run reads on from there; to read it in one run, raise RECONCILE_MAX_CALLS (or lower RECONCILE_WINDOW_HOURS)';
-    assert.deepEqual(await run(), { missing: 300, claimed: 300, calls: 3, truncated: true, resumed: false, said: ['reconcile claimed events Stripe has and we had lost', stoppedAt] });
-    assert.deepEqual(await run(), { missing: 250, claimed: 250, calls: 3, truncated: true, resumed: true, said: ['reconcile claimed events Stripe has and we had lost', stoppedAt] });
+    assert.deepEqual(await run(), {
+      missing: 300,
+      claimed: 300,
+      calls: 3,
+      truncated: true,
+      resumed: false,
+      said: ['reconcile claimed events Stripe has and we had lost', stoppedAt],
+    });
+    assert.deepEqual(await run(), {
+      missing: 250,
+      claimed: 250,
+      calls: 3,
+      truncated: true,
+      resumed: true,
+      said: ['reconcile claimed events Stripe has and we had lost', stoppedAt],
+    });
     assert.equal(await claimedSoFar(), 550, 'every snapshot event, the oldest included');
     assert.deepEqual(await run(), {
       missing: 120,
@@ -113,7 +134,10 @@ test.describe('a window holding more events than a run may read', () => {
       calls: 2,
       truncated: false,
       resumed: true,
-      said: ['reconcile claimed events Stripe has and we had lost', 'reconcile read on to the start of its window: a pass over it, started by an earlier run, is complete'],
+      said: [
+        'reconcile claimed events Stripe has and we had lost',
+        'reconcile read on to the start of its window: a pass over it, started by an earlier run, is complete',
+      ],
     });
     assert.equal(await claimedSoFar(), 670, 'every event in the window, of both lists');
     // The pass is over: the next run reads the newest again, for what arrived meanwhile.
@@ -129,7 +153,10 @@ test.describe('a window holding more events than a run may read', () => {
       calls: 3,
       truncated: false,
       resumed: true,
-      said: ["Stripe refused the thin list's cursor where the last reconcile stopped: reading it from the newest", 'reconcile read on to the start of its window: a pass over it, started by an earlier run, is complete'],
+      said: [
+        "Stripe refused the thin list's cursor where the last reconcile stopped: reading it from the newest",
+        'reconcile read on to the start of its window: a pass over it, started by an earlier run, is complete',
+      ],
     });
     assert.equal((await sql<{ n: number }>`select count(*)::int as n from reconcile_cursors`.execute(database.db)).rows[0]!.n, 0, 'the pass is over');
   });
@@ -154,7 +181,10 @@ test('the task claims what Stripe lists and the inbox lacks; each is fulfilled o
       select last_run_at, last_result from maintenance_runs where name = 'reconcile'`.execute(database.db);
     return rows[0] && rows[0].last_run_at >= started && rows[0].last_result;
   });
-  assert.deepEqual({ missing: run.missing, claimed: run.claimed, calls: run.calls, truncated: run.truncated }, { missing: 4, claimed: 4, calls: 2, truncated: false });
+  assert.deepEqual(
+    { missing: run.missing, claimed: run.claimed, calls: run.calls, truncated: run.truncated },
+    { missing: 4, claimed: 4, calls: 2, truncated: false },
+  );
 
   for (const event of events) assert.equal((await finishedEvent(database, event.id)).status, 'processed');
   assert.equal((await finishedEvent(database, twin.id)).status, 'duplicate');

@@ -86,12 +86,18 @@ describe('which rows the sweep takes', () => {
     assert.ok(Date.now() - swept.enqueued_at.getTime() < STALE_AFTER_MS);
     // The dead worker's job stays locked (graphile-worker frees it after 4 hours, and it then finds
     // nothing to do); a new job carrying the event waits.
-    assert.deepEqual(holder!.jobs.map((j) => j.eventIds), [[id]]);
+    assert.deepEqual(
+      holder!.jobs.map((j) => j.eventIds),
+      [[id]],
+    );
     const jobs = await fulfilmentJobs(database.db);
-    assert.deepEqual(jobs.map((j) => ({ id: j.id, locked: j.locked_at !== null })), [
-      { id: holder!.jobs[0]!.id, locked: true },
-      { id: (await jobOf(database.db, id!))!.id, locked: false },
-    ]);
+    assert.deepEqual(
+      jobs.map((j) => ({ id: j.id, locked: j.locked_at !== null })),
+      [
+        { id: holder!.jobs[0]!.id, locked: true },
+        { id: (await jobOf(database.db, id!))!.id, locked: false },
+      ],
+    );
   });
 
   test('a row whose job vanished is re-enqueued', async () => {
@@ -138,14 +144,20 @@ describe('which rows the sweep takes', () => {
     const runAt = new Date(Date.now() + 3_600_000);
     await sql`select graphile_worker.reschedule_jobs(array[${job.id}]::bigint[], run_at => ${runAt}, attempts => 2)`.execute(database.db);
     assert.equal((await sweepStaleEvents(database.db, options)).reclaimed, 0);
-    assert.deepEqual((await fulfilmentJobs(database.db)).map((j) => j.run_at.getTime()), [runAt.getTime()]);
+    assert.deepEqual(
+      (await fulfilmentJobs(database.db)).map((j) => j.run_at.getTime()),
+      [runAt.getTime()],
+    );
     assert.equal((await row(id!)).attempts, 0);
   });
 
   test('events carried by a waiting batch job are not taken', async () => {
     // 30 events claimed together travel in two jobs (25 + 5), both still waiting.
     const ids = await givenClaimed(30);
-    assert.deepEqual((await fulfilmentJobs(database.db)).map((j) => j.event_ids.length).sort((a, b) => b - a), [25, 5]);
+    assert.deepEqual(
+      (await fulfilmentJobs(database.db)).map((j) => j.event_ids.length).sort((a, b) => b - a),
+      [25, 5],
+    );
     assert.equal((await sweepStaleEvents(database.db, options)).reclaimed, 0);
     assert.deepEqual(await database.db.selectFrom('stripe_events').select('attempts').distinct().execute(), [{ attempts: 0 }]);
     assert.deepEqual((await fulfilmentJobs(database.db)).flatMap((j) => j.event_ids).sort(), [...ids].sort());
@@ -224,7 +236,7 @@ describe('jobs of the release before job keys (a rolling deploy)', () => {
   });
 });
 
-describe('how the sweep finds an event\'s job', () => {
+describe("how the sweep finds an event's job", () => {
   /** The event's job_key names a job that exists and was added in the transaction of its last enqueue. */
   async function jobOfLastEnqueue(eventId: string): Promise<boolean> {
     const job = await jobOf(database.db, eventId);
@@ -266,6 +278,12 @@ describe('sweeps running at once', () => {
     // Each sweep batch goes into jobs of at most 25, and each event into one waiting job.
     const jobs = await fulfilmentJobs(database.db);
     assert.ok(jobs.every((j) => j.event_ids.length <= 25));
-    assert.deepEqual(jobs.filter((j) => j.locked_by === null).flatMap((j) => j.event_ids).sort(), [...ids].sort());
+    assert.deepEqual(
+      jobs
+        .filter((j) => j.locked_by === null)
+        .flatMap((j) => j.event_ids)
+        .sort(),
+      [...ids].sort(),
+    );
   });
 });

@@ -28,7 +28,10 @@ describe('a paid order is told to the app', () => {
 
   test('as one signed order.paid, verified by standardwebhooks, with the balance and sequence after the grant', async () => {
     const { order, event } = await paid(setup);
-    const [received] = await waitFor('the notification', receivedWhere(setup.receiver, (r) => r.data.order_id === order.order_id));
+    const [received] = await waitFor(
+      'the notification',
+      receivedWhere(setup.receiver, (r) => r.data.order_id === order.order_id),
+    );
     assert.ok(received!.verified);
     assert.equal(received!.type, 'order.paid');
     assert.match(received!.id, /^msg_/);
@@ -68,10 +71,14 @@ const attemptsOf = (setup: Setup, notificationId: string) =>
     .execute();
 
 const settled = (setup: Setup, notificationId: string, status: 'delivered' | 'failed', timeoutMs = 10_000) =>
-  waitFor(`the delivery of ${notificationId} ${status}`, async () => {
-    const delivery = await deliveryOf(setup, notificationId);
-    return delivery.status === status && delivery;
-  }, { timeoutMs });
+  waitFor(
+    `the delivery of ${notificationId} ${status}`,
+    async () => {
+      const delivery = await deliveryOf(setup, notificationId);
+      return delivery.status === status && delivery;
+    },
+    { timeoutMs },
+  );
 
 describe('an app that fails, then recovers', () => {
   const setup = notifyingServiceForFile();
@@ -81,26 +88,44 @@ describe('an app that fails, then recovers', () => {
     setup.receiver.answer = (request) => (failedOnce.has(request.id) ? { status: 200 } : (failedOnce.add(request.id), { status: 503, body: 'maintenance' }));
     const { order } = await paid(setup);
     // The first retry waits 10 s ± 20 % (src/notifications/backoff.ts).
-    const [told] = await waitFor('the notification', receivedWhere(setup.receiver, (r) => r.data.order_id === order.order_id));
+    const [told] = await waitFor(
+      'the notification',
+      receivedWhere(setup.receiver, (r) => r.data.order_id === order.order_id),
+    );
     const delivery = await settled(setup, told!.id, 'delivered', 30_000);
     const requests = setup.receiver.received.filter((r) => r.id === told!.id);
-    assert.deepEqual(requests.map((r) => [r.verified, r.answered]), [[true, 503], [true, 200]]);
+    assert.deepEqual(
+      requests.map((r) => [r.verified, r.answered]),
+      [
+        [true, 503],
+        [true, 200],
+      ],
+    );
     assert.equal(requests[0]!.body, requests[1]!.body, 'byte-identical bodies');
     assert.ok(requests[1]!.timestamp - requests[0]!.timestamp >= 7, 'each attempt signs its own timestamp, after the backoff');
     assert.equal(delivery.attempts, 2);
-    assert.deepEqual(await attemptsOf(setup, told!.id), [{ status_code: 503, error: 'HTTP 503: "maintenance"' }, { status_code: 200, error: null }]);
+    assert.deepEqual(await attemptsOf(setup, told!.id), [
+      { status_code: 503, error: 'HTTP 503: "maintenance"' },
+      { status_code: 200, error: null },
+    ]);
   });
 
   test('a redirect is not a delivery, and 410 Gone ends the delivery at once, as failed', async () => {
     setup.receiver.answer = () => ({ status: 410 });
     const gone = await paid(setup);
-    const [told] = await waitFor('the notification', receivedWhere(setup.receiver, (r) => r.data.order_id === gone.order.order_id));
+    const [told] = await waitFor(
+      'the notification',
+      receivedWhere(setup.receiver, (r) => r.data.order_id === gone.order.order_id),
+    );
     const failed = await settled(setup, told!.id, 'failed');
     assert.deepEqual([failed.attempts, failed.last_status_code, failed.last_error], [1, 410, 'HTTP 410 (410 Gone: not retried)']);
 
     setup.receiver.answer = () => ({ status: 301, body: '' });
     const moved = await paid(setup);
-    const [redirected] = await waitFor('the notification', receivedWhere(setup.receiver, (r) => r.data.order_id === moved.order.order_id));
+    const [redirected] = await waitFor(
+      'the notification',
+      receivedWhere(setup.receiver, (r) => r.data.order_id === moved.order.order_id),
+    );
     const pending = await waitFor('the redirect recorded', async () => {
       const d = await deliveryOf(setup, redirected!.id);
       return d.attempts === 1 && d.leased_until === null && d;
@@ -116,7 +141,10 @@ describe('a dead letter', () => {
     // A megabyte of error page: read only up to a small limit, quoted short in the error.
     setup.receiver.answer = () => ({ status: 500, body: `<html>${'x'.repeat(1024 * 1024)}</html>` });
     const { order } = await paid(setup);
-    const [told] = await waitFor('the notification', receivedWhere(setup.receiver, (r) => r.data.order_id === order.order_id));
+    const [told] = await waitFor(
+      'the notification',
+      receivedWhere(setup.receiver, (r) => r.data.order_id === order.order_id),
+    );
     const failed = await settled(setup, told!.id, 'failed');
     assert.equal(failed.last_status_code, 500);
     assert.match(failed.last_error!, /^HTTP 500: "<html>x+…"$/);
@@ -124,12 +152,25 @@ describe('a dead letter', () => {
 
     const list = await setup.service.call('GET', '/admin/api/notifications?status=failed');
     assert.equal(list.status, 200);
-    const listed = (list.body as unknown as Array<{ notification_id: string; type: string; deliveries: Array<{ status: string; last_status_code: number; attempt_log: unknown[] }> }>)
-      .find((n) => n.notification_id === told!.id);
-    assert.deepEqual([listed?.type, listed?.deliveries[0]?.status, listed?.deliveries[0]?.last_status_code, listed?.deliveries[0]?.attempt_log.length], ['order.paid', 'failed', 500, 1]);
+    const listed = (
+      list.body as unknown as Array<{
+        notification_id: string;
+        type: string;
+        deliveries: Array<{ status: string; last_status_code: number; attempt_log: unknown[] }>;
+      }>
+    ).find((n) => n.notification_id === told!.id);
+    assert.deepEqual(
+      [listed?.type, listed?.deliveries[0]?.status, listed?.deliveries[0]?.last_status_code, listed?.deliveries[0]?.attempt_log.length],
+      ['order.paid', 'failed', 500, 1],
+    );
     const status = await setup.service.call('GET', '/admin/api/status');
-    assert.deepEqual(status.body.notifications, { enabled: true, endpoints: [{ endpoint: setup.receiver.url, pending: 0, failed: 1, oldest_pending_age_seconds: null }] });
-    const metrics = await fetch(`${setup.service.url}/metrics`, { headers: { authorization: `Bearer ${setup.service.config.metricsToken}` } }).then((r) => r.text());
+    assert.deepEqual(status.body.notifications, {
+      enabled: true,
+      endpoints: [{ endpoint: setup.receiver.url, pending: 0, failed: 1, oldest_pending_age_seconds: null }],
+    });
+    const metrics = await fetch(`${setup.service.url}/metrics`, { headers: { authorization: `Bearer ${setup.service.config.metricsToken}` } }).then((r) =>
+      r.text(),
+    );
     assert.match(metrics, new RegExp(`stripe_inbox_notifications\\{endpoint="${setup.receiver.url}",status="failed"\\} 1`));
     assert.match(metrics, new RegExp(`stripe_inbox_notification_deliveries_total\\{endpoint="${setup.receiver.url}",type="order.paid",outcome="failed"\\} 1`));
 
@@ -138,7 +179,10 @@ describe('a dead letter', () => {
     assert.deepEqual([replay.status, replay.body], [202, { replayed: [told!.id], skipped: ['msg_unknown'] }]);
     await settled(setup, told!.id, 'delivered');
     const requests = setup.receiver.received.filter((r) => r.id === told!.id);
-    assert.deepEqual(requests.map((r) => r.answered), [500, 204]);
+    assert.deepEqual(
+      requests.map((r) => r.answered),
+      [500, 204],
+    );
     assert.equal(requests[0]!.body, requests[1]!.body, 'the same body, under the same webhook-id');
 
     const refused = await setup.service.call('POST', '/admin/api/notifications/replay', { body: { ids: ['not an id'] } });
@@ -156,14 +200,20 @@ describe('a hanging app', () => {
     const orders = await Promise.all(Array.from({ length: 12 }, () => givenOrder(setup.database)));
     const events = orders.map((order) => paidEvent(order));
     const answers = await Promise.all(events.map((event) => setup.service.deliver(event)));
-    assert.deepEqual(answers.map((a) => a.status), events.map(() => 200));
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      events.map(() => 200),
+    );
     for (const event of events) assert.equal((await finishedEvent(setup.database, event.id)).status, 'processed');
     // Two batches at once (APP_WEBHOOK_CONCURRENCY), each sending its deliveries together.
     await waitFor('the deliveries hanging', () => Promise.resolve(setup.receiver.received.filter((r) => r.answered === 'hung').length >= 2));
     const status = await setup.service.call('GET', '/admin/api/status');
     const [endpoint] = (status.body.notifications as { endpoints: Array<{ pending: number }> }).endpoints;
     assert.equal(endpoint!.pending, 12, 'every notification waits, in view');
-    assert.ok(setup.receiver.received.length <= 2 * DELIVERIES_PER_BATCH, `no more at once than APP_WEBHOOK_CONCURRENCY batches hold (${setup.receiver.received.length})`);
+    assert.ok(
+      setup.receiver.received.length <= 2 * DELIVERIES_PER_BATCH,
+      `no more at once than APP_WEBHOOK_CONCURRENCY batches hold (${setup.receiver.received.length})`,
+    );
     setup.receiver.dropHanging();
   });
 });

@@ -47,11 +47,16 @@ describe('in the outcome’s transaction', () => {
     const first = await givenOrder(quiet);
     const second = await givenOrder(quiet, { accountId: first.account_id });
     await fulfilWith(quiet, handlersOf(creditsModule, NOTIFYING), [paidEvent(first), paidEvent(second)]);
-    const bodies = (await notificationsOf(quiet.db, 'order.paid:%')).filter((n) => n.account_id === first.account_id).map((n) => JSON.parse(n.body) as { data: { order_id: string; sequence: number; balance: unknown } });
-    assert.deepEqual(bodies.map((b) => [b.data.order_id, b.data.sequence, b.data.balance]), [
-      [first.order_id, 1, { granted: 40, used: 0, remaining: 40 }],
-      [second.order_id, 2, { granted: 80, used: 0, remaining: 80 }],
-    ]);
+    const bodies = (await notificationsOf(quiet.db, 'order.paid:%'))
+      .filter((n) => n.account_id === first.account_id)
+      .map((n) => JSON.parse(n.body) as { data: { order_id: string; sequence: number; balance: unknown } });
+    assert.deepEqual(
+      bodies.map((b) => [b.data.order_id, b.data.sequence, b.data.balance]),
+      [
+        [first.order_id, 1, { granted: 40, used: 0, remaining: 40 }],
+        [second.order_id, 2, { granted: 80, used: 0, remaining: 80 }],
+      ],
+    );
   });
 
   test('a fulfilment rolled back writes none', async () => {
@@ -90,26 +95,58 @@ describe('through the service, to a receiver', () => {
     assert.equal((await file.service.call('POST', `/admin/api/events/${event.id}/replay`)).status, 202);
     assert.equal((await finishedEvent(file.database, event.id)).status, 'processed');
 
-    await waitFor('the notification', receivedWhere(file.receiver, (r) => r.data.order_id === order.order_id));
+    await waitFor(
+      'the notification',
+      receivedWhere(file.receiver, (r) => r.data.order_id === order.order_id),
+    );
     assert.equal((await notificationsOf(file.database.db, `order.paid:${order.order_id}`)).length, 1);
     // Every delivery of this file's notifications is done, so nothing more is on its way.
-    await waitFor('every delivery done', async () => (await file.database.db.selectFrom('notification_deliveries').select('status').where('status', '<>', 'delivered').execute()).length === 0);
+    await waitFor(
+      'every delivery done',
+      async () => (await file.database.db.selectFrom('notification_deliveries').select('status').where('status', '<>', 'delivered').execute()).length === 0,
+    );
     assert.equal(file.receiver.received.filter((r) => r.data.order_id === order.order_id).length, 1);
   });
 
   test('a refund: order.refunded with the credits taken back, once per amount refunded', async () => {
     const order = await paidOrder(file.database, file.service);
-    const refund = (amount: number) => sampleEvent('charge.refunded', refundedCharge({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, amountRefunded: amount }));
+    const refund = (amount: number) =>
+      sampleEvent(
+        'charge.refunded',
+        refundedCharge({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, amountRefunded: amount }),
+      );
     for (const event of [refund(1000), refund(1000), refund(order.amount)]) {
       await file.service.deliver(event);
       assert.equal((await finishedEvent(file.database, event.id)).status, 'processed');
     }
-    const told = await waitFor('two order.refunded', receivedWhere(file.receiver, (r) => r.type === 'order.refunded' && r.data.order_id === order.order_id, 2));
-    assert.deepEqual(told.map((r) => r.data).sort((a, b) => Number(a.sequence) - Number(b.sequence)), [
-      // Stripe's example charge lists no refund (API versions since 2022-11-15 do not expand them).
-      { account_id: order.account_id, order_id: order.order_id, refund_id: null, credits_revoked: 0, amount_refunded: 1000, balance: { granted: 40, used: 0, remaining: 40 }, sequence: 2 },
-      { account_id: order.account_id, order_id: order.order_id, refund_id: null, credits_revoked: 40, amount_refunded: order.amount, balance: { granted: 0, used: 0, remaining: 0 }, sequence: 3 },
-    ]);
+    const told = await waitFor(
+      'two order.refunded',
+      receivedWhere(file.receiver, (r) => r.type === 'order.refunded' && r.data.order_id === order.order_id, 2),
+    );
+    assert.deepEqual(
+      told.map((r) => r.data).sort((a, b) => Number(a.sequence) - Number(b.sequence)),
+      [
+        // Stripe's example charge lists no refund (API versions since 2022-11-15 do not expand them).
+        {
+          account_id: order.account_id,
+          order_id: order.order_id,
+          refund_id: null,
+          credits_revoked: 0,
+          amount_refunded: 1000,
+          balance: { granted: 40, used: 0, remaining: 40 },
+          sequence: 2,
+        },
+        {
+          account_id: order.account_id,
+          order_id: order.order_id,
+          refund_id: null,
+          credits_revoked: 40,
+          amount_refunded: order.amount,
+          balance: { granted: 0, used: 0, remaining: 0 },
+          sequence: 3,
+        },
+      ],
+    );
   });
 
   test('a subscription’s first period: subscription.updated as its state changes, subscription.period_paid once, and its refund', async () => {
@@ -118,8 +155,14 @@ describe('through the service, to a receiver', () => {
     const events = periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS });
     for (const event of [...events, ...events]) await file.service.deliver(event);
     for (const event of events) await finishedEvent(file.database, event.id);
-    const paidInvoice = events.find((e) => e.type === 'invoice.paid')!.data.object as { id: string; lines: { data: Array<{ period: { start: number; end: number } }> } };
-    const [paid] = await waitFor('subscription.period_paid', receivedWhere(file.receiver, (r) => r.type === 'subscription.period_paid' && r.data.subscription_id === subscription.subscriptionId));
+    const paidInvoice = events.find((e) => e.type === 'invoice.paid')!.data.object as {
+      id: string;
+      lines: { data: Array<{ period: { start: number; end: number } }> };
+    };
+    const [paid] = await waitFor(
+      'subscription.period_paid',
+      receivedWhere(file.receiver, (r) => r.type === 'subscription.period_paid' && r.data.subscription_id === subscription.subscriptionId),
+    );
     assert.deepEqual(paid!.data, {
       account_id: subscription.accountId,
       subscription_id: subscription.subscriptionId,
@@ -130,7 +173,13 @@ describe('through the service, to a receiver', () => {
       balance: { granted: 100, used: 0, remaining: 100 },
       sequence: paid!.data.sequence,
     });
-    const updates = await waitFor('the active state', receivedWhere(file.receiver, (r) => r.type === 'subscription.updated' && r.data.subscription_id === subscription.subscriptionId && r.data.status === 'active'));
+    const updates = await waitFor(
+      'the active state',
+      receivedWhere(
+        file.receiver,
+        (r) => r.type === 'subscription.updated' && r.data.subscription_id === subscription.subscriptionId && r.data.status === 'active',
+      ),
+    );
     assert.deepEqual(updates[0]!.data, {
       account_id: subscription.accountId,
       subscription_id: subscription.subscriptionId,
@@ -143,13 +192,28 @@ describe('through the service, to a receiver', () => {
     });
     const all = file.receiver.unique().filter((r) => r.data.account_id === subscription.accountId);
     assert.equal(all.filter((r) => r.type === 'subscription.period_paid').length, 1, 'every event twice: one period_paid');
-    assert.deepEqual(all.map((r) => r.data.sequence).sort(), Array.from({ length: all.length }, (_, i) => i + 1), 'sequence counts every notification of the account');
+    assert.deepEqual(
+      all.map((r) => r.data.sequence).sort(),
+      Array.from({ length: all.length }, (_, i) => i + 1),
+      'sequence counts every notification of the account',
+    );
 
     const payment = events.find((e) => e.type === 'invoice_payment.paid')!.data.object as { payment: { payment_intent: string } };
-    const refund = sampleEvent('charge.refunded', refundedCharge({ paymentIntentId: payment.payment.payment_intent, amount: subscription.amount, currency: subscription.currency, amountRefunded: subscription.amount }));
+    const refund = sampleEvent(
+      'charge.refunded',
+      refundedCharge({
+        paymentIntentId: payment.payment.payment_intent,
+        amount: subscription.amount,
+        currency: subscription.currency,
+        amountRefunded: subscription.amount,
+      }),
+    );
     await file.service.deliver(refund);
     assert.equal((await finishedEvent(file.database, refund.id)).status, 'processed');
-    const [refunded] = await waitFor('subscription.period_refunded', receivedWhere(file.receiver, (r) => r.type === 'subscription.period_refunded' && r.data.subscription_id === subscription.subscriptionId));
+    const [refunded] = await waitFor(
+      'subscription.period_refunded',
+      receivedWhere(file.receiver, (r) => r.type === 'subscription.period_refunded' && r.data.subscription_id === subscription.subscriptionId),
+    );
     assert.deepEqual(refunded!.data, {
       account_id: subscription.accountId,
       subscription_id: subscription.subscriptionId,

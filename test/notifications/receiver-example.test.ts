@@ -30,17 +30,21 @@ describe('the example receiver', () => {
 
   const rows = async <T>(text: string, values: unknown[] = []) => (await database.pool.query(text, values)).rows as T[];
   const counts = async () =>
-    (await rows<{ processed: number; accounts: number; receipts: number }>(
-      `select (select count(*)::int from processed_notifications) as processed,
+    (
+      await rows<{ processed: number; accounts: number; receipts: number }>(
+        `select (select count(*)::int from processed_notifications) as processed,
               (select count(*)::int from app_accounts) as accounts,
               (select count(*)::int from receipt_emails) as receipts`,
-    ))[0]!;
+      )
+    )[0]!;
   const deliveryOf = async (notificationId: string) =>
-    (await rows<{ status: string; attempts: number; last_status_code: number | null; logged: number }>(
-      `select d.status, d.attempts, d.last_status_code, (select count(*)::int from notification_attempts a where a.delivery_id = d.delivery_id) as logged
+    (
+      await rows<{ status: string; attempts: number; last_status_code: number | null; logged: number }>(
+        `select d.status, d.attempts, d.last_status_code, (select count(*)::int from notification_attempts a where a.delivery_id = d.delivery_id) as logged
        from notification_deliveries d where d.notification_id = $1`,
-      [notificationId],
-    ))[0];
+        [notificationId],
+      )
+    )[0];
 
   test('queues one receipt for a paid order, keeps the balance and sequence, and a replay changes nothing', async () => {
     const order = await givenOrder(database);
@@ -48,7 +52,10 @@ describe('the example receiver', () => {
     assert.equal((await service.deliver(event)).status, 200);
     assert.equal((await finishedEvent(database, event.id)).status, 'processed');
     const [receipt] = await waitFor('the receipt queued by the example', async () => {
-      const found = await rows<{ order_id: string; account_id: string; amount: number; currency: string; sent_at: Date | null }>('select * from receipt_emails where order_id = $1', [order.order_id]);
+      const found = await rows<{ order_id: string; account_id: string; amount: number; currency: string; sent_at: Date | null }>(
+        'select * from receipt_emails where order_id = $1',
+        [order.order_id],
+      );
       return found.length > 0 && found;
     });
     assert.deepEqual(receipt, { order_id: order.order_id, account_id: order.account_id, amount: order.amount, currency: order.currency, sent_at: null });
@@ -80,7 +87,18 @@ describe('the example receiver', () => {
 
   test('refuses a request that does not verify with 400, and writes nothing', async () => {
     const before = await counts();
-    const body = JSON.stringify({ type: 'order.paid', timestamp: new Date().toISOString(), data: { account_id: 'acct_forged', order_id: 'ord_forged', amount: 1, currency: 'chf', sequence: 99, balance: { granted: 1_000_000, used: 0, remaining: 1_000_000 } } });
+    const body = JSON.stringify({
+      type: 'order.paid',
+      timestamp: new Date().toISOString(),
+      data: {
+        account_id: 'acct_forged',
+        order_id: 'ord_forged',
+        amount: 1,
+        currency: 'chf',
+        sequence: 99,
+        balance: { granted: 1_000_000, used: 0, remaining: 1_000_000 },
+      },
+    });
     const otherSecret = `whsec_${Buffer.alloc(32, 'not-the-app-secret').toString('base64')}`;
     assert.equal(await post(body, signed(otherSecret, 'msg_forged', body)), 400, 'signed with another secret');
     const genuine = signed(APP_WEBHOOK_SECRET, 'msg_tampered', body);
@@ -91,9 +109,15 @@ describe('the example receiver', () => {
 
   test('a notification older than the account’s newest is recorded, and leaves the balance alone', async () => {
     const [account] = await rows<{ account_id: string; granted: number; sequence: number }>('select account_id, granted, sequence from app_accounts');
-    const body = JSON.stringify({ type: 'subscription.updated', timestamp: new Date().toISOString(), data: { account_id: account!.account_id, sequence: 0, balance: { granted: 0, used: 0, remaining: 0 } } });
+    const body = JSON.stringify({
+      type: 'subscription.updated',
+      timestamp: new Date().toISOString(),
+      data: { account_id: account!.account_id, sequence: 0, balance: { granted: 0, used: 0, remaining: 0 } },
+    });
     assert.equal(await post(body, signed(APP_WEBHOOK_SECRET, 'msg_late_arrival', body)), 204);
     assert.deepEqual(await rows('select type from processed_notifications where webhook_id = $1', ['msg_late_arrival']), [{ type: 'subscription.updated' }]);
-    assert.deepEqual(await rows('select granted, sequence from app_accounts where account_id = $1', [account!.account_id]), [{ granted: account!.granted, sequence: account!.sequence }]);
+    assert.deepEqual(await rows('select granted, sequence from app_accounts where account_id = $1', [account!.account_id]), [
+      { granted: account!.granted, sequence: account!.sequence },
+    ]);
   });
 });

@@ -34,21 +34,28 @@ describe('the app’s Retry-After', () => {
 
   /** Writes a notification as an outcome would, to `endpoints`; returns its webhook-id. */
   const notify = async (key: string, endpoints = [receiver.url]) => {
-    await database.db.transaction().execute((tx) =>
-      createOutbox({ appWebhookUrls: endpoints }).add(tx, [orderPaidNotification(key, 'acct_throttled')]),
-    );
+    await database.db.transaction().execute((tx) => createOutbox({ appWebhookUrls: endpoints }).add(tx, [orderPaidNotification(key, 'acct_throttled')]));
     const row = await database.db.selectFrom('notifications').select('notification_id').where('business_key', '=', key).executeTakeFirstOrThrow();
     return row.notification_id;
   };
   const delivery = (notificationId: string, endpoint = receiver.url) =>
-    database.db.selectFrom('notification_deliveries').selectAll().where('notification_id', '=', notificationId).where('endpoint', '=', endpoint).executeTakeFirstOrThrow();
+    database.db
+      .selectFrom('notification_deliveries')
+      .selectAll()
+      .where('notification_id', '=', notificationId)
+      .where('endpoint', '=', endpoint)
+      .executeTakeFirstOrThrow();
   // A deadline for a loaded host (CI's two cores running other test files): the attempt itself
   // takes a poll (500 ms) and a request.
   const recorded = (notificationId: string, attempts: number) =>
-    waitFor(`attempt ${attempts} of ${notificationId} recorded`, async () => {
-      const d = await delivery(notificationId);
-      return d.attempts === attempts && d.leased_until === null && d;
-    }, { timeoutMs: 30_000 });
+    waitFor(
+      `attempt ${attempts} of ${notificationId} recorded`,
+      async () => {
+        const d = await delivery(notificationId);
+        return d.attempts === attempts && d.leased_until === null && d;
+      },
+      { timeoutMs: 30_000 },
+    );
   const secondsUntil = async (at: Date) => {
     const { rows } = await sql<{ seconds: number }>`select extract(epoch from ${at}::timestamptz - now())::float8 as seconds`.execute(database.db);
     return rows[0]!.seconds;
@@ -86,24 +93,26 @@ describe('the app’s Retry-After', () => {
 
   test('a short Retry-After is waited for, then the notification is delivered', async () => {
     const arrivals: Array<{ id: string; at: number }> = [];
-    receiver.answer = (request) => (arrivals.push({ id: request.id, at: performance.now() }), requestsOf(request.id).length === 0 ? { status: 503, headers: { 'retry-after': '2' } } : { status: 204 });
+    receiver.answer = (request) => (
+      arrivals.push({ id: request.id, at: performance.now() }),
+      requestsOf(request.id).length === 0 ? { status: 503, headers: { 'retry-after': '2' } } : { status: 204 }
+    );
     const briefly = await notify('briefly');
     const delivered = await waitFor('the delivery after the wait', async () => {
       const d = await delivery(briefly);
       return d.status === 'delivered' && d;
     });
     assert.equal(delivered.attempts, 2);
-    assert.deepEqual(requestsOf(briefly).map((r) => r.answered), [503, 204]);
+    assert.deepEqual(
+      requestsOf(briefly).map((r) => r.answered),
+      [503, 204],
+    );
     const [asked, retried] = arrivals.filter((a) => a.id === briefly).map((a) => a.at);
     assert.ok(retried! - asked! >= 1_900, `the retry came after the 2 s asked (${Math.round(retried! - asked!)} ms)`);
   });
 
   test('on another status, or malformed, Retry-After is ignored: the backoff alone', async () => {
-    const answers = [
-      { status: 500, headers: { 'retry-after': '3600' } },
-      { status: 503, headers: { 'retry-after': 'in a while' } },
-      { status: 204 },
-    ];
+    const answers = [{ status: 500, headers: { 'retry-after': '3600' } }, { status: 503, headers: { 'retry-after': 'in a while' } }, { status: 204 }];
     receiver.answer = (request) => answers[requestsOf(request.id).length]!;
     const ignored = await notify('ignored');
     const delivered = await waitFor('the delivery after two backoffs', async () => {

@@ -34,7 +34,10 @@ describe('the short receiver', () => {
   before(async () => {
     database = await createTestDatabase();
     const port = await freePort();
-    receiver = spawn(process.execPath, ['--import', 'tsx', EXAMPLE], { env: { ...process.env, PORT: String(port), APP_WEBHOOK_SECRET }, stdio: ['ignore', 'pipe', 'inherit'] });
+    receiver = spawn(process.execPath, ['--import', 'tsx', EXAMPLE], {
+      env: { ...process.env, PORT: String(port), APP_WEBHOOK_SECRET },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     createInterface({ input: receiver.stdout! }).on('line', (line) => printed.push(line));
     url = `http://127.0.0.1:${port}/`;
     await waitFor('the example listening', () => Promise.resolve(printed.includes(`receiving notifications at http://localhost:${port}/`)));
@@ -46,7 +49,10 @@ describe('the short receiver', () => {
     await database?.close();
   });
 
-  interface Listed { notification_id: string; deliveries: Array<{ status: string; attempt_log: Array<{ status_code: number | null }> }> }
+  interface Listed {
+    notification_id: string;
+    deliveries: Array<{ status: string; attempt_log: Array<{ status_code: number | null }> }>;
+  }
   const deliveryOf = async (id: string) => {
     const listed = (await service.call('GET', '/admin/api/notifications')).body as unknown as Listed[];
     return listed.find((n) => n.notification_id === id)?.deliveries[0];
@@ -67,19 +73,31 @@ describe('the short receiver', () => {
       const d = await deliveryOf(id);
       return d?.status === 'delivered' && d.attempt_log.length === 2 && d;
     });
-    assert.deepEqual(delivery.attempt_log.map((a) => a.status_code), [204, 204]);
+    assert.deepEqual(
+      delivery.attempt_log.map((a) => a.status_code),
+      [204, 204],
+    );
     assert.deepEqual(printed.slice(1), told, 'the replay was recognised by its webhook-id');
   });
 
   test('refuses a request that does not verify with 400, and applies nothing', async () => {
     const before = printed.length;
-    const body = JSON.stringify({ type: 'order.paid', timestamp: new Date().toISOString(), data: { account_id: 'acct_forged', order_id: 'ord_forged', sequence: 99, balance: { granted: 1_000_000, used: 0, remaining: 1_000_000 } } });
+    const body = JSON.stringify({
+      type: 'order.paid',
+      timestamp: new Date().toISOString(),
+      data: { account_id: 'acct_forged', order_id: 'ord_forged', sequence: 99, balance: { granted: 1_000_000, used: 0, remaining: 1_000_000 } },
+    });
     const signed = (secret: string, id: string) => {
       const now = new Date();
       return { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(now.getTime() / 1000)), 'webhook-signature': new Webhook(secret).sign(id, now, body) };
     };
-    const post = (text: string, headers: Record<string, string>) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: text }).then((r) => r.status);
-    assert.equal(await post(body, signed(`whsec_${Buffer.alloc(32, 'not-the-app-secret').toString('base64')}`, 'msg_forged')), 400, 'signed with another secret');
+    const post = (text: string, headers: Record<string, string>) =>
+      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: text }).then((r) => r.status);
+    assert.equal(
+      await post(body, signed(`whsec_${Buffer.alloc(32, 'not-the-app-secret').toString('base64')}`, 'msg_forged')),
+      400,
+      'signed with another secret',
+    );
     assert.equal(await post(body.replace('1000000', '2000000'), signed(APP_WEBHOOK_SECRET, 'msg_tampered')), 400, 'a body changed after signing');
     assert.equal(await post(body, {}), 400, 'no signature at all');
     assert.equal(printed.length, before);

@@ -15,8 +15,13 @@ test('the jobs view has the columns the sweep, status and prune read', async () 
     where table_schema = 'graphile_worker' and table_name = 'jobs'`.execute(database.db);
   const columns = Object.fromEntries(rows.map((r) => [r.column_name, r.data_type]));
   for (const [name, type] of Object.entries({
-    id: 'bigint', task_identifier: 'text', key: 'text', created_at: 'timestamp with time zone',
-    locked_at: 'timestamp with time zone', attempts: 'smallint', max_attempts: 'smallint',
+    id: 'bigint',
+    task_identifier: 'text',
+    key: 'text',
+    created_at: 'timestamp with time zone',
+    locked_at: 'timestamp with time zone',
+    attempts: 'smallint',
+    max_attempts: 'smallint',
   })) {
     assert.equal(columns[name], type, `graphile_worker.jobs.${name}`);
   }
@@ -27,7 +32,10 @@ test('job_spec has the fields add_jobs is given, in that order', async () => {
     select a.attname as name from pg_attribute a
     where a.attrelid = 'graphile_worker.job_spec'::regclass and a.attnum > 0 and not a.attisdropped
     order by a.attnum`.execute(database.db);
-  assert.deepEqual(rows.map((r) => r.name), ['identifier', 'payload', 'queue_name', 'run_at', 'max_attempts', 'job_key', 'priority', 'flags']);
+  assert.deepEqual(
+    rows.map((r) => r.name),
+    ['identifier', 'payload', 'queue_name', 'run_at', 'max_attempts', 'job_key', 'priority', 'flags'],
+  );
 });
 
 test('the functions we call exist with the arguments we pass', async () => {
@@ -36,18 +44,23 @@ test('the functions we call exist with the arguments we pass', async () => {
     where p.pronamespace = 'graphile_worker'::regnamespace
       and p.proname in ('add_job', 'add_jobs', 'complete_jobs', 'permanently_fail_jobs', 'reschedule_jobs')
     order by 1`.execute(database.db);
-  assert.deepEqual(rows.map((r) => r.signature), [
-    'graphile_worker.add_job(text,json,text,timestamp with time zone,integer,text,integer,text[],text)',
-    'graphile_worker.add_jobs(graphile_worker.job_spec[],boolean)',
-    'graphile_worker.complete_jobs(bigint[])',
-    'graphile_worker.permanently_fail_jobs(bigint[],text)',
-    'graphile_worker.reschedule_jobs(bigint[],timestamp with time zone,integer,integer,integer)',
-  ]);
+  assert.deepEqual(
+    rows.map((r) => r.signature),
+    [
+      'graphile_worker.add_job(text,json,text,timestamp with time zone,integer,text,integer,text[],text)',
+      'graphile_worker.add_jobs(graphile_worker.job_spec[],boolean)',
+      'graphile_worker.complete_jobs(bigint[])',
+      'graphile_worker.permanently_fail_jobs(bigint[],text)',
+      'graphile_worker.reschedule_jobs(bigint[],timestamp with time zone,integer,integer,integer)',
+    ],
+  );
 });
 
 test('a keyed job added through add_jobs shows in the view under its key until completed', async () => {
   const { rows } = await sql<{ id: string }>`
-    select id from graphile_worker.add_jobs(array[row('process_stripe_event', '[]'::json, null, null, 3, 'interface-test', null, null)::graphile_worker.job_spec])`.execute(database.db);
+    select id from graphile_worker.add_jobs(array[row('process_stripe_event', '[]'::json, null, null, 3, 'interface-test', null, null)::graphile_worker.job_spec])`.execute(
+    database.db,
+  );
   const { rows: view } = await sql<{ key: string; task_identifier: string; attempts: number; max_attempts: number }>`
     select key, task_identifier, attempts, max_attempts from graphile_worker.jobs where id = ${rows[0]!.id}`.execute(database.db);
   assert.deepEqual(view, [{ key: 'interface-test', task_identifier: 'process_stripe_event', attempts: 0, max_attempts: 3 }]);

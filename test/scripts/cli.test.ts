@@ -19,8 +19,21 @@ const run = promisify(execFile);
 const database = databaseForFile();
 
 /** Runs scripts/<name>.ts as `npm run <name>` would (npm sets npm_lifecycle_event), unless `viaNpm` is false. */
-async function script(name: string, args: string[], { viaNpm = true, extraEnv = {} }: { viaNpm?: boolean; extraEnv?: Record<string, string> } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'test', DATABASE_URL: database.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, API_TOKEN, ADMIN_TOKEN, LOG_LEVEL: 'silent', ...extraEnv };
+async function script(
+  name: string,
+  args: string[],
+  { viaNpm = true, extraEnv = {} }: { viaNpm?: boolean; extraEnv?: Record<string, string> } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'test',
+    DATABASE_URL: database.url,
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    API_TOKEN,
+    ADMIN_TOKEN,
+    LOG_LEVEL: 'silent',
+    ...extraEnv,
+  };
   if (viaNpm) env.npm_lifecycle_event = name;
   else delete env.npm_lifecycle_event;
   try {
@@ -55,7 +68,20 @@ test('status --json has the admin API shape and exits 0 when nothing failed', as
   const { code, stdout } = await script('status', ['--json']);
   assert.equal(code, 0);
   const status = JSON.parse(stdout) as Record<string, unknown>;
-  assert.deepEqual(Object.keys(status).sort(), ['by_type', 'counts', 'events_queued', 'failed', 'history_counted_at', 'jobs_queued', 'last_sweep_at', 'next_sweep_at', 'notifications', 'oldest_processing_age_seconds', 'waiting', 'workers_connected']);
+  assert.deepEqual(Object.keys(status).sort(), [
+    'by_type',
+    'counts',
+    'events_queued',
+    'failed',
+    'history_counted_at',
+    'jobs_queued',
+    'last_sweep_at',
+    'next_sweep_at',
+    'notifications',
+    'oldest_processing_age_seconds',
+    'waiting',
+    'workers_connected',
+  ]);
 });
 
 test('status: before the first sweep, when it is due while a worker is connected, and a warning when none is', async () => {
@@ -71,7 +97,10 @@ test('status: before the first sweep, when it is due while a worker is connected
     assert.ok(due, stdout);
     const inMs = Date.parse(due[1]!) - Date.now();
     assert.ok(inMs > 0 && inMs <= 60_000 && Date.parse(due[1]!) % 60_000 === 0, `the next whole minute: ${due[1]!}`);
-    const hourly = JSON.parse((await script('status', ['--json'], { extraEnv: { SWEEP_CRON: '0 * * * *' } })).stdout) as { next_sweep_at: string; workers_connected: number };
+    const hourly = JSON.parse((await script('status', ['--json'], { extraEnv: { SWEEP_CRON: '0 * * * *' } })).stdout) as {
+      next_sweep_at: string;
+      workers_connected: number;
+    };
     assert.equal(hourly.workers_connected, 1);
     assert.equal(new Date(hourly.next_sweep_at).getUTCMinutes(), 0);
   } finally {
@@ -84,7 +113,13 @@ test('status counts events by type and status within --since', async () => {
   await claimEvents(database.db, events, { maxAttempts: 10 });
   const { stdout } = await script('status', ['--json', '--since', '1h']);
   const byType = (JSON.parse(stdout) as { by_type: Array<{ type: string; counts: Record<string, number> }> }).by_type;
-  assert.deepEqual(byType.map((t) => [t.type, t.counts.processing]), [['charge.succeeded', 2], ['invoice.upcoming', 1]]);
+  assert.deepEqual(
+    byType.map((t) => [t.type, t.counts.processing]),
+    [
+      ['charge.succeeded', 2],
+      ['invoice.upcoming', 1],
+    ],
+  );
 });
 
 test('bad values are refused with the flag named and an example', async () => {
@@ -134,7 +169,10 @@ test('replay --status stops at --limit, says so, and the next run takes the rest
   assert.equal(first.code, 0);
   assert.match(first.stdout, /replayed 2 event\(s\)/);
   assert.match(first.stdout, /stopped at --limit 2: more may match; run it again for the next ones/);
-  const second = JSON.parse((await script('replay', ['--status', 'failed', '--limit', '2', '--json'])).stdout) as { replayed: string[]; limit_reached: boolean };
+  const second = JSON.parse((await script('replay', ['--status', 'failed', '--limit', '2', '--json'])).stdout) as {
+    replayed: string[];
+    limit_reached: boolean;
+  };
   assert.deepEqual({ replayed: second.replayed.length, limit_reached: second.limit_reached }, { replayed: 1, limit_reached: false });
   const left = await database.db.selectFrom('stripe_events').select('status').distinct().where('event_id', 'in', ids).execute();
   assert.deepEqual(left, [{ status: 'processing' }]);
@@ -145,7 +183,9 @@ const ENDPOINT = 'http://127.0.0.1:9/x';
 /** A notification written by the real outbox: one delivery to `endpoint`, pending and due. */
 async function writeNotification(key: string, endpoint = ENDPOINT): Promise<{ notificationId: string; deliveryId: string }> {
   const outbox = createOutbox({ appWebhookUrls: [endpoint] });
-  await database.db.transaction().execute((tx) => outbox.add(tx, [{ type: 'order.paid', key: `order.paid:${key}`, accountId: 'acct_x', sequence: 1, eventId: null, data: {} }]));
+  await database.db
+    .transaction()
+    .execute((tx) => outbox.add(tx, [{ type: 'order.paid', key: `order.paid:${key}`, accountId: 'acct_x', sequence: 1, eventId: null, data: {} }]));
   const row = await database.db
     .selectFrom('notification_deliveries as d')
     .innerJoin('notifications as n', 'n.notification_id', 'd.notification_id')
@@ -185,8 +225,14 @@ test('notifications lists the failed ones by default, each delivery with its att
   assert.match(stdout, /^ {2}http:\/\/127\.0\.0\.1:9\/x {2}failed {2}attempts 3 {2}last status 500 {2}HTTP 500$/m);
   assert.doesNotMatch(stdout, new RegExp(pending.notificationId));
 
-  const listed = JSON.parse((await script('notifications', ['--status', 'pending', '--json'])).stdout) as { notifications: Array<{ notification_id: string }>; limit_reached: boolean };
-  assert.deepEqual(listed.notifications.map((n) => n.notification_id), [pending.notificationId]);
+  const listed = JSON.parse((await script('notifications', ['--status', 'pending', '--json'])).stdout) as {
+    notifications: Array<{ notification_id: string }>;
+    limit_reached: boolean;
+  };
+  assert.deepEqual(
+    listed.notifications.map((n) => n.notification_id),
+    [pending.notificationId],
+  );
   assert.equal(listed.limit_reached, false);
 });
 
@@ -224,10 +270,15 @@ test('status shows, per endpoint, the notifications pending and failed and the a
 
   const { code, stdout } = await script('status', ['--json']);
   assert.equal(code, 0, 'a failed notification is not a failed event');
-  const { notifications } = JSON.parse(stdout) as { notifications: { enabled: boolean; endpoints: Array<{ endpoint: string; pending: number; failed: number; oldest_pending_age_seconds: number | null }> } };
+  const { notifications } = JSON.parse(stdout) as {
+    notifications: { enabled: boolean; endpoints: Array<{ endpoint: string; pending: number; failed: number; oldest_pending_age_seconds: number | null }> };
+  };
   assert.equal(notifications.enabled, false, 'APP_WEBHOOK_URL is not set for the script');
   const summary = notifications.endpoints.find((e) => e.endpoint === endpoint);
-  assert.deepEqual({ ...summary, oldest_pending_age_seconds: typeof summary?.oldest_pending_age_seconds }, { endpoint, pending: 1, failed: 1, oldest_pending_age_seconds: 'number' });
+  assert.deepEqual(
+    { ...summary, oldest_pending_age_seconds: typeof summary?.oldest_pending_age_seconds },
+    { endpoint, pending: 1, failed: 1, oldest_pending_age_seconds: 'number' },
+  );
 
   const text = (await script('status', [])).stdout;
   assert.match(text, /^ {2}http:\/\/127\.0\.0\.1:9\/status: pending 1, failed 1, oldest pending \d+s$/m);
@@ -253,16 +304,46 @@ describe('catalog', () => {
     assert.equal(again.code, 1);
     assert.match(again.stdout, /refused: package cli_pack exists/);
 
-    const plan = await script('catalog', ['add-plan', '--id', 'cli_plan', '--name', 'CLI plan', '--amount', '500', '--currency', 'eur', '--credits', '5', '--interval', 'week', '--interval-count', '2', '--json']);
+    const plan = await script('catalog', [
+      'add-plan',
+      '--id',
+      'cli_plan',
+      '--name',
+      'CLI plan',
+      '--amount',
+      '500',
+      '--currency',
+      'eur',
+      '--credits',
+      '5',
+      '--interval',
+      'week',
+      '--interval-count',
+      '2',
+      '--json',
+    ]);
     assert.equal(plan.code, 0, plan.stderr);
-    assert.deepEqual((JSON.parse(plan.stdout) as { item: unknown }).item, { id: 'cli_plan', name: 'CLI plan', amount: 500, currency: 'eur', credits: 5, active: true, stripe_price_id: null, interval: 'week', interval_count: 2 });
+    assert.deepEqual((JSON.parse(plan.stdout) as { item: unknown }).item, {
+      id: 'cli_plan',
+      name: 'CLI plan',
+      amount: 500,
+      currency: 'eur',
+      credits: 5,
+      active: true,
+      stripe_price_id: null,
+      interval: 'week',
+      interval_count: 2,
+    });
 
     const archived = await script('catalog', ['archive', 'cli_pack']);
     assert.equal(archived.code, 0, archived.stderr);
     assert.match(archived.stdout, /archived package cli_pack/);
     assert.equal((await script('catalog', ['archive', 'no_such'])).code, 1);
 
-    const list = JSON.parse((await script('catalog', ['list', '--json'])).stdout) as { packages: Array<{ id: string; active: boolean }>; plans: Array<{ id: string }> };
+    const list = JSON.parse((await script('catalog', ['list', '--json'])).stdout) as {
+      packages: Array<{ id: string; active: boolean }>;
+      plans: Array<{ id: string }>;
+    };
     assert.ok(list.packages.some((p) => p.id === 'cli_pack' && !p.active));
     assert.ok(list.plans.some((p) => p.id === 'cli_plan'));
     assert.match((await script('catalog', ['list'])).stdout, /archived cli_pack/);
@@ -273,10 +354,18 @@ describe('catalog', () => {
     try {
       stripe.addPrice({ ...exampleObject('price'), id: 'price_cli', type: 'one_time', recurring: null, unit_amount: 2900, currency: 'chf' });
       const extraEnv = { STRIPE_SECRET_KEY, STRIPE_API_BASE: stripe.url };
-      const refused = await script('catalog', ['add-package', '--id', 'cli_priced', '--name', 'Priced', '--amount', '1900', '--currency', 'chf', '--credits', '10', '--price', 'price_cli'], { extraEnv });
+      const refused = await script(
+        'catalog',
+        ['add-package', '--id', 'cli_priced', '--name', 'Priced', '--amount', '1900', '--currency', 'chf', '--credits', '10', '--price', 'price_cli'],
+        { extraEnv },
+      );
       assert.equal(refused.code, 1, refused.stderr);
       assert.match(refused.stdout, /refused: --price: its unit_amount is 2900, the amount 1900/);
-      const added = await script('catalog', ['add-package', '--id', 'cli_priced', '--name', 'Priced', '--amount', '2900', '--currency', 'chf', '--credits', '10', '--price', 'price_cli'], { extraEnv });
+      const added = await script(
+        'catalog',
+        ['add-package', '--id', 'cli_priced', '--name', 'Priced', '--amount', '2900', '--currency', 'chf', '--credits', '10', '--price', 'price_cli'],
+        { extraEnv },
+      );
       assert.equal(added.code, 0, added.stderr);
       assert.match(added.stdout, /sold as Price price_cli/);
     } finally {
@@ -285,15 +374,33 @@ describe('catalog', () => {
   });
 });
 
-test('catalog import-stripe makes a package and a plan of a Product\'s active Prices, once', async () => {
+test("catalog import-stripe makes a package and a plan of a Product's active Prices, once", async () => {
   const stripe = await startOfflineStripe();
   try {
     const price = exampleObject('price');
     stripe.addProduct({ ...exampleObject('product'), id: 'prod_cli', name: 'Thesis check', metadata: { credits: '10' } });
     stripe.addProduct({ ...exampleObject('product'), id: 'prod_other', name: 'A T-shirt', metadata: {} });
-    stripe.addPrice({ ...price, id: 'price_cli_once', product: 'prod_cli', type: 'one_time', recurring: null, unit_amount: 1900, currency: 'chf', lookup_key: 'thesis_once' });
+    stripe.addPrice({
+      ...price,
+      id: 'price_cli_once',
+      product: 'prod_cli',
+      type: 'one_time',
+      recurring: null,
+      unit_amount: 1900,
+      currency: 'chf',
+      lookup_key: 'thesis_once',
+    });
     stripe.addPrice({ ...price, id: 'price_CLI_Monthly', product: 'prod_cli', unit_amount: 900, currency: 'chf', lookup_key: null });
-    stripe.addPrice({ ...price, id: 'price_cli_old', product: 'prod_cli', active: false, type: 'one_time', recurring: null, unit_amount: 2900, currency: 'chf' });
+    stripe.addPrice({
+      ...price,
+      id: 'price_cli_old',
+      product: 'prod_cli',
+      active: false,
+      type: 'one_time',
+      recurring: null,
+      unit_amount: 2900,
+      currency: 'chf',
+    });
     stripe.addPrice({ ...price, id: 'price_shirt', product: 'prod_other', type: 'one_time', recurring: null, unit_amount: 2500, currency: 'chf' });
     const extraEnv = { STRIPE_SECRET_KEY, STRIPE_API_BASE: stripe.url };
 
@@ -301,7 +408,13 @@ test('catalog import-stripe makes a package and a plan of a Product\'s active Pr
     const first = await script('catalog', ['import-stripe', '--all', '--json'], { extraEnv });
     assert.equal(first.code, 0, first.stdout + first.stderr);
     const result = JSON.parse(first.stdout) as { created: Array<{ id: string; credits: number; interval?: string }>; existing: unknown[]; skipped: unknown[] };
-    assert.deepEqual(result.created.map((item) => [item.id, item.credits, item.interval]), [['thesis_once', 10, undefined], ['price_cli_monthly', 10, 'month']]);
+    assert.deepEqual(
+      result.created.map((item) => [item.id, item.credits, item.interval]),
+      [
+        ['thesis_once', 10, undefined],
+        ['price_cli_monthly', 10, 'month'],
+      ],
+    );
     assert.deepEqual(result.skipped, []);
 
     const again = await script('catalog', ['import-stripe', '--product', 'prod_cli'], { extraEnv });

@@ -14,7 +14,14 @@ const file = notifyingServiceForFile();
 const run = promisify(execFile);
 
 async function sendEvent(args: string[]): Promise<void> {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'test', DATABASE_URL: file.database.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, API_TOKEN, LOG_LEVEL: 'silent' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'test',
+    DATABASE_URL: file.database.url,
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    API_TOKEN,
+    LOG_LEVEL: 'silent',
+  };
   await run(process.execPath, ['--import', 'tsx', 'scripts/send-event.ts', ...args, '--url', file.service.url], { env });
 }
 
@@ -25,7 +32,10 @@ test('each subscription.period_paid tells a real period: the first from now for 
   assert.equal(reply.status, 201);
   const subscriptionId = reply.body.subscription_id as string;
   const periodsPaid = (count: number) =>
-    waitFor(`${count} period(s) paid`, receivedWhere(file.receiver, (n) => n.type === 'subscription.period_paid' && n.data.subscription_id === subscriptionId, count));
+    waitFor(
+      `${count} period(s) paid`,
+      receivedWhere(file.receiver, (n) => n.type === 'subscription.period_paid' && n.data.subscription_id === subscriptionId, count),
+    );
 
   const sentFrom = Math.floor(Date.now() / 1000);
   await sendEvent(['--subscription', subscriptionId]);
@@ -36,7 +46,9 @@ test('each subscription.period_paid tells a real period: the first from now for 
   assert.equal(seconds(first!.data.period_end), billingPeriodEnd(start, 'month'));
 
   // The renewal follows the period the service holds (its subscription's current_period_end).
-  await waitFor('the subscription active', async () => ((await file.service.call('GET', `/api/subscriptions/${subscriptionId}`)).body.current_period_end ? true : undefined));
+  await waitFor('the subscription active', async () =>
+    (await file.service.call('GET', `/api/subscriptions/${subscriptionId}`)).body.current_period_end ? true : undefined,
+  );
   await sendEvent(['--subscription', subscriptionId, '--cycle', '2']);
   const renewal = (await periodsPaid(2)).find((n) => n.id !== first!.id)!;
   assert.equal(seconds(renewal.data.period_start), seconds(first!.data.period_end));

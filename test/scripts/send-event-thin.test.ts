@@ -11,7 +11,14 @@ const file = serviceForFile();
 const run = promisify(execFile);
 
 async function sendEvent(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'test', DATABASE_URL: file.database.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, API_TOKEN, LOG_LEVEL: 'silent' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'test',
+    DATABASE_URL: file.database.url,
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    API_TOKEN,
+    LOG_LEVEL: 'silent',
+  };
   delete env.STRIPE_API_BASE;
   try {
     const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'scripts/send-event.ts', ...args], { env });
@@ -23,11 +30,26 @@ async function sendEvent(args: string[]): Promise<{ code: number; stdout: string
 
 test('--thin --times 2: one thin notification, answered 200 twice, fulfilled once from the snapshot event the stand-in was given', async () => {
   const order = await givenOrder(file.database);
-  const result = await sendEvent(['checkout.session.completed', '--order', order.order_id, '--thin', '--times', '2', '--url', file.service.url, '--stripe-url', file.service.stripe.url, '--json']);
+  const result = await sendEvent([
+    'checkout.session.completed',
+    '--order',
+    order.order_id,
+    '--thin',
+    '--times',
+    '2',
+    '--url',
+    file.service.url,
+    '--stripe-url',
+    file.service.stripe.url,
+    '--json',
+  ]);
   assert.equal(result.code, 0, result.stderr);
   const sent = JSON.parse(result.stdout) as { event_id: string; type: string; replies: Array<{ status: number }> };
   assert.equal(sent.type, 'v1.checkout.session.completed');
-  assert.deepEqual(sent.replies.map((r) => r.status), [200, 200]);
+  assert.deepEqual(
+    sent.replies.map((r) => r.status),
+    [200, 200],
+  );
 
   assert.equal((await finishedEvent(file.database, sent.event_id)).status, 'processed');
   assert.deepEqual(await grantsOf(file.database, order.order_id), [{ event_id: sent.event_id, credits: order.credits }]);
@@ -35,7 +57,16 @@ test('--thin --times 2: one thin notification, answered 200 twice, fulfilled onc
 
 test('--thin with no stand-in listening: exit 1, saying what to run', async () => {
   const order = await givenOrder(file.database);
-  const result = await sendEvent(['checkout.session.completed', '--order', order.order_id, '--thin', '--url', file.service.url, '--stripe-url', 'http://127.0.0.1:9']);
+  const result = await sendEvent([
+    'checkout.session.completed',
+    '--order',
+    order.order_id,
+    '--thin',
+    '--url',
+    file.service.url,
+    '--stripe-url',
+    'http://127.0.0.1:9',
+  ]);
   assert.equal(result.code, 1);
   assert.match(result.stderr, /cannot reach the offline Stripe stand-in at http:\/\/127\.0\.0\.1:9: is npm start running without STRIPE_SECRET_KEY\?/);
 });

@@ -80,7 +80,12 @@ export class ComposeStack {
   }
 
   private writeDotenv(): void {
-    writeFileSync(path.join(this.dir, '.env'), Object.entries(this.dotenv).map(([k, v]) => `${k}=${v}\n`).join(''));
+    writeFileSync(
+      path.join(this.dir, '.env'),
+      Object.entries(this.dotenv)
+        .map(([k, v]) => `${k}=${v}\n`)
+        .join(''),
+    );
   }
 
   /** A new release in the copy: package.json's version, which /healthz reports. */
@@ -139,8 +144,27 @@ export class ComposeStack {
 
   /** One query as the stack's own database user, through `compose exec` (Postgres is not published). */
   async psql(query: string): Promise<string[][]> {
-    const out = await this.compose(['exec', '-T', 'postgres', 'psql', '-U', this.dotenv.POSTGRES_USER ?? 'stripe_inbox', '-d', this.dotenv.POSTGRES_DB ?? 'stripe_inbox', '-v', 'ON_ERROR_STOP=1', '-At', '-F', '\t', '-c', query]);
-    return out.split('\n').filter(Boolean).map((line) => line.split('\t'));
+    const out = await this.compose([
+      'exec',
+      '-T',
+      'postgres',
+      'psql',
+      '-U',
+      this.dotenv.POSTGRES_USER ?? 'stripe_inbox',
+      '-d',
+      this.dotenv.POSTGRES_DB ?? 'stripe_inbox',
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-At',
+      '-F',
+      '\t',
+      '-c',
+      query,
+    ]);
+    return out
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.split('\t'));
   }
 
   async count(query: string): Promise<number> {

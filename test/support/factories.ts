@@ -65,14 +65,20 @@ export async function eventRow(database: TestDatabase, eventId: string): Promise
 export async function finishedEvent(database: TestDatabase, eventId: string, options: { timeoutMs?: number } = {}): Promise<StripeEventRow> {
   let last: StripeEventRow | undefined;
   try {
-    return await waitFor(`event ${eventId} to finish`, async () => {
-      last = await findEvent(database.db, eventId);
-      return last?.status !== 'processing' && last;
-    }, options);
+    return await waitFor(
+      `event ${eventId} to finish`,
+      async () => {
+        last = await findEvent(database.db, eventId);
+        return last?.status !== 'processing' && last;
+      },
+      options,
+    );
   } catch (error) {
     // Where it stood says why: waiting (for what), retrying (after which failure), or never run.
     const wait = await database.db.selectFrom('stripe_events').select(['waits_for', 'wait_until']).where('event_id', '=', eventId).executeTakeFirst();
-    const state = last ? `${last.type}, attempts ${last.attempts}, job ${last.job_key ?? 'none'}, waits for ${wait?.waits_for?.join(' ') ?? 'nothing'}, last error: ${last.last_error ?? 'none'}` : 'not stored';
+    const state = last
+      ? `${last.type}, attempts ${last.attempts}, job ${last.job_key ?? 'none'}, waits for ${wait?.waits_for?.join(' ') ?? 'nothing'}, last error: ${last.last_error ?? 'none'}`
+      : 'not stored';
     throw new Error(`${(error as Error).message} (${state})`, { cause: error });
   }
 }
@@ -87,31 +93,47 @@ export async function refusedAtOnce(database: TestDatabase, eventId: string, ids
 
 /** Polls until the worker has tried the event at least once and left it 'processing' for graphile-worker's retry (a transient failure); returns its row. */
 export async function retryingEvent(database: TestDatabase, eventId: string, options: { timeoutMs?: number } = {}): Promise<StripeEventRow> {
-  return waitFor(`event ${eventId} to wait for a retry`, async () => {
-    const row = await findEvent(database.db, eventId);
-    if (row && row.status !== 'processing') throw new Error(`event ${eventId} ended ${row.status}: ${row.last_error ?? ''}`);
-    return row !== undefined && row.attempts >= 1 && row;
-  }, options);
+  return waitFor(
+    `event ${eventId} to wait for a retry`,
+    async () => {
+      const row = await findEvent(database.db, eventId);
+      if (row && row.status !== 'processing') throw new Error(`event ${eventId} ended ${row.status}: ${row.last_error ?? ''}`);
+      return row !== undefined && row.attempts >= 1 && row;
+    },
+    options,
+  );
 }
 
 /**
  * Polls until the worker has run the event and parked it ('processing', waiting for what it names:
  * src/events/event-waits.ts); returns its row and what it waits for.
  */
-export async function waitingEvent(database: TestDatabase, eventId: string, options: { timeoutMs?: number } = {}): Promise<StripeEventRow & { waits_for: string[] }> {
-  return waitFor(`event ${eventId} to wait`, async () => {
-    // The wait first, then the row: read the other way round, a park committing between the two
-    // reads pairs its wait with the row before it (no reason in last_error yet).
-    const wait = await database.db.selectFrom('stripe_events').select('waits_for').where('event_id', '=', eventId).executeTakeFirst();
-    const row = await findEvent(database.db, eventId);
-    if (row && row.status !== 'processing') throw new Error(`event ${eventId} ended ${row.status}: ${row.last_error ?? ''}`);
-    return row !== undefined && wait?.waits_for != null && { ...row, waits_for: wait.waits_for };
-  }, options);
+export async function waitingEvent(
+  database: TestDatabase,
+  eventId: string,
+  options: { timeoutMs?: number } = {},
+): Promise<StripeEventRow & { waits_for: string[] }> {
+  return waitFor(
+    `event ${eventId} to wait`,
+    async () => {
+      // The wait first, then the row: read the other way round, a park committing between the two
+      // reads pairs its wait with the row before it (no reason in last_error yet).
+      const wait = await database.db.selectFrom('stripe_events').select('waits_for').where('event_id', '=', eventId).executeTakeFirst();
+      const row = await findEvent(database.db, eventId);
+      if (row && row.status !== 'processing') throw new Error(`event ${eventId} ended ${row.status}: ${row.last_error ?? ''}`);
+      return row !== undefined && wait?.waits_for != null && { ...row, waits_for: wait.waits_for };
+    },
+    options,
+  );
 }
 
 /** A parked event's wait past its deadline, as if WAIT_HOURS had gone by: its next run ends it. */
 export async function endWait(database: TestDatabase, eventId: string): Promise<void> {
-  await database.db.updateTable('stripe_events').set({ wait_until: new Date(Date.now() - 1_000) }).where('event_id', '=', eventId).execute();
+  await database.db
+    .updateTable('stripe_events')
+    .set({ wait_until: new Date(Date.now() - 1_000) })
+    .where('event_id', '=', eventId)
+    .execute();
 }
 
 export async function grantsOf(database: TestDatabase, orderId: string): Promise<Array<{ event_id: string; credits: number }>> {

@@ -98,12 +98,25 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
   try {
     const [etcdClient, etcdPeer, haproxyPort] = [await freePort(), await freePort(), await freePort()];
     launch('etcd', 'etcd', [
-      '--name', 'etcd0', '--data-dir', join(dir, 'etcd'),
-      '--listen-client-urls', `http://127.0.0.1:${etcdClient}`, '--advertise-client-urls', `http://127.0.0.1:${etcdClient}`,
-      '--listen-peer-urls', `http://127.0.0.1:${etcdPeer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${etcdPeer}`,
-      '--initial-cluster', `etcd0=http://127.0.0.1:${etcdPeer}`,
+      '--name',
+      'etcd0',
+      '--data-dir',
+      join(dir, 'etcd'),
+      '--listen-client-urls',
+      `http://127.0.0.1:${etcdClient}`,
+      '--advertise-client-urls',
+      `http://127.0.0.1:${etcdClient}`,
+      '--listen-peer-urls',
+      `http://127.0.0.1:${etcdPeer}`,
+      '--initial-advertise-peer-urls',
+      `http://127.0.0.1:${etcdPeer}`,
+      '--initial-cluster',
+      `etcd0=http://127.0.0.1:${etcdPeer}`,
     ]);
-    await waitFor('etcd to answer', async () => (await fetch(`http://127.0.0.1:${etcdClient}/health`).catch(() => undefined))?.ok, { timeoutMs: 20_000, intervalMs: 100 });
+    await waitFor('etcd to answer', async () => (await fetch(`http://127.0.0.1:${etcdClient}/health`).catch(() => undefined))?.ok, {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
 
     for (const name of ['node1', 'node2']) {
       const pgPort = await freePort();
@@ -131,24 +144,34 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
       url: (database) => `postgres://postgres:${SUPERUSER_PASSWORD}@127.0.0.1:${haproxyPort}/${database}`,
       nodeUrl: (node, database) => `postgres://postgres:${SUPERUSER_PASSWORD}@127.0.0.1:${node.pgPort}/${database}`,
       async waitForLeader({ not, timeoutMs = 60_000 } = {}) {
-        return waitFor('a Patroni leader', async () => {
-          for (const node of nodes) if (node !== not && (await patroniRole(node)) === 'primary') return node;
-          return undefined;
-        }, { timeoutMs, intervalMs: 100 });
+        return waitFor(
+          'a Patroni leader',
+          async () => {
+            for (const node of nodes) if (node !== not && (await patroniRole(node)) === 'primary') return node;
+            return undefined;
+          },
+          { timeoutMs, intervalMs: 100 },
+        );
       },
       async waitForReplica(leader, { timeoutMs = 60_000 } = {}) {
         // The leader's own view: Patroni 3.0's /cluster does not say whether a replica streams.
-        return waitFor(`a streaming ${synchronous ? 'sync' : 'async'} standby`, async () => {
-          const client = new pg.Client({ connectionString: cluster.nodeUrl(leader, 'postgres'), connectionTimeoutMillis: 2_000 });
-          try {
-            await client.connect();
-            const { rows } = await client.query<{ application_name: string; sync_state: string }>(`select application_name, sync_state from pg_stat_replication where state = 'streaming'`);
-            const standby = rows.find((row) => row.sync_state === (synchronous ? 'sync' : 'async'));
-            return standby && nodes.find((node) => node.name === standby.application_name);
-          } finally {
-            await client.end().catch(() => {});
-          }
-        }, { timeoutMs, intervalMs: 200 });
+        return waitFor(
+          `a streaming ${synchronous ? 'sync' : 'async'} standby`,
+          async () => {
+            const client = new pg.Client({ connectionString: cluster.nodeUrl(leader, 'postgres'), connectionTimeoutMillis: 2_000 });
+            try {
+              await client.connect();
+              const { rows } = await client.query<{ application_name: string; sync_state: string }>(
+                `select application_name, sync_state from pg_stat_replication where state = 'streaming'`,
+              );
+              const standby = rows.find((row) => row.sync_state === (synchronous ? 'sync' : 'async'));
+              return standby && nodes.find((node) => node.name === standby.application_name);
+            } finally {
+              await client.end().catch(() => {});
+            }
+          },
+          { timeoutMs, intervalMs: 200 },
+        );
       },
       async setSynchronous(leader, value) {
         const response = await fetch(`http://127.0.0.1:${leader.restPort}/config`, {
@@ -166,14 +189,20 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
       },
       stop,
     };
-    await waitFor('HAProxy to route to the leader', async () => {
-      const socket = net.connect(haproxyPort, '127.0.0.1');
-      return new Promise<boolean>((resolve) => socket.once('connect', () => (socket.destroy(), resolve(true))).once('error', () => resolve(false)));
-    }, { timeoutMs: 20_000, intervalMs: 100 });
+    await waitFor(
+      'HAProxy to route to the leader',
+      async () => {
+        const socket = net.connect(haproxyPort, '127.0.0.1');
+        return new Promise<boolean>((resolve) => socket.once('connect', () => (socket.destroy(), resolve(true))).once('error', () => resolve(false)));
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
     await cluster.waitForReplica(nodes[0]!);
     return cluster;
   } catch (error) {
-    const logs = readdirSync(dir).filter((file) => file.endsWith('.log')).map((file) => `--- ${file}\n${readFileSync(join(dir, file), 'utf8').slice(-3_000)}`);
+    const logs = readdirSync(dir)
+      .filter((file) => file.endsWith('.log'))
+      .map((file) => `--- ${file}\n${readFileSync(join(dir, file), 'utf8').slice(-3_000)}`);
     await stop();
     throw new Error(`the HA cluster did not start: ${(error as Error).message}\n${logs.join('\n')}`, { cause: error });
   }
@@ -198,7 +227,10 @@ function postmasterPid(dataDir: string): number | undefined {
 function killPostmaster(dataDir: string): void {
   const pid = postmasterPid(dataDir);
   if (!pid) return;
-  const children = spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
+  const children = spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter(Boolean)
+    .map(Number);
   for (const target of [pid, ...children]) {
     try {
       process.kill(target, 'SIGKILL');
@@ -230,7 +262,15 @@ function patroniConfig(node: HaNode, { dir, etcdClient, synchronous }: { dir: st
         postgresql: {
           use_pg_rewind: true,
           use_slots: true,
-          parameters: { wal_level: 'replica', hot_standby: 'on', max_wal_senders: 10, max_replication_slots: 10, wal_keep_size: '256MB', wal_log_hints: 'on', max_connections: 100 },
+          parameters: {
+            wal_level: 'replica',
+            hot_standby: 'on',
+            max_wal_senders: 10,
+            max_replication_slots: 10,
+            wal_keep_size: '256MB',
+            wal_log_hints: 'on',
+            max_connections: 100,
+          },
         },
       },
       initdb: [{ encoding: 'UTF8' }, { locale: 'C' }],

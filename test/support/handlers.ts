@@ -41,6 +41,10 @@ export async function fulfilWith(
   const maxAttempts = options.maxAttempts ?? 10;
   await claimEvents(database.db, events.map(incomingEvent), { maxAttempts });
   const dispatch = createDispatch({ livemode: false, handlers: Array.isArray(handlers) ? handlers : [handlers] });
-  const results = await fulfilEvents(database.db, events.map((event) => event.id), { maxAttempts, dispatch });
+  const results = await fulfilEvents(
+    database.db,
+    events.map((event) => event.id),
+    { maxAttempts, dispatch },
+  );
   return Promise.all(events.map(async (event, i) => ({ result: results[i]!, row: await eventRow(database, event.id) })));
 }

@@ -179,7 +179,11 @@ export function notifyingServiceForFile(env: Record<string, string> = {}): Notif
 }
 
 /** The verified notifications (one per webhook-id) that `match` picks, once there are `count`. */
-export function receivedWhere(receiver: NotificationReceiver, match: (n: ReceivedNotification) => boolean, count = 1): () => Promise<ReceivedNotification[] | undefined> {
+export function receivedWhere(
+  receiver: NotificationReceiver,
+  match: (n: ReceivedNotification) => boolean,
+  count = 1,
+): () => Promise<ReceivedNotification[] | undefined> {
   return () => {
     const found = receiver.unique().filter(match);
     return Promise.resolve(found.length >= count ? found : undefined);

@@ -12,9 +12,13 @@ import addFormatsModule from 'ajv-formats';
 // ajv-formats is CommonJS: under Node's ESM its function is the default export's own default.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
-interface Response { content?: Record<string, { schema?: object }> }
+interface Response {
+  content?: Record<string, { schema?: object }>;
+}
 type Reference = { $ref: string };
-interface Operation { responses: Record<string, Response | Reference> }
+interface Operation {
+  responses: Record<string, Response | Reference>;
+}
 export interface OpenApiDocument {
   openapi: string;
   info: { version: string };

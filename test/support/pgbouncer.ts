@@ -82,7 +82,10 @@ default_pool_size = 40
       throw new Error(`PgBouncer exited with ${String(code)} before accepting connections:\n${log}`);
     });
     exitedEarly.catch(() => {}); // read by the race below only; an exit at stop() is expected
-    await Promise.race([waitFor(`PgBouncer on port ${port} to accept connections`, () => accepts(url(upstreamUrl)), { timeoutMs: START_TIMEOUT_MS, intervalMs: 50 }), exitedEarly]);
+    await Promise.race([
+      waitFor(`PgBouncer on port ${port} to accept connections`, () => accepts(url(upstreamUrl)), { timeoutMs: START_TIMEOUT_MS, intervalMs: 50 }),
+      exitedEarly,
+    ]);
   } catch (error) {
     await stop();
     throw error;

@@ -21,7 +21,7 @@ export async function describeSchema(db: Kysely<Database>, modules: readonly Pic
   const width = Math.max(...owners.map(([name]) => name.length));
   const header = [
     '-- Who owns each table of ours: the module whose `tables` names it (src/modules/*/index.ts), else the core.',
-    '-- Its code is the table\'s only writer and its migrations change it (docs/migrations.md).',
+    "-- Its code is the table's only writer and its migrations change it (docs/migrations.md).",
     ...owners.map(([name, owner]) => `--   ${name.padEnd(width)}  ${owner}`),
   ];
   const { rows } = await sql<{ line: string }>`

@@ -68,7 +68,10 @@ export async function startTestService(
   const config = testConfig({ DATABASE_URL: database.url, STRIPE_API_BASE: stripe.url, ...options.env });
   const logger = createLogger(config.logLevel);
   // The service's own pools on the test's database, as main.ts opens them.
-  const pools = openServicePools(options.databaseUrl ?? database.url, { ...config, ...(options.queryDeadlineMs !== undefined && { queryDeadlineMs: options.queryDeadlineMs }) });
+  const pools = openServicePools(options.databaseUrl ?? database.url, {
+    ...config,
+    ...(options.queryDeadlineMs !== undefined && { queryDeadlineMs: options.queryDeadlineMs }),
+  });
   const sdk = createStripeClient(STRIPE_SECRET_KEY, stripe.url, { timeoutMs: config.stripeTimeoutMs });
   const service = await startService({
     config,
@@ -103,7 +106,11 @@ export async function startTestService(
       const bearer = token === undefined ? (path.startsWith('/admin') ? ADMIN_TOKEN : API_TOKEN) : token;
       return request(path, {
         method,
-        headers: { ...(bearer !== null && { authorization: `Bearer ${bearer}` }), ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
+        headers: {
+          ...(bearer !== null && { authorization: `Bearer ${bearer}` }),
+          ...(body !== undefined && { 'content-type': 'application/json' }),
+          ...headers,
+        },
         ...(body !== undefined && { body: JSON.stringify(body) }),
       });
     },

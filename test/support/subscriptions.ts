@@ -33,7 +33,14 @@ export async function givenSubscription(database: TestDatabase, { linked = false
   if (!row) throw new Error('the pro_monthly plan is missing from the test database');
   const checkoutSessionId = `cs_test_${row.subscription_id}`;
   await storeCheckoutSession(database.db, row.subscription_id, checkoutSessionId, noWaiters);
-  const subscription = { subscriptionId: row.subscription_id, stripeSubscriptionId: randomStripeId('sub'), amount: row.amount, currency: row.currency, accountId, checkoutSessionId };
+  const subscription = {
+    subscriptionId: row.subscription_id,
+    stripeSubscriptionId: randomStripeId('sub'),
+    amount: row.amount,
+    currency: row.currency,
+    accountId,
+    checkoutSessionId,
+  };
   if (linked) {
     const [done] = await fulfilWith(database, handlersOf(billingModule), [checkoutCompleted(subscription)]);
     assert.equal(done!.row.status, 'processed', `the checkout that links it: ${done!.row.status}, ${done!.row.last_error}`);

@@ -15,7 +15,21 @@ export const REJECTIONS: ReadonlySet<string> = new Set([
   'invalid Stripe-Signature: check STRIPE_WEBHOOK_SECRET and the server clock',
   'malformed event: body is not UTF-8 JSON',
   'malformed event: object is missing or invalid (expected "event" or "v2.core.event")',
-  ...['body', 'id', 'type', 'created', 'livemode', 'data', 'data.object', 'data.object.id', 'related_object', 'related_object.id', 'related_object.type', 'related_object.url', 'snapshot_event'].map((p) => `malformed event: ${p} is missing or invalid`),
+  ...[
+    'body',
+    'id',
+    'type',
+    'created',
+    'livemode',
+    'data',
+    'data.object',
+    'data.object.id',
+    'related_object',
+    'related_object.id',
+    'related_object.type',
+    'related_object.url',
+    'snapshot_event',
+  ].map((p) => `malformed event: ${p} is missing or invalid`),
   'malformed event: contains a NUL character',
   'malformed event: contains an unpaired UTF-16 surrogate',
   'malformed event: a number is out of range',
@@ -25,8 +39,7 @@ export const REJECTIONS: ReadonlySet<string> = new Set([
 ]);
 
 export const now = () => Math.floor(Date.now() / 1000);
-export const hmac = (secret: string, timestamp: string, payload: Buffer) =>
-  createHmac('sha256', secret).update(`${timestamp}.`).update(payload).digest('hex');
+export const hmac = (secret: string, timestamp: string, payload: Buffer) => createHmac('sha256', secret).update(`${timestamp}.`).update(payload).digest('hex');
 /** The Stripe-Signature Stripe would send for these bytes now. */
 export const signed = (payload: Buffer, secret = WEBHOOK_SECRET) => `t=${now()},v1=${hmac(secret, String(now()), payload)}`;
 /** A valid event with a fresh id: only what a test spoils can make it fail. */

@@ -33,10 +33,14 @@ test(`with ${HANGING_REFRESHES} subscription refreshes hanging on Stripe, a paid
 
   // Stripe comes back refusing: the refreshes end now, while the service can still record it.
   await service.stripe.close();
-  await waitFor('every refresh to have run its one attempt', async () => {
-    const { rows } = await sql<{ left: number }>`
+  await waitFor(
+    'every refresh to have run its one attempt',
+    async () => {
+      const { rows } = await sql<{ left: number }>`
       select count(*)::int as left from graphile_worker.jobs
       where task_identifier = ${REFRESH_TASK} and (attempts < max_attempts or locked_at is not null)`.execute(database.db);
-    return rows[0]?.left === 0;
-  }, { timeoutMs: 30_000 });
+      return rows[0]?.left === 0;
+    },
+    { timeoutMs: 30_000 },
+  );
 });

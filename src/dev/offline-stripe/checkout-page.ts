@@ -12,25 +12,36 @@ export const CHECKOUT_PAGE_PATH = '/c/pay/';
 /** The page of `session`, or of a session this stand-in does not hold. */
 export function checkoutPage(session: Params | undefined): string {
   if (session === undefined) {
-    return htmlPage('Offline Stripe Checkout: no such session', '<p>The offline Stripe stand-in holds no such Checkout Session. It keeps them in memory: a restart of <code>npm start</code> forgets them. Create another with <code>POST /api/checkout</code> or <code>POST /api/subscriptions</code>.</p>');
+    return htmlPage(
+      'Offline Stripe Checkout: no such session',
+      '<p>The offline Stripe stand-in holds no such Checkout Session. It keeps them in memory: a restart of <code>npm start</code> forgets them. Create another with <code>POST /api/checkout</code> or <code>POST /api/subscriptions</code>.</p>',
+    );
   }
   const id = String(session.id);
   const reference = typeof session.client_reference_id === 'string' ? session.client_reference_id : undefined;
   const subscription = session.mode === 'subscription';
-  const command = reference === undefined ? undefined
-    : subscription ? `npm run send-event -- --subscription ${reference}`
-    : `npm run send-event -- checkout.session.completed --order ${reference}`;
+  const command =
+    reference === undefined
+      ? undefined
+      : subscription
+        ? `npm run send-event -- --subscription ${reference}`
+        : `npm run send-event -- checkout.session.completed --order ${reference}`;
   // Stripe fills the {CHECKOUT_SESSION_ID} template of success_url when it sends the buyer back.
   const successUrl = typeof session.success_url === 'string' ? session.success_url.replaceAll('{CHECKOUT_SESSION_ID}', id) : undefined;
   const cancelUrl = typeof session.cancel_url === 'string' ? session.cancel_url : undefined;
-  return htmlPage('Offline Stripe Checkout', `<p>This is the development stand-in for Stripe (no <code>STRIPE_SECRET_KEY</code>): no card is asked for and nothing is charged.
+  return htmlPage(
+    'Offline Stripe Checkout',
+    `<p>This is the development stand-in for Stripe (no <code>STRIPE_SECRET_KEY</code>): no card is asked for and nothing is charged.
 Checkout Session <code>${escape(id)}</code>, ${subscription ? 'a subscription' : 'a payment'} of <strong>${escape(amount(session))}</strong>.</p>
-${command === undefined
+${
+  command === undefined
     ? '<p>This session names no order or subscription (no <code>client_reference_id</code>): create it with <code>POST /api/checkout</code> or <code>POST /api/subscriptions</code>.</p>'
     : `<p>To complete it as Stripe would, send the ${subscription ? 'events of its first period' : '<code>checkout.session.completed</code> event'} to the service, signed with its webhook secret:</p>
 <pre><code>${escape(command)}</code></pre>
-<p>The service then grants the credits and tells your app (${subscription ? '<code>subscription.period_paid</code>' : '<code>order.paid</code>'}).</p>`}
-${successUrl === undefined ? '' : `<p>After paying, Stripe sends the buyer to ${linkTo(successUrl)}${cancelUrl === undefined ? '' : `; one who cancels, to ${linkTo(cancelUrl)}`}.</p>`}`);
+<p>The service then grants the credits and tells your app (${subscription ? '<code>subscription.period_paid</code>' : '<code>order.paid</code>'}).</p>`
+}
+${successUrl === undefined ? '' : `<p>After paying, Stripe sends the buyer to ${linkTo(successUrl)}${cancelUrl === undefined ? '' : `; one who cancels, to ${linkTo(cancelUrl)}`}.</p>`}`,
+  );
 }
 
 /** As a buyer reads it (CHF 49.00, ¥500): the API's minor units, by the currency's own decimals. */

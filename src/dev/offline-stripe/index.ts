@@ -27,7 +27,20 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CHECKOUT_PAGE_PATH, checkoutPage } from './checkout-page.js';
 import { IMPLEMENTED, Resources } from './resources.js';
-import { authenticate, canonical, idempotencyError, isRecord, ok, parseForm, readBody, send, StripeApiError, type IdempotencyRecord, type Params, type Reply } from './wire.js';
+import {
+  authenticate,
+  canonical,
+  idempotencyError,
+  isRecord,
+  ok,
+  parseForm,
+  readBody,
+  send,
+  StripeApiError,
+  type IdempotencyRecord,
+  type Params,
+  type Reply,
+} from './wire.js';
 
 // Not `import { createServer } from 'node:http'`: that would load Node's undici (src/stripe/sdk.ts says why).
 const { createServer } = process.getBuiltinModule('node:http');
@@ -108,9 +121,10 @@ export async function startOfflineStripe(options: { port?: number; host?: string
       }
       authenticate(req.headers.authorization);
       // Stripe ignores idempotency keys on GET and DELETE.
-      const reply = method === 'POST' && key !== undefined
-        ? await idempotent(key, params, () => execute(method, pathname, params))
-        : await execute(method, pathname, params);
+      const reply =
+        method === 'POST' && key !== undefined
+          ? await idempotent(key, params, () => execute(method, pathname, params))
+          : await execute(method, pathname, params);
       send(res, reply, echo);
     } catch (err) {
       if (!(err instanceof StripeApiError)) throw err;
@@ -124,10 +138,16 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     const saved = idempotency.get(key);
     if (saved !== undefined) {
       if (saved.reply === undefined) {
-        throw idempotencyError(409, `There is currently another in-progress request using this idempotency key (that probably means you submitted twice, and the other request is still going through): ${key}. Please try again later.`);
+        throw idempotencyError(
+          409,
+          `There is currently another in-progress request using this idempotency key (that probably means you submitted twice, and the other request is still going through): ${key}. Please try again later.`,
+        );
       }
       if (saved.fingerprint !== fingerprint) {
-        throw idempotencyError(400, `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${key}' if you meant to execute a different request.`);
+        throw idempotencyError(
+          400,
+          `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${key}' if you meant to execute a different request.`,
+        );
       }
       return { ...saved.reply, headers: { 'Idempotent-Replayed': 'true' } };
     }
@@ -145,7 +165,10 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     if (delayMs > 0) await sleep(delayMs, undefined, { signal: closing.signal });
     const reply = resources.route(method, path, params);
     if (reply) return reply;
-    throw new StripeApiError(404, { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}). This is the offline Stripe stand-in; it implements ${IMPLEMENTED}.` });
+    throw new StripeApiError(404, {
+      type: 'invalid_request_error',
+      message: `Unrecognized request URL (${method}: ${path}). This is the offline Stripe stand-in; it implements ${IMPLEMENTED}.`,
+    });
   }
 
   const server = createServer((req, res) => {
@@ -167,18 +190,34 @@ export async function startOfflineStripe(options: { port?: number; host?: string
   url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
   return {
-    url, port, requests,
+    url,
+    port,
+    requests,
     sessions: resources.sessions,
     refunds: resources.refunds,
     subscriptions: resources.subscriptions,
     addEvent,
-    addThinEvent(notification) { resources.thinEvents.push(notification); },
-    addObject(object) { resources.objects.set(object.id as string, object); },
-    addSubscription(subscription) { resources.subscriptions.set(subscription.id as string, subscription); },
-    addPrice(price) { resources.catalogue.prices.set(price.id as string, price); },
-    addProduct(product) { resources.catalogue.products.set(product.id as string, product); },
-    failNext(count, status = 500) { failures = { remaining: count, status }; },
-    setDelay(ms) { delayMs = ms; },
+    addThinEvent(notification) {
+      resources.thinEvents.push(notification);
+    },
+    addObject(object) {
+      resources.objects.set(object.id as string, object);
+    },
+    addSubscription(subscription) {
+      resources.subscriptions.set(subscription.id as string, subscription);
+    },
+    addPrice(price) {
+      resources.catalogue.prices.set(price.id as string, price);
+    },
+    addProduct(product) {
+      resources.catalogue.products.set(product.id as string, product);
+    },
+    failNext(count, status = 500) {
+      failures = { remaining: count, status };
+    },
+    setDelay(ms) {
+      delayMs = ms;
+    },
     close: () =>
       (closed ??= new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));
@@ -188,4 +227,3 @@ export async function startOfflineStripe(options: { port?: number; host?: string
       })),
   };
 }
-

@@ -5,7 +5,8 @@ import { CHECKOUT_PAGE_PATH } from './checkout-page.js';
 import { Catalogue } from './prices.js';
 import { invalid, isRecord, integer, missing, ok, randomId, StripeApiError, type Params, type Reply } from './wire.js';
 
-export const IMPLEMENTED = 'Checkout Session create and retrieve, refund create, subscription retrieve and update, event list and retrieve, thin event (v2) list and retrieve, price and product retrieve and list, and retrieve of any object added to it';
+export const IMPLEMENTED =
+  'Checkout Session create and retrieve, refund create, subscription retrieve and update, event list and retrieve, thin event (v2) list and retrieve, price and product retrieve and list, and retrieve of any object added to it';
 
 export class Resources {
   readonly sessions = new Map<string, Params>();
@@ -27,9 +28,11 @@ export class Resources {
     if (method === 'GET' && path === '/v1/events') return ok(this.listEvents(params));
     if (method === 'GET' && path === '/v2/core/events') return ok(listThin(this.thinEvents, params));
     const v2Event = /^\/v2\/core\/events\/([^/]+)$/.exec(path)?.[1];
-    if (method === 'GET' && v2Event !== undefined) return ok(found(new Map(this.thinEvents.map((e) => [e.id as string, e])), decodeURIComponent(v2Event), 'event', 'id'));
+    if (method === 'GET' && v2Event !== undefined)
+      return ok(found(new Map(this.thinEvents.map((e) => [e.id as string, e])), decodeURIComponent(v2Event), 'event', 'id'));
     const v1Event = /^\/v1\/events\/([^/]+)$/.exec(path)?.[1];
-    if (method === 'GET' && v1Event !== undefined) return ok(found(new Map(this.events.map((e) => [e.event.id as string, e.event])), decodeURIComponent(v1Event), 'event', 'id'));
+    if (method === 'GET' && v1Event !== undefined)
+      return ok(found(new Map(this.events.map((e) => [e.event.id as string, e.event])), decodeURIComponent(v1Event), 'event', 'id'));
     const objectId = /^\/v1\/[a-z_/]+\/([^/]+)$/.exec(path)?.[1];
     const object = objectId === undefined ? undefined : this.objects.get(decodeURIComponent(objectId));
     if (method === 'GET' && object !== undefined) return ok(object);
@@ -44,7 +47,8 @@ export class Resources {
 
   private createSession(params: Params): Params {
     if (params.mode === undefined) throw missing('mode');
-    if (!['payment', 'setup', 'subscription'].includes(params.mode as string)) throw invalid('Invalid mode: must be one of payment, setup, or subscription', 'mode');
+    if (!['payment', 'setup', 'subscription'].includes(params.mode as string))
+      throw invalid('Invalid mode: must be one of payment, setup, or subscription', 'mode');
     // Stripe's rule: each mode takes the data of the object it creates, and refuses the other's.
     const own = { payment_intent_data: 'payment', subscription_data: 'subscription' } as const;
     for (const [param, mode] of Object.entries(own)) {
@@ -65,8 +69,12 @@ export class Resources {
       // Stripe's rule: a subscription's prices recur, a payment's do not.
       if ((params.mode === 'subscription') !== charged.recurring) {
         const subscription = params.mode === 'subscription';
-        if (byId) throw invalid(`${at}[price] must be a ${subscription ? 'recurring Price in subscription mode' : 'one-time Price in payment mode'}`, `${at}[price]`);
-        throw invalid(`${at}[price_data][recurring] is ${subscription ? 'required in subscription mode' : 'only allowed in subscription mode'}`, `${at}[price_data][recurring]`);
+        if (byId)
+          throw invalid(`${at}[price] must be a ${subscription ? 'recurring Price in subscription mode' : 'one-time Price in payment mode'}`, `${at}[price]`);
+        throw invalid(
+          `${at}[price_data][recurring] is ${subscription ? 'required in subscription mode' : 'only allowed in subscription mode'}`,
+          `${at}[price_data][recurring]`,
+        );
       }
       if (currency !== undefined && charged.currency !== currency) throw invalid('All line_items must use the same currency.', at);
       currency = charged.currency;
@@ -75,18 +83,35 @@ export class Resources {
     const id = `cs_test_${randomId(58)}`;
     const created = Math.floor(Date.now() / 1000);
     const session: Params = {
-      id, object: 'checkout.session',
-      amount_subtotal: amount, amount_total: amount, currency,
-      cancel_url: params.cancel_url ?? null, success_url: params.success_url ?? null,
-      client_reference_id: params.client_reference_id ?? null, client_secret: null,
-      created, expires_at: created + 24 * 60 * 60,
-      customer: null, customer_details: null, customer_email: params.customer_email ?? null,
-      invoice: null, livemode: false, locale: null,
+      id,
+      object: 'checkout.session',
+      amount_subtotal: amount,
+      amount_total: amount,
+      currency,
+      cancel_url: params.cancel_url ?? null,
+      success_url: params.success_url ?? null,
+      client_reference_id: params.client_reference_id ?? null,
+      client_secret: null,
+      created,
+      expires_at: created + 24 * 60 * 60,
+      customer: null,
+      customer_details: null,
+      customer_email: params.customer_email ?? null,
+      invoice: null,
+      livemode: false,
+      locale: null,
       metadata: isRecord(params.metadata) ? params.metadata : {},
-      mode: params.mode, payment_intent: null, payment_link: null, payment_method_types: ['card'],
-      payment_status: 'unpaid', setup_intent: null, status: 'open', subscription: null,
+      mode: params.mode,
+      payment_intent: null,
+      payment_link: null,
+      payment_method_types: ['card'],
+      payment_status: 'unpaid',
+      setup_intent: null,
+      status: 'open',
+      subscription: null,
       total_details: { amount_discount: 0, amount_shipping: 0, amount_tax: 0 },
-      ui_mode: 'hosted', url: `${this.baseUrl()}${CHECKOUT_PAGE_PATH}${id}`,
+      ui_mode: 'hosted',
+      url: `${this.baseUrl()}${CHECKOUT_PAGE_PATH}${id}`,
     };
     this.sessions.set(id, session);
     if (params.mode === 'subscription') this.subscribe(session, params, created);
@@ -105,8 +130,18 @@ export class Resources {
     const data = isRecord(params.subscription_data) ? params.subscription_data : {};
     const periodEnd = created + 30 * 24 * 60 * 60;
     this.subscriptions.set(id, {
-      id, object: 'subscription', created, currency: session.currency, customer: null, livemode: false,
-      status: 'active', cancel_at_period_end: false, cancel_at: null, canceled_at: null, ended_at: null, pause_collection: null,
+      id,
+      object: 'subscription',
+      created,
+      currency: session.currency,
+      customer: null,
+      livemode: false,
+      status: 'active',
+      cancel_at_period_end: false,
+      cancel_at: null,
+      canceled_at: null,
+      ended_at: null,
+      pause_collection: null,
       metadata: isRecord(data.metadata) ? data.metadata : {},
       items: { object: 'list', data: [{ object: 'subscription_item', current_period_start: created, current_period_end: periodEnd }] },
     });
@@ -116,11 +151,16 @@ export class Resources {
   private createRefund(params: Params): Params {
     if (typeof params.payment_intent !== 'string') throw missing('payment_intent');
     const refund: Params = {
-      id: `re_test_${randomId(24)}`, object: 'refund',
-      amount: integer(params.amount, 'amount'), currency: null, charge: null,
+      id: `re_test_${randomId(24)}`,
+      object: 'refund',
+      amount: integer(params.amount, 'amount'),
+      currency: null,
+      charge: null,
       created: Math.floor(Date.now() / 1000),
       metadata: isRecord(params.metadata) ? params.metadata : {},
-      payment_intent: params.payment_intent, reason: params.reason ?? null, status: 'succeeded',
+      payment_intent: params.payment_intent,
+      reason: params.reason ?? null,
+      status: 'succeeded',
     };
     this.refunds.set(refund.id as string, refund);
     return refund;
@@ -129,7 +169,8 @@ export class Resources {
   private updateSubscription(id: string, params: Params): Params {
     const subscription = found(this.subscriptions, id, 'subscription', 'id');
     if (params.cancel_at_period_end !== undefined) {
-      if (params.cancel_at_period_end !== 'true' && params.cancel_at_period_end !== 'false') throw invalid('Invalid boolean: cancel_at_period_end', 'cancel_at_period_end');
+      if (params.cancel_at_period_end !== 'true' && params.cancel_at_period_end !== 'false')
+        throw invalid('Invalid boolean: cancel_at_period_end', 'cancel_at_period_end');
       subscription.cancel_at_period_end = params.cancel_at_period_end === 'true';
     }
     if (isRecord(params.metadata)) subscription.metadata = { ...(subscription.metadata as Params), ...params.metadata };
@@ -160,7 +201,11 @@ function inlinePrice(item: unknown, at: string): { currency: string; unitAmount:
   const priceData = isRecord(item) ? item.price_data : undefined;
   if (!isRecord(priceData)) throw invalid(`${at} needs [price] or [price_data].`, `${at}[price_data]`);
   if (typeof priceData.currency !== 'string') throw missing(`${at}[price_data][currency]`);
-  return { currency: priceData.currency.toLowerCase(), unitAmount: integer(priceData.unit_amount, `${at}[price_data][unit_amount]`), recurring: isRecord(priceData.recurring) };
+  return {
+    currency: priceData.currency.toLowerCase(),
+    unitAmount: integer(priceData.unit_amount, `${at}[price_data][unit_amount]`),
+    recurring: isRecord(priceData.recurring),
+  };
 }
 
 /**

@@ -4,25 +4,37 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export type Params = Record<string, unknown>;
 /** The body is serialized up front so a replay is byte-identical even if the object changes later, as on Stripe. */
-export interface Reply { status: number; body: string; headers?: Record<string, string> }
+export interface Reply {
+  status: number;
+  body: string;
+  headers?: Record<string, string>;
+}
 /** `reply` stays undefined while the first request with the key is still executing. */
-export interface IdempotencyRecord { fingerprint: string; reply?: Reply }
+export interface IdempotencyRecord {
+  fingerprint: string;
+  reply?: Reply;
+}
 
 /** A rejection raised before an endpoint began executing; Stripe saves no idempotent result for these. */
 export class StripeApiError extends Error {
-  constructor(readonly status: number, readonly error: Params) {
+  constructor(
+    readonly status: number,
+    readonly error: Params,
+  ) {
     super(String(error.message));
   }
 }
 
-export const invalid = (message: string, param?: string, code?: string) =>
-  new StripeApiError(400, { type: 'invalid_request_error', code, message, param });
+export const invalid = (message: string, param?: string, code?: string) => new StripeApiError(400, { type: 'invalid_request_error', code, message, param });
 export const missing = (param: string) => invalid(`Missing required param: ${param}.`, param, 'parameter_missing');
 export const idempotencyError = (status: number, message: string) => new StripeApiError(status, { type: 'idempotency_error', message });
 const unauthorized = (message: string) => new StripeApiError(401, { type: 'invalid_request_error', message });
 
 export function authenticate(authorization: string | undefined): void {
-  if (authorization === undefined) throw unauthorized("You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY').");
+  if (authorization === undefined)
+    throw unauthorized(
+      "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY').",
+    );
   if (!/^Bearer sk_\S+$/.test(authorization)) throw unauthorized('Invalid API Key provided. The offline Stripe accepts any secret key starting with sk_.');
 }
 
@@ -60,7 +72,10 @@ function arraysFromIndexes(value: unknown, key?: string): unknown {
 export function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (isRecord(value)) {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }

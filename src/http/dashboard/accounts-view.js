@@ -41,7 +41,12 @@ export async function showAccount(accountId) {
     b.textContent = String(view.balance[name]);
     balance.append(' · ' + name + ' ', b);
   }
-  const grants = tableBody($('account-grants'), ['for', 'credits', 'taken back', 'paid', 'granted', 'event', 'details'], view.grants.length, 'No credits granted.');
+  const grants = tableBody(
+    $('account-grants'),
+    ['for', 'credits', 'taken back', 'paid', 'granted', 'event', 'details'],
+    view.grants.length,
+    'No credits granted.',
+  );
   for (const g of view.grants) {
     const row = grants.insertRow();
     row.dataset.grantId = g.id;
@@ -78,7 +83,6 @@ export async function showAccount(accountId) {
   });
   $('account').hidden = false;
 }
-
 
 /** Draws the account shown again, when one is. */
 export async function refreshAccount() {

@@ -28,18 +28,25 @@ const notificationStatus = $('notification-status');
 async function drawPage() {
   /** @type {[InboxStatus, EventSummary[], EventSummary[], MinuteCounts[], NotificationView[], CatalogItem[], CatalogItem[]]} */
   const [status, failed, stuck, timeline, notifications, packages, plans] = await Promise.all([
-    api('GET', '/status'), api('GET', '/events?status=failed'), api('GET', '/events?status=stuck'), api('GET', '/timeline?hours=' + hours.value),
-    api('GET', '/notifications?status=' + notificationStatus.value), api('GET', '/packages'), api('GET', '/plans'),
+    api('GET', '/status'),
+    api('GET', '/events?status=failed'),
+    api('GET', '/events?status=stuck'),
+    api('GET', '/timeline?hours=' + hours.value),
+    api('GET', '/notifications?status=' + notificationStatus.value),
+    api('GET', '/packages'),
+    api('GET', '/plans'),
   ]);
   // The statuses, in their order, are the server's (EVENT_STATUSES): the dashboard keeps no list.
-  $('counts').replaceChildren(...Object.entries(status.counts).map(([s, n]) => {
-    const card = document.createElement('div');
-    card.className = 'card ' + s;
-    card.dataset.status = s;
-    card.append(s);
-    card.appendChild(document.createElement('b')).textContent = String(n);
-    return card;
-  }));
+  $('counts').replaceChildren(
+    ...Object.entries(status.counts).map(([s, n]) => {
+      const card = document.createElement('div');
+      card.className = 'card ' + s;
+      card.dataset.status = s;
+      card.append(s);
+      card.appendChild(document.createElement('b')).textContent = String(n);
+      return card;
+    }),
+  );
   // Finished statuses of a large history are recounted every few minutes (GET /admin/api/status).
   $('counts').title = 'processed, ignored and duplicate counted at ' + new Date(status.history_counted_at).toLocaleTimeString();
   $('oldest').textContent = status.oldest_processing_age_seconds == null ? 'none' : status.oldest_processing_age_seconds + ' s';
@@ -48,7 +55,11 @@ async function drawPage() {
   eventTable($('failed'), failed, 'No failed events.');
   eventTable($('stuck'), stuck, 'Nothing stuck.');
   notificationFacts(status.notifications);
-  notificationTable($('notifications'), notifications, { emptyText: 'No ' + notificationStatus.value + ' notifications.', showEvent: showDetail, afterReplay: drawPage });
+  notificationTable($('notifications'), notifications, {
+    emptyText: 'No ' + notificationStatus.value + ' notifications.',
+    showEvent: showDetail,
+    afterReplay: drawPage,
+  });
   drawChart(timeline);
   catalogTable(packages, plans);
   await refreshAccount();
@@ -56,15 +67,23 @@ async function drawPage() {
 }
 
 refreshWith(drawPage);
-$('sweep').addEventListener('click', () => void act(async () => {
-  const result = await api('POST', '/sweep');
-  $('sweep-result').textContent = 'reclaimed ' + result.reclaimed + ', failed ' + result.failed;
-  await drawPage();
-}));
-$('replay-failed').addEventListener('click', () => void act(async () => {
-  await replayNotifications({ failed: true });
-  await drawPage();
-}));
+$('sweep').addEventListener(
+  'click',
+  () =>
+    void act(async () => {
+      const result = await api('POST', '/sweep');
+      $('sweep-result').textContent = 'reclaimed ' + result.reclaimed + ', failed ' + result.failed;
+      await drawPage();
+    }),
+);
+$('replay-failed').addEventListener(
+  'click',
+  () =>
+    void act(async () => {
+      await replayNotifications({ failed: true });
+      await drawPage();
+    }),
+);
 hours.addEventListener('change', () => void drawPage());
 notificationStatus.addEventListener('change', () => void drawPage());
 $('catalog-add').addEventListener('submit', (event) => {

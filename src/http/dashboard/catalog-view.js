@@ -18,7 +18,12 @@ import { refresh } from './refresh.js';
  */
 export function catalogTable(packages, plans) {
   const items = [...packages.map((item) => ({ kind: 'packages', item })), ...plans.map((item) => ({ kind: 'plans', item }))];
-  const body = tableBody($('catalog'), ['kind', 'id', 'name', 'price', 'credits', 'every', 'Stripe Price', 'status', ''], items.length, 'Nothing in the catalog.');
+  const body = tableBody(
+    $('catalog'),
+    ['kind', 'id', 'name', 'price', 'credits', 'every', 'Stripe Price', 'status', ''],
+    items.length,
+    'Nothing in the catalog.',
+  );
   for (const { kind, item } of items) {
     const row = body.insertRow();
     row.dataset.catalogId = item.id;
@@ -52,7 +57,11 @@ export function catalogInput() {
   const value = (id) => /** @type {HTMLInputElement} */ ($(id)).value.trim();
   const plan = value('catalog-kind') === 'plans';
   return {
-    id: value('catalog-id'), name: value('catalog-name'), amount: Number(value('catalog-amount')), currency: value('catalog-currency'), credits: Number(value('catalog-credits')),
+    id: value('catalog-id'),
+    name: value('catalog-name'),
+    amount: Number(value('catalog-amount')),
+    currency: value('catalog-currency'),
+    credits: Number(value('catalog-credits')),
     ...(value('catalog-price') && { stripe_price_id: value('catalog-price') }),
     ...(plan && { interval: value('catalog-interval'), interval_count: Number(value('catalog-interval-count')) }),
   };

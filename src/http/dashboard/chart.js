@@ -16,7 +16,11 @@ export function drawChart(points) {
   /** @param {number} v */
   const y = (v) => 155 - (v / max) * 145;
   /** @type {Array<['received' | 'finished' | 'failed', string]>} */
-  const series = [['received', '#2f6fde'], ['finished', '#27ae60'], ['failed', '#c0392b']];
+  const series = [
+    ['received', '#2f6fde'],
+    ['finished', '#27ae60'],
+    ['failed', '#c0392b'],
+  ];
   for (const [key, color] of series) {
     const line = document.createElementNS('http://www.w3.org/2000/svg', 'polyline');
     line.setAttribute('points', points.map((p, i) => x(i).toFixed(1) + ',' + y(p[key]).toFixed(1)).join(' '));

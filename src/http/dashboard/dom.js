@@ -52,14 +52,18 @@ export function buttonCell(row, className, text, action) {
   button.type = 'button';
   button.className = className;
   button.textContent = text;
-  button.addEventListener('click', () => void act(async () => {
-    button.disabled = true;
-    try {
-      await action();
-    } finally {
-      button.disabled = false;
-    }
-  }));
+  button.addEventListener(
+    'click',
+    () =>
+      void act(async () => {
+        button.disabled = true;
+        try {
+          await action();
+        } finally {
+          button.disabled = false;
+        }
+      }),
+  );
 }
 
 /**

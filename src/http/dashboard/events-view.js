@@ -51,15 +51,22 @@ export async function showDetail(eventId) {
   const facts = $('detail-facts');
   facts.replaceChildren();
   for (const [name, value] of Object.entries({
-    status: detail.status, attempts: detail.attempts, 'last error': detail.last_error, object: detail.object_id,
-    'duplicate of': detail.duplicate_of, livemode: detail.livemode, received: detail.received_at, finished: detail.finished_at,
+    status: detail.status,
+    attempts: detail.attempts,
+    'last error': detail.last_error,
+    object: detail.object_id,
+    'duplicate of': detail.duplicate_of,
+    livemode: detail.livemode,
+    received: detail.received_at,
+    finished: detail.finished_at,
   })) {
     facts.appendChild(document.createElement('dt')).textContent = name;
     facts.appendChild(document.createElement('dd')).textContent = value == null ? '–' : String(value);
   }
   const records = $('detail-records');
   records.replaceChildren();
-  for (const record of detail.records) records.appendChild(document.createElement('li')).textContent = record.kind + ' ' + record.id + ': ' + describeFields(record.fields);
+  for (const record of detail.records)
+    records.appendChild(document.createElement('li')).textContent = record.kind + ' ' + record.id + ': ' + describeFields(record.fields);
   if (detail.records.length === 0) records.appendChild(document.createElement('li')).textContent = 'none';
   notificationTable($('detail-notifications'), detail.notifications, {
     emptyText: 'None.',

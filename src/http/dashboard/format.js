@@ -74,8 +74,10 @@ export function money(amount, currency) {
  */
 export function describeFields(fields, currency) {
   const unit = currency ?? (typeof fields.currency === 'string' ? fields.currency : undefined);
-  return Object.entries(fields).map(([name, value]) => {
-    if (typeof value === 'number' && unit && /amount/.test(name)) return name + ' ' + money(value, unit);
-    return name + ' ' + (value == null ? '–' : String(value));
-  }).join(', ');
+  return Object.entries(fields)
+    .map(([name, value]) => {
+      if (typeof value === 'number' && unit && /amount/.test(name)) return name + ' ' + money(value, unit);
+      return name + ' ' + (value == null ? '–' : String(value));
+    })
+    .join(', ');
 }

@@ -59,7 +59,9 @@ function showDelivery(td, delivery) {
  *   afterReplay: shows what the replay changed
  */
 export function notificationTable(table, notifications, { emptyText, showEvent, withSequence = false, afterReplay }) {
-  const opened = new Set([...table.querySelectorAll('tr[data-notification-id]:has(details[open])')].map((row) => /** @type {HTMLElement} */ (row).dataset.notificationId));
+  const opened = new Set(
+    [...table.querySelectorAll('tr[data-notification-id]:has(details[open])')].map((row) => /** @type {HTMLElement} */ (row).dataset.notificationId),
+  );
   const headings = ['notification', ...(withSequence ? ['sequence'] : []), 'type', ...(showEvent ? ['event'] : []), 'created', 'deliveries', ''];
   const body = tableBody(table, headings, notifications.length, emptyText);
   for (const n of notifications) {
@@ -103,8 +105,14 @@ export function notificationFacts(notifications) {
     const fact = document.createElement('span');
     fact.dataset.endpoint = e.endpoint;
     const oldest = e.oldest_pending_age_seconds == null ? 'none' : e.oldest_pending_age_seconds + ' s';
-    fact.append('notifications to ' + e.endpoint + ': pending ', bold('pending', String(e.pending)), ', failed ', bold('failed', String(e.failed)),
-      ', oldest pending ', bold('oldest', oldest));
+    fact.append(
+      'notifications to ' + e.endpoint + ': pending ',
+      bold('pending', String(e.pending)),
+      ', failed ',
+      bold('failed', String(e.failed)),
+      ', oldest pending ',
+      bold('oldest', oldest),
+    );
     return fact;
   });
   $('notification-facts').replaceChildren(...facts);

@@ -35,7 +35,11 @@ export type SubscriptionCheckoutOutcome = { outcome: 'created'; checkoutSessionI
  * subscription to ours (subscription-links.ts); the metadata is only checked against that link.
  */
 export async function openSubscriptionCheckout(deps: BillingCallDeps, subscription: SubscriptionRow): Promise<SubscriptionCheckoutOutcome> {
-  const plan = await deps.db.selectFrom('plans').select(['name', 'interval', 'interval_count', 'stripe_price_id']).where('plan_id', '=', subscription.plan_id).executeTakeFirstOrThrow();
+  const plan = await deps.db
+    .selectFrom('plans')
+    .select(['name', 'interval', 'interval_count', 'stripe_price_id'])
+    .where('plan_id', '=', subscription.plan_id)
+    .executeTakeFirstOrThrow();
   const metadata = { [SUBSCRIPTION_ID_KEY]: subscription.subscription_id };
   const call = await deps.stripeCalls.attempt('subscription_checkout_session_create', (stripe) =>
     stripe.checkout.sessions.create(
@@ -43,15 +47,19 @@ export async function openSubscriptionCheckout(deps: BillingCallDeps, subscripti
         mode: 'subscription',
         // The plan's Stripe Price when it names one (checked against the plan when it was created,
         // and never changed since); else the plan inline, at the subscription's snapshot.
-        line_items: [plan.stripe_price_id === null
-          ? {
-            quantity: 1,
-            price_data: {
-              currency: subscription.currency, unit_amount: subscription.amount,
-              recurring: { interval: plan.interval, interval_count: plan.interval_count }, product_data: { name: plan.name },
-            },
-          }
-          : { quantity: 1, price: plan.stripe_price_id }],
+        line_items: [
+          plan.stripe_price_id === null
+            ? {
+                quantity: 1,
+                price_data: {
+                  currency: subscription.currency,
+                  unit_amount: subscription.amount,
+                  recurring: { interval: plan.interval, interval_count: plan.interval_count },
+                  product_data: { name: plan.name },
+                },
+              }
+            : { quantity: 1, price: plan.stripe_price_id },
+        ],
         metadata,
         subscription_data: { metadata },
         client_reference_id: subscription.subscription_id,
@@ -85,7 +93,10 @@ export type CancelOutcome = { outcome: 'canceling'; subscription: SubscriptionRo
  * by the resumed state. Setting cancel_at_period_end again is harmless at Stripe, so a spare call
  * (our answer to the first one was lost) costs nothing.
  */
-export async function cancelAtPeriodEnd(deps: Pick<BillingCallDeps, 'db' | 'stripeCalls' | 'notifications'>, subscription: SubscriptionRow): Promise<CancelOutcome> {
+export async function cancelAtPeriodEnd(
+  deps: Pick<BillingCallDeps, 'db' | 'stripeCalls' | 'notifications'>,
+  subscription: SubscriptionRow,
+): Promise<CancelOutcome> {
   const stripeId = subscription.stripe_subscription_id;
   if (stripeId === null) return { outcome: 'not_linked' };
   if (ENDED.has(subscription.status)) return { outcome: 'canceling', subscription };
@@ -112,7 +123,11 @@ async function requestCancel(
     const row = await lockSubscription(tx, subscriptionId);
     if (!row) throw new Error(`subscription ${subscriptionId} is no longer stored`);
     if (replayed) return row;
-    const change = await applyState(tx, row, stateOf(stripeSubscription.parse(call.value)), began, { source: 'fetch', eventId: null, notifications: deps.notifications });
+    const change = await applyState(tx, row, stateOf(stripeSubscription.parse(call.value)), began, {
+      source: 'fetch',
+      eventId: null,
+      notifications: deps.notifications,
+    });
     if (change === 'tie') await requestRefresh(tx, row, stripeId, 1);
     return tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
   });

@@ -48,10 +48,16 @@ async function mayStillPay(transaction: Transaction<Database>): Promise<boolean>
   const paying = await withBillingTables(transaction)
     .selectFrom('subscriptions')
     .select('subscription_id')
-    .where((eb) => eb.or([
-      eb('status', 'in', ['active', 'trialing', 'past_due', 'unpaid', 'incomplete']),
-      eb.and([eb('status', '=', 'pending'), eb('checkout_session_id', 'is not', null), eb('created_at', '>', sql<Date>`now() - make_interval(hours => ${WAIT_HOURS})`)]),
-    ]))
+    .where((eb) =>
+      eb.or([
+        eb('status', 'in', ['active', 'trialing', 'past_due', 'unpaid', 'incomplete']),
+        eb.and([
+          eb('status', '=', 'pending'),
+          eb('checkout_session_id', 'is not', null),
+          eb('created_at', '>', sql<Date>`now() - make_interval(hours => ${WAIT_HOURS})`),
+        ]),
+      ]),
+    )
     .limit(1)
     .executeTakeFirst();
   return paying !== undefined;

@@ -6,7 +6,18 @@
 // A charge linked to no grant is judged by what it carries (the ledger's chargeOwnership): another
 // sale's ends 'ignored' at once, one that may be an invoice's of ours waits for its link.
 import type { Transaction } from 'kysely';
-import { lockWaitKeys, objectOf, PermanentError, quoted, refundedCharge, RetryLaterError, type EventHandler, type FinishOutcome, type Notifications, type RefundedCharge } from '../../business-module.js';
+import {
+  lockWaitKeys,
+  objectOf,
+  PermanentError,
+  quoted,
+  refundedCharge,
+  RetryLaterError,
+  type EventHandler,
+  type FinishOutcome,
+  type Notifications,
+  type RefundedCharge,
+} from '../../business-module.js';
 import { chargeOwnership, notifyAccounts, paymentWaitKey, revocationTarget, takeBackCredits, type RefundPolicy } from '../ledger/index.js';
 import { findSubscription, invoiceWaitKey } from './subscriptions.js';
 import { withBillingTables, type BillingDatabase, type InvoiceGrantRow } from './tables.js';
@@ -59,22 +70,33 @@ export function invoiceChargeRefunded(policy: RefundPolicy, notifications: Notif
  * The grant of the invoice a payment paid, locked: found by the PaymentIntent's link
  * (invoice_payment.paid), or by the invoice an older API version names on the charge.
  */
-export async function lockGrantOfPayment(tx: Transaction<BillingDatabase>, paymentIntent: string | null, invoice?: string | null): Promise<InvoiceGrantRow | undefined> {
+export async function lockGrantOfPayment(
+  tx: Transaction<BillingDatabase>,
+  paymentIntent: string | null,
+  invoice?: string | null,
+): Promise<InvoiceGrantRow | undefined> {
   if (paymentIntent === null && typeof invoice !== 'string') return undefined;
   return tx
     .selectFrom('invoice_grants')
     .selectAll()
-    .where((eb) => eb.or([
-      ...(paymentIntent === null ? [] : [eb('invoice_id', '=', eb.selectFrom('invoice_payments').select('invoice_id').where('payment_intent_id', '=', paymentIntent))]),
-      ...(typeof invoice === 'string' ? [eb('invoice_id', '=', invoice)] : []),
-    ]))
+    .where((eb) =>
+      eb.or([
+        ...(paymentIntent === null
+          ? []
+          : [eb('invoice_id', '=', eb.selectFrom('invoice_payments').select('invoice_id').where('payment_intent_id', '=', paymentIntent))]),
+        ...(typeof invoice === 'string' ? [eb('invoice_id', '=', invoice)] : []),
+      ]),
+    )
     .forUpdate()
     .executeTakeFirst();
 }
 
 /** What would find a charge's grant, and so wakes a refund waiting for it: its PaymentIntent's link, or the invoice an older API version names. */
 function grantWaitKeys(charge: RefundedCharge): string[] {
-  return [...(charge.payment_intent === null ? [] : [paymentWaitKey(charge.payment_intent)]), ...(typeof charge.invoice === 'string' ? [invoiceWaitKey(charge.invoice)] : [])];
+  return [
+    ...(charge.payment_intent === null ? [] : [paymentWaitKey(charge.payment_intent)]),
+    ...(typeof charge.invoice === 'string' ? [invoiceWaitKey(charge.invoice)] : []),
+  ];
 }
 
 /** A charge that no granted invoice is linked to: not ours (ignored), maybe ours and early (wait), or a wrong claim (refused). */

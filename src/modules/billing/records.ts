@@ -12,13 +12,19 @@ export async function subscriptionOfEvent(db: Kysely<Database>, event: Pick<Stri
   const subscriptions = await billing
     .selectFrom('subscriptions')
     .select(['subscription_id', 'status', 'plan_id', 'account_id', 'stripe_subscription_id', 'cancel_at_period_end', 'pause_behavior'])
-    .where((eb) => eb.or([
-      ...(named.ours.length > 0 ? [eb('subscription_id', 'in', named.ours)] : []),
-      ...(named.stripe.length > 0 ? [eb('stripe_subscription_id', 'in', named.stripe)] : []),
-      eb('subscription_id', 'in', eb.selectFrom('invoice_grants').select('subscription_id').where('event_id', '=', event.event_id)),
-    ]))
+    .where((eb) =>
+      eb.or([
+        ...(named.ours.length > 0 ? [eb('subscription_id', 'in', named.ours)] : []),
+        ...(named.stripe.length > 0 ? [eb('stripe_subscription_id', 'in', named.stripe)] : []),
+        eb('subscription_id', 'in', eb.selectFrom('invoice_grants').select('subscription_id').where('event_id', '=', event.event_id)),
+      ]),
+    )
     .execute();
-  const grants = await billing.selectFrom('invoice_grants').select(['invoice_id', 'subscription_id', 'credits', 'amount_paid', 'currency', 'revoked_credits']).where('event_id', '=', event.event_id).execute();
+  const grants = await billing
+    .selectFrom('invoice_grants')
+    .select(['invoice_id', 'subscription_id', 'credits', 'amount_paid', 'currency', 'revoked_credits'])
+    .where('event_id', '=', event.event_id)
+    .execute();
   return [
     ...subscriptions.map(({ subscription_id, ...fields }) => ({ kind: 'subscription', id: subscription_id, fields })),
     ...grants.map(({ invoice_id, ...fields }) => ({ kind: 'invoice grant', id: invoice_id, fields })),
@@ -47,15 +53,29 @@ export async function eventsOfSubscription(db: Kysely<Database>, subscriptionId:
   const rows = await billing
     .selectFrom('stripe_events')
     .select('event_id')
-    .where((eb) => eb.or([
-      payloadHolds([
-        ['data', 'object', 'metadata', SUBSCRIPTION_ID_KEY],
-        ['data', 'object', 'parent', 'subscription_details', 'metadata', SUBSCRIPTION_ID_KEY],
-        ['data', 'object', 'subscription_details', 'metadata', SUBSCRIPTION_ID_KEY],
-      ], subscriptionId),
-      eb('object_id', 'in', eb.selectFrom('subscriptions').select('stripe_subscription_id').where('subscription_id', '=', subscriptionId).where('stripe_subscription_id', 'is not', null).$narrowType<{ stripe_subscription_id: string }>()),
-      eb('event_id', 'in', eb.selectFrom('invoice_grants').select('event_id').where('subscription_id', '=', subscriptionId)),
-    ]))
+    .where((eb) =>
+      eb.or([
+        payloadHolds(
+          [
+            ['data', 'object', 'metadata', SUBSCRIPTION_ID_KEY],
+            ['data', 'object', 'parent', 'subscription_details', 'metadata', SUBSCRIPTION_ID_KEY],
+            ['data', 'object', 'subscription_details', 'metadata', SUBSCRIPTION_ID_KEY],
+          ],
+          subscriptionId,
+        ),
+        eb(
+          'object_id',
+          'in',
+          eb
+            .selectFrom('subscriptions')
+            .select('stripe_subscription_id')
+            .where('subscription_id', '=', subscriptionId)
+            .where('stripe_subscription_id', 'is not', null)
+            .$narrowType<{ stripe_subscription_id: string }>(),
+        ),
+        eb('event_id', 'in', eb.selectFrom('invoice_grants').select('event_id').where('subscription_id', '=', subscriptionId)),
+      ]),
+    )
     .limit(50)
     .execute();
   return rows.map((row) => row.event_id);
@@ -74,7 +94,18 @@ export async function subscriptionsOfAccount(db: Kysely<Database>, accountId: st
       .execute(),
     billing
       .selectFrom('invoice_grants')
-      .select(['invoice_id', 'subscription_id', 'credits', 'revoked_credits', 'amount_paid', 'currency', 'refunded_amount', 'billing_reason', 'granted_at', 'event_id'])
+      .select([
+        'invoice_id',
+        'subscription_id',
+        'credits',
+        'revoked_credits',
+        'amount_paid',
+        'currency',
+        'refunded_amount',
+        'billing_reason',
+        'granted_at',
+        'event_id',
+      ])
       // Through the account's subscriptions, which subscriptions_account_idx and invoice_grants_subscription_idx serve.
       .where('subscription_id', 'in', billing.selectFrom('subscriptions').select('subscription_id').where('account_id', '=', accountId))
       .orderBy('granted_at', 'desc')

@@ -4,7 +4,17 @@
 // honoured on the POST that creates, and each domain outcome mapped to its answer here only.
 import { Router, type Response } from 'express';
 import { z } from 'zod';
-import { badRequest, checkIdParam, createThenCall, optionalEmail, optionalIdempotencyKey, sendResult, stripeCallFailed, type HttpResult, type ModuleRouteContext } from '../../business-module.js';
+import {
+  badRequest,
+  checkIdParam,
+  createThenCall,
+  optionalEmail,
+  optionalIdempotencyKey,
+  sendResult,
+  stripeCallFailed,
+  type HttpResult,
+  type ModuleRouteContext,
+} from '../../business-module.js';
 import { catalogAdminRoutes } from '../catalog/index.js';
 import { accountId } from '../ledger/index.js';
 import { newPlan, planCatalog } from './plan-catalog.js';
@@ -28,7 +38,17 @@ export function billingApiRoutes(context: ModuleRouteContext<BillingSettings>): 
 
   router.get('/plans', async (_req, res) => {
     const plans = await listPlans(db);
-    res.json(plans.map((p) => ({ id: p.plan_id, name: p.name, amount: p.amount, currency: p.currency, interval: p.interval, interval_count: p.interval_count, credits: p.credits })));
+    res.json(
+      plans.map((p) => ({
+        id: p.plan_id,
+        name: p.name,
+        amount: p.amount,
+        currency: p.currency,
+        interval: p.interval,
+        interval_count: p.interval_count,
+        credits: p.credits,
+      })),
+    );
   });
 
   router.post('/subscriptions', async (req, res) => {
@@ -37,21 +57,24 @@ export function billingApiRoutes(context: ModuleRouteContext<BillingSettings>): 
     const key = optionalIdempotencyKey(req);
     if (!key.success) return badRequest(res, key.error);
     const input = { planId: body.data.plan_id, accountId: body.data.account_id, email: body.data.email ?? null };
-    sendResult(res, await createThenCall(context.db, key.data, {
-      operation: 'subscription',
-      request: [input.planId, input.accountId, input.email],
-      leaseMs: context.idempotencyLeaseMs,
-      async create(tx) {
-        const subscription = await createSubscription(withBillingTables(tx), input);
-        if (!subscription) return unavailablePlan(await planCatalog.find(tx, input.planId), input.planId);
-        return { subject: { subscriptionId: subscription.subscription_id } };
-      },
-      async complete({ subscriptionId }: { subscriptionId: string }) {
-        const subscription = await findSubscription(db, subscriptionId);
-        if (!subscription) throw new Error(`subscription ${subscriptionId} of an idempotency key vanished`);
-        return checkoutAnswer(subscriptionId, await openSubscriptionCheckout(calls, subscription));
-      },
-    }));
+    sendResult(
+      res,
+      await createThenCall(context.db, key.data, {
+        operation: 'subscription',
+        request: [input.planId, input.accountId, input.email],
+        leaseMs: context.idempotencyLeaseMs,
+        async create(tx) {
+          const subscription = await createSubscription(withBillingTables(tx), input);
+          if (!subscription) return unavailablePlan(await planCatalog.find(tx, input.planId), input.planId);
+          return { subject: { subscriptionId: subscription.subscription_id } };
+        },
+        async complete({ subscriptionId }: { subscriptionId: string }) {
+          const subscription = await findSubscription(db, subscriptionId);
+          if (!subscription) throw new Error(`subscription ${subscriptionId} of an idempotency key vanished`);
+          return checkoutAnswer(subscriptionId, await openSubscriptionCheckout(calls, subscription));
+        },
+      }),
+    );
   });
 
   router.get('/subscriptions/:id', async (req, res) => {
@@ -69,7 +92,8 @@ export function billingApiRoutes(context: ModuleRouteContext<BillingSettings>): 
     if (outcome.outcome === 'not_linked') {
       return void res.status(409).json({ error: 'the subscription has no Stripe subscription yet (its checkout is not completed): nothing to cancel' });
     }
-    if (outcome.outcome !== 'canceling') return sendResult(res, stripeCallFailed(outcome, 'cancel the subscription', { subscription_id: subscription.subscription_id }));
+    if (outcome.outcome !== 'canceling')
+      return sendResult(res, stripeCallFailed(outcome, 'cancel the subscription', { subscription_id: subscription.subscription_id }));
     res.json(subscriptionView(outcome.subscription));
   });
 

@@ -26,7 +26,14 @@ export const PERIOD_SECONDS = 30 * DAY_SECONDS;
 /** A Stripe subscription of ours, shaped as the current API sends it (the period on its items). */
 export function subscriptionObject(
   subscription: SampleSubscription,
-  state: { status: string; periodEnd: number; periodStart?: number; cancelAtPeriodEnd?: boolean; pause?: { behavior: string; resumesAt: number | null }; metadata?: boolean },
+  state: {
+    status: string;
+    periodEnd: number;
+    periodStart?: number;
+    cancelAtPeriodEnd?: boolean;
+    pause?: { behavior: string; resumesAt: number | null };
+    metadata?: boolean;
+  },
 ): Record<string, unknown> {
   const example = exampleObject('subscription');
   const items = example.items as { data: Array<Record<string, unknown>> };
@@ -42,7 +49,15 @@ export function subscriptionObject(
     ended_at: null,
     currency: subscription.currency,
     metadata: state.metadata === false ? {} : { [SUBSCRIPTION_ID_KEY]: subscription.subscriptionId },
-    items: { ...items, data: items.data.map((item) => ({ ...item, subscription: subscription.stripeSubscriptionId, current_period_end: state.periodEnd, current_period_start: state.periodStart ?? state.periodEnd - PERIOD_SECONDS })) },
+    items: {
+      ...items,
+      data: items.data.map((item) => ({
+        ...item,
+        subscription: subscription.stripeSubscriptionId,
+        current_period_end: state.periodEnd,
+        current_period_start: state.periodStart ?? state.periodEnd - PERIOD_SECONDS,
+      })),
+    },
   };
 }
 
@@ -83,11 +98,27 @@ export function invoiceObject(
     period_end: period.start,
     lines: {
       ...(example.lines as Record<string, unknown>),
-      data: [{
-        ...line,
-        amount: total, subtotal: total, currency, description: null, period,
-        parent: { type: 'subscription_item_details', invoice_item_details: null, subscription_item_details: { invoice_item: null, proration: false, proration_details: { credited_items: null }, subscription: subscription.stripeSubscriptionId, subscription_item: randomStripeId('si') } },
-      }],
+      data: [
+        {
+          ...line,
+          amount: total,
+          subtotal: total,
+          currency,
+          description: null,
+          period,
+          parent: {
+            type: 'subscription_item_details',
+            invoice_item_details: null,
+            subscription_item_details: {
+              invoice_item: null,
+              proration: false,
+              proration_details: { credited_items: null },
+              subscription: subscription.stripeSubscriptionId,
+              subscription_item: randomStripeId('si'),
+            },
+          },
+        },
+      ],
     },
     billing_reason: invoice.billingReason,
     status: invoice.status,
@@ -135,7 +166,10 @@ export function invoicePaymentObject(invoiceId: string, paymentIntentId: string,
  * Each is `created` a second after the one before, the last at `lastAt` (seconds); the period
  * runs from `periodStart` (PERIOD_SECONDS before its end unless given) to `periodEnd`.
  */
-export function periodEvents(subscription: SampleSubscription, period: { cycle: number; lastAt: number; periodEnd: number; periodStart?: number }): SampleEvent[] {
+export function periodEvents(
+  subscription: SampleSubscription,
+  period: { cycle: number; lastAt: number; periodEnd: number; periodStart?: number },
+): SampleEvent[] {
   const { cycle, lastAt, periodEnd } = period;
   const periodStart = period.periodStart ?? periodEnd - PERIOD_SECONDS;
   const invoiceId = randomStripeId('in');
@@ -153,8 +187,32 @@ export function periodEvents(subscription: SampleSubscription, period: { cycle: 
       : []),
     ['invoice.created', invoiceObject(subscription, { ...invoice, status: 'draft' })],
     ['invoice.finalized', invoiceObject(subscription, { ...invoice, status: 'open' })],
-    ['payment_intent.succeeded', { ...exampleObject('payment_intent'), id: paymentIntentId, amount: money.amount, amount_received: money.amount, currency: money.currency, status: 'succeeded', metadata: {} }],
-    ['charge.succeeded', { ...exampleObject('charge'), id: randomStripeId('ch'), amount: money.amount, amount_captured: money.amount, currency: money.currency, payment_intent: paymentIntentId, paid: true, refunded: false, amount_refunded: 0 }],
+    [
+      'payment_intent.succeeded',
+      {
+        ...exampleObject('payment_intent'),
+        id: paymentIntentId,
+        amount: money.amount,
+        amount_received: money.amount,
+        currency: money.currency,
+        status: 'succeeded',
+        metadata: {},
+      },
+    ],
+    [
+      'charge.succeeded',
+      {
+        ...exampleObject('charge'),
+        id: randomStripeId('ch'),
+        amount: money.amount,
+        amount_captured: money.amount,
+        currency: money.currency,
+        payment_intent: paymentIntentId,
+        paid: true,
+        refunded: false,
+        amount_refunded: 0,
+      },
+    ],
     ['invoice_payment.paid', invoicePaymentObject(invoiceId, paymentIntentId, money.amount, money.currency)],
     ['invoice.paid', paidInvoice],
     ['invoice.payment_succeeded', paidInvoice],

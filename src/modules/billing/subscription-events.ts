@@ -11,24 +11,32 @@ import { withBillingTables } from './tables.js';
 
 const notOurs = (what: string) => ({ status: 'ignored' as const, reason: `${what} was not started by POST /api/subscriptions` });
 
-export const subscriptionChanged = (notifications: Notifications): EventHandler => async (transaction, event) => {
-  const tx = withBillingTables(transaction);
-  const object = objectOf(stripeSubscription, event);
-  const subscription = await lockLinkedSubscription(tx, object.id, object.metadata?.[SUBSCRIPTION_ID_KEY]);
-  if (!subscription) return notOurs(`Stripe subscription ${object.id}`);
-  const change = await applyState(tx, subscription, stateOf(object), event.stripe_created_at, { source: 'event', eventId: event.event_id, notifications });
-  if (change === 'tie') await requestRefresh(tx, subscription, object.id);
-  return { status: 'processed' };
-};
+export const subscriptionChanged =
+  (notifications: Notifications): EventHandler =>
+  async (transaction, event) => {
+    const tx = withBillingTables(transaction);
+    const object = objectOf(stripeSubscription, event);
+    const subscription = await lockLinkedSubscription(tx, object.id, object.metadata?.[SUBSCRIPTION_ID_KEY]);
+    if (!subscription) return notOurs(`Stripe subscription ${object.id}`);
+    const change = await applyState(tx, subscription, stateOf(object), event.stripe_created_at, { source: 'event', eventId: event.event_id, notifications });
+    if (change === 'tie') await requestRefresh(tx, subscription, object.id);
+    return { status: 'processed' };
+  };
 
-export const subscriptionCheckoutCompleted = (wake: Wake): EventHandler => async (transaction, event) => {
-  const session = objectOf(subscriptionCheckoutSession, event);
-  if (session.mode !== 'subscription') return { status: 'ignored' };
-  const tx = withBillingTables(transaction);
-  const subscription = await linkCheckoutSession(tx, wake, { id: session.id, subscription: session.subscription, named: session.metadata?.[SUBSCRIPTION_ID_KEY] });
-  if (!subscription) return notOurs(`subscription Checkout Session ${session.id}`);
-  return { status: 'processed' };
-};
+export const subscriptionCheckoutCompleted =
+  (wake: Wake): EventHandler =>
+  async (transaction, event) => {
+    const session = objectOf(subscriptionCheckoutSession, event);
+    if (session.mode !== 'subscription') return { status: 'ignored' };
+    const tx = withBillingTables(transaction);
+    const subscription = await linkCheckoutSession(tx, wake, {
+      id: session.id,
+      subscription: session.subscription,
+      named: session.metadata?.[SUBSCRIPTION_ID_KEY],
+    });
+    if (!subscription) return notOurs(`subscription Checkout Session ${session.id}`);
+    return { status: 'processed' };
+  };
 
 export const invoicePaymentFailed: EventHandler = async (transaction, event) => {
   const invoice = objectOf(stripeInvoice, event);

@@ -48,7 +48,9 @@ export async function lockLinkedSubscription(
   if (named === undefined) return undefined;
   if (!row) throw unknownSubscription(named, `Stripe subscription ${stripeSubscriptionId}`);
   if (row.stripe_subscription_id !== null) {
-    throw new PermanentError(`Stripe subscription ${stripeSubscriptionId} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} is linked to Stripe subscription ${row.stripe_subscription_id}: refused`);
+    throw new PermanentError(
+      `Stripe subscription ${stripeSubscriptionId} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} is linked to Stripe subscription ${row.stripe_subscription_id}: refused`,
+    );
   }
   throw new RetryLaterError(
     `Stripe subscription ${stripeSubscriptionId} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} was never linked to it: ` +
@@ -59,7 +61,9 @@ export async function lockLinkedSubscription(
 
 function checkedAgainstMetadata(linked: SubscriptionRow, stripeSubscriptionId: string, named: string | undefined): SubscriptionRow {
   if (named !== undefined && named !== linked.subscription_id) {
-    throw new PermanentError(`Stripe subscription ${stripeSubscriptionId} is linked to ${linked.subscription_id}, but its ${NAMES} names ${quoted(named)}: refused`);
+    throw new PermanentError(
+      `Stripe subscription ${stripeSubscriptionId} is linked to ${linked.subscription_id}, but its ${NAMES} names ${quoted(named)}: refused`,
+    );
   }
   return linked;
 }
@@ -81,20 +85,19 @@ export interface CompletedCheckout {
 export async function linkCheckoutSession(tx: Transaction<BillingDatabase>, wake: Wake, session: CompletedCheckout): Promise<SubscriptionRow | undefined> {
   const row = await lockByCheckoutSession(tx, session);
   if (!row || session.subscription === null || row.stripe_subscription_id === session.subscription) return row;
-  const refused = (why: string) => `Checkout Session ${session.id} of ${row.subscription_id} started Stripe subscription ${session.subscription}, but ${why}: refused`;
-  if (row.stripe_subscription_id !== null) throw new PermanentError(refused(`${row.subscription_id} is linked to Stripe subscription ${row.stripe_subscription_id}`));
+  const refused = (why: string) =>
+    `Checkout Session ${session.id} of ${row.subscription_id} started Stripe subscription ${session.subscription}, but ${why}: refused`;
+  if (row.stripe_subscription_id !== null)
+    throw new PermanentError(refused(`${row.subscription_id} is linked to Stripe subscription ${row.stripe_subscription_id}`));
   const other = await tx.selectFrom('subscriptions').select('subscription_id').where('stripe_subscription_id', '=', session.subscription).executeTakeFirst();
   if (other) throw new PermanentError(refused(`that is linked to ${other.subscription_id}`));
   try {
-    await tx
-      .updateTable('subscriptions')
-      .set({ stripe_subscription_id: session.subscription })
-      .where('subscription_id', '=', row.subscription_id)
-      .execute();
+    await tx.updateTable('subscriptions').set({ stripe_subscription_id: session.subscription }).where('subscription_id', '=', row.subscription_id).execute();
   } catch (error) {
     // Another transaction linked it to a row of ours between the look above and this write: the
     // unique key decided, and retrying would only meet it again.
-    if (isUniqueViolation(error, 'subscriptions_stripe_subscription_id_key')) throw new PermanentError(refused('that was linked to another subscription of ours meanwhile'), { cause: error });
+    if (isUniqueViolation(error, 'subscriptions_stripe_subscription_id_key'))
+      throw new PermanentError(refused('that was linked to another subscription of ours meanwhile'), { cause: error });
     throw error;
   }
   await wake(tx, [linkWaitKey(session.subscription)]);
@@ -106,7 +109,9 @@ async function lockByCheckoutSession(tx: Transaction<BillingDatabase>, session: 
   const stored = await tx.selectFrom('subscriptions').selectAll().where('checkout_session_id', '=', session.id).forUpdate().executeTakeFirst();
   if (stored) {
     if (session.named !== undefined && session.named !== stored.subscription_id) {
-      throw new PermanentError(`Checkout Session ${session.id} was opened for ${stored.subscription_id}, but its ${NAMES} names ${quoted(session.named)}: refused`);
+      throw new PermanentError(
+        `Checkout Session ${session.id} was opened for ${stored.subscription_id}, but its ${NAMES} names ${quoted(session.named)}: refused`,
+      );
     }
     return stored;
   }
@@ -116,12 +121,17 @@ async function lockByCheckoutSession(tx: Transaction<BillingDatabase>, session: 
   // Stored while this transaction waited for the row's lock.
   if (row.checkout_session_id === session.id) return row;
   if (row.checkout_session_id !== null) {
-    throw new PermanentError(`Checkout Session ${session.id} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} opened Checkout Session ${row.checkout_session_id}: refused`);
+    throw new PermanentError(
+      `Checkout Session ${session.id} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} opened Checkout Session ${row.checkout_session_id}: refused`,
+    );
   }
   // POST /api/subscriptions stores the id once Stripe answers; a request that died in between
   // stores it when retried with the same Idempotency-Key (Stripe answers with the same session),
   // and wakes this event. The row lock, taken before the look, keeps the two in turn.
-  throw new RetryLaterError(`Checkout Session ${session.id} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} has stored no Checkout Session id: waiting for the Checkout Session id (a retry of POST /api/subscriptions with the same Idempotency-Key stores it)`, {
-    waitsFor: [sessionWaitKey(row.subscription_id)],
-  });
+  throw new RetryLaterError(
+    `Checkout Session ${session.id} names ${row.subscription_id} in its ${NAMES}, but ${row.subscription_id} has stored no Checkout Session id: waiting for the Checkout Session id (a retry of POST /api/subscriptions with the same Idempotency-Key stores it)`,
+    {
+      waitsFor: [sessionWaitKey(row.subscription_id)],
+    },
+  );
 }

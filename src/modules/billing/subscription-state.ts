@@ -112,11 +112,15 @@ export async function applyState(
 
 /** The held state and the new one, as a key's last part. */
 function digest(held: SubscriptionRow, state: Record<string, string | boolean | Date | null>): string {
-  const of = (row: Record<string, unknown>) => Object.keys(state).map((column) => {
-    const value = row[column];
-    return value instanceof Date ? value.getTime() : value;
-  });
-  return createHash('sha256').update(JSON.stringify([of(held), of(state)])).digest('base64url').slice(0, 22);
+  const of = (row: Record<string, unknown>) =>
+    Object.keys(state).map((column) => {
+      const value = row[column];
+      return value instanceof Date ? value.getTime() : value;
+    });
+  return createHash('sha256')
+    .update(JSON.stringify([of(held), of(state)]))
+    .digest('base64url')
+    .slice(0, 22);
 }
 
 function sameValue(held: string | boolean | Date | null, value: string | boolean | Date | null): boolean {
@@ -127,12 +131,22 @@ function sameValue(held: string | boolean | Date | null, value: string | boolean
  * Queues a fetch of the subscription from Stripe, in the caller's transaction; a burst makes one
  * job. `inSeconds`: not before then (a fetch that tied waits for the next second).
  */
-export async function requestRefresh(tx: Transaction<BillingDatabase>, subscription: SubscriptionRow, stripeSubscriptionId: string, inSeconds = 0): Promise<void> {
-  await addModuleJob(tx, REFRESH_TASK, { subscriptionId: subscription.subscription_id, stripeSubscriptionId }, {
-    key: `${REFRESH_TASK}:${subscription.subscription_id}`,
-    maxAttempts: REFRESH_MAX_ATTEMPTS,
-    inSeconds,
-  });
+export async function requestRefresh(
+  tx: Transaction<BillingDatabase>,
+  subscription: SubscriptionRow,
+  stripeSubscriptionId: string,
+  inSeconds = 0,
+): Promise<void> {
+  await addModuleJob(
+    tx,
+    REFRESH_TASK,
+    { subscriptionId: subscription.subscription_id, stripeSubscriptionId },
+    {
+      key: `${REFRESH_TASK}:${subscription.subscription_id}`,
+      maxAttempts: REFRESH_MAX_ATTEMPTS,
+      inSeconds,
+    },
+  );
 }
 
 const refreshPayload = z.object({ subscriptionId: z.string(), stripeSubscriptionId: z.string() });

@@ -59,10 +59,7 @@ export interface CatalogDeps {
 }
 
 export type AddOutcome =
-  | { outcome: 'created'; item: CatalogItem }
-  | { outcome: 'taken'; reason: string }
-  | { outcome: 'price_refused'; reason: string }
-  | StripeCallFailure;
+  { outcome: 'created'; item: CatalogItem } | { outcome: 'taken'; reason: string } | { outcome: 'price_refused'; reason: string } | StripeCallFailure;
 
 /** Creates the item, after checking its Price at Stripe when it names one. */
 export async function addCatalogItem<I extends NewCatalogItem>(kind: CatalogKind<I>, deps: CatalogDeps, input: I): Promise<AddOutcome> {

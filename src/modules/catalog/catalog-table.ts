@@ -58,12 +58,21 @@ export function catalogKind<K extends string, R extends CatalogColumns & Record<
     findByProduct: (db, productId) => all(db, sql`select * from ${table} where stripe_product_id = ${productId} order by ${id}`),
     insert: (db, input, stripeProductId) => {
       const columns = Object.entries({
-        [spec.idColumn]: input.id, name: input.name, amount: input.amount, currency: input.currency, credits: input.credits,
-        stripe_price_id: input.stripe_price_id ?? null, stripe_product_id: stripeProductId, ...spec.ownColumns(input),
+        [spec.idColumn]: input.id,
+        name: input.name,
+        amount: input.amount,
+        currency: input.currency,
+        credits: input.credits,
+        stripe_price_id: input.stripe_price_id ?? null,
+        stripe_product_id: stripeProductId,
+        ...spec.ownColumns(input),
         // As Kysely's values(): a column left undefined takes its default rather than null.
       }).filter(([, value]) => value !== undefined);
-      return first(db, sql`insert into ${table} (${sql.join(columns.map(([column]) => sql.ref(column)))})
-        values (${sql.join(columns.map(([, value]) => value))}) on conflict do nothing returning *`);
+      return first(
+        db,
+        sql`insert into ${table} (${sql.join(columns.map(([column]) => sql.ref(column)))})
+        values (${sql.join(columns.map(([, value]) => value))}) on conflict do nothing returning *`,
+      );
     },
     change: async (db, itemId, change) => {
       const columns = changedColumns(change);

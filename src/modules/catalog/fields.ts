@@ -9,12 +9,16 @@ import { postgresText } from '../../business-module.js';
  * writes them. Amounts are in each one's minor unit, as Stripe counts them (4900 = CHF 49.00; a
  * zero-decimal currency such as JPY counts whole yen).
  */
-const STRIPE_CURRENCIES = new Set(`
+const STRIPE_CURRENCIES = new Set(
+  `
   usd aed afn all amd ang aoa ars aud awg azn bam bbd bdt bgn bhd bif bmd bnd bob brl bsd bwp byn bzd cad cdf chf clp
   cny cop crc cve czk djf dkk dop dzd egp etb eur fjd fkp gbp gel gip gmd gnf gtq gyd hkd hnl htg huf idr ils inr isk
   jmd jod jpy kes kgs khr kmf krw kwd kyd kzt lak lbp lkr lrd lsl mad mdl mga mkd mmk mnt mop mur mvr mwk mxn myr mzn
   nad ngn nio nok npr nzd omr pab pen pgk php pkr pln pyg qar ron rsd rub rwf sar sbd scr sek sgd shp sle sos srd std
-  szl thb tjs tnd top try ttd twd tzs uah ugx uyu uzs vnd vuv wst xaf xcd xof xpf yer zar zmw`.trim().split(/\s+/));
+  szl thb tjs tnd top try ttd twd tzs uah ugx uyu uzs vnd vuv wst xaf xcd xof xpf yer zar zmw`
+    .trim()
+    .split(/\s+/),
+);
 
 /** The id the selling application names it by: as packages_id_shape and plans_id_shape check it. */
 export const catalogId = z.string().regex(/^[a-z0-9_-]{1,64}$/, 'must be 1-64 characters of a-z, 0-9, _ and -');
@@ -26,7 +30,12 @@ export const catalogId = z.string().regex(/^[a-z0-9_-]{1,64}$/, 'must be 1-64 ch
  */
 const MAX_CREDITS = 1_000_000;
 // Postgres' integer: a larger amount or count would be refused by the column, as a 500.
-const positiveInteger = (what: string, max = 2_147_483_647) => z.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`).max(max, `must be ${what} of at most ${max}`);
+const positiveInteger = (what: string, max = 2_147_483_647) =>
+  z
+    .number({ error: `must be ${what}` })
+    .int(`must be ${what}`)
+    .positive(`must be ${what}`)
+    .max(max, `must be ${what} of at most ${max}`);
 const catalogName = postgresText.trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
 const stripePriceId = z.string().regex(/^price_[A-Za-z0-9_]{1,250}$/, 'must be a Stripe Price id (price_…)');
 
@@ -34,8 +43,11 @@ const stripePriceId = z.string().regex(/^price_[A-Za-z0-9_]{1,250}$/, 'must be a
 export const catalogFields = {
   id: catalogId,
   name: catalogName,
-  amount: positiveInteger('a positive integer in the currency\'s minor unit (4900 = 49.00)'),
-  currency: z.string().transform((c) => c.toLowerCase()).refine((c) => STRIPE_CURRENCIES.has(c), 'must be an ISO currency code Stripe accepts (chf, eur, usd, …)'),
+  amount: positiveInteger("a positive integer in the currency's minor unit (4900 = 49.00)"),
+  currency: z
+    .string()
+    .transform((c) => c.toLowerCase())
+    .refine((c) => STRIPE_CURRENCIES.has(c), 'must be an ISO currency code Stripe accepts (chf, eur, usd, …)'),
   credits: positiveInteger('a positive integer', MAX_CREDITS),
   stripe_price_id: stripePriceId.optional(),
 };
@@ -52,7 +64,12 @@ export const planPeriodFields = {
 };
 export const checkPlanPeriod = (plan: { interval: PlanInterval; interval_count: number }, ctx: z.RefinementCtx) => {
   const max = MAX_INTERVAL_COUNT[plan.interval];
-  if (plan.interval_count > max) ctx.addIssue({ code: 'custom', path: ['interval_count'], message: `must be at most ${max} for interval ${plan.interval} (Stripe bills at least every three years)` });
+  if (plan.interval_count > max)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['interval_count'],
+      message: `must be at most ${max} for interval ${plan.interval} (Stripe bills at least every three years)`,
+    });
 };
 
 /** What PATCH may change: the rest never changes in place. */

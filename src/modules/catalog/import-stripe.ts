@@ -32,22 +32,32 @@ export async function importStripeCatalog(
   which: { productId: string } | { all: true },
 ): Promise<ImportResult> {
   const result: ImportResult = { created: [], existing: [], skipped: [] };
-  const products = 'productId' in which
-    ? [await deps.stripeCalls.run('product_retrieve', (stripe) => stripe.products.retrieve(which.productId))]
-    : await deps.stripeCalls.run('product_list', (stripe) => stripe.products.list({ active: true, limit: 100 }).autoPagingToArray({ limit: LIST_LIMIT }));
+  const products =
+    'productId' in which
+      ? [await deps.stripeCalls.run('product_retrieve', (stripe) => stripe.products.retrieve(which.productId))]
+      : await deps.stripeCalls.run('product_list', (stripe) => stripe.products.list({ active: true, limit: 100 }).autoPagingToArray({ limit: LIST_LIMIT }));
   for (const product of products) {
     // With --all, a Product that says nothing of credits is not for sale here (a shared account).
     if (!('productId' in which) && product.metadata.credits === undefined) continue;
     const credits = Number(product.metadata.credits);
     if (!product.active) result.skipped.push({ stripe_id: product.id, reason: 'the Product is archived (active: false)' });
-    else if (!Number.isSafeInteger(credits) || credits <= 0) result.skipped.push({ stripe_id: product.id, reason: 'its metadata.credits is not a positive integer: how many credits would it grant?' });
+    else if (!Number.isSafeInteger(credits) || credits <= 0)
+      result.skipped.push({ stripe_id: product.id, reason: 'its metadata.credits is not a positive integer: how many credits would it grant?' });
     else await importPrices(deps, targets, product, credits, result);
   }
   return result;
 }
 
-async function importPrices(deps: CatalogDeps, targets: { package: ImportTarget; plan: ImportTarget }, product: Stripe.Product, credits: number, result: ImportResult): Promise<void> {
-  const prices = await deps.stripeCalls.run('price_list', (stripe) => stripe.prices.list({ product: product.id, active: true, limit: 100 }).autoPagingToArray({ limit: LIST_LIMIT }));
+async function importPrices(
+  deps: CatalogDeps,
+  targets: { package: ImportTarget; plan: ImportTarget },
+  product: Stripe.Product,
+  credits: number,
+  result: ImportResult,
+): Promise<void> {
+  const prices = await deps.stripeCalls.run('price_list', (stripe) =>
+    stripe.prices.list({ product: product.id, active: true, limit: 100 }).autoPagingToArray({ limit: LIST_LIMIT }),
+  );
   for (const raw of prices) {
     const price = stripePrice.safeParse(raw);
     if (!price.success || productIdOf(price.data) !== product.id) {

@@ -35,7 +35,10 @@ export function catalogPriceHandlers(kind: CatalogKind<never>): Handlers {
     const archiving = product.active ? [] : items.filter((item) => item.active);
     for (const item of archiving) await kind.change(tx, item.id, { active: false });
     if (archiving.length === 0) return { status: 'processed' };
-    return { status: 'processed', reason: `archived ${kind.noun}(s) ${archiving.map((item) => item.id).join(', ')}: Product ${product.id} is archived (active: false)` };
+    return {
+      status: 'processed',
+      reason: `archived ${kind.noun}(s) ${archiving.map((item) => item.id).join(', ')}: Product ${product.id} is archived (active: false)`,
+    };
   };
   return { 'price.updated': priceUpdated, 'product.updated': productUpdated };
 }

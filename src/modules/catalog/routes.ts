@@ -27,7 +27,9 @@ export function catalogAdminRoutes<I extends NewCatalogItem>(kind: CatalogKind<I
   router.patch(`${path}/:id`, async (req, res) => {
     const fixed = FIXED_FIELDS.filter((field) => Object.hasOwn((req.body ?? {}) as object, field));
     if (fixed.length > 0) {
-      return void res.status(409).json({ error: `${fixed.join(', ')}: a ${kind.noun}'s ${fixed.join(', ')} never change${fixed.length === 1 ? 's' : ''} in place; create a new one and archive this` });
+      return void res.status(409).json({
+        error: `${fixed.join(', ')}: a ${kind.noun}'s ${fixed.join(', ')} never change${fixed.length === 1 ? 's' : ''} in place; create a new one and archive this`,
+      });
     }
     const change = catalogChange.safeParse(req.body ?? {});
     if (!change.success) return badRequest(res, change.error);

@@ -52,10 +52,15 @@ export type PriceCheck = { outcome: 'matches'; productId: string } | { outcome: 
 export async function checkStripePrice(stripeCalls: StripeCalls, priceId: string, terms: PriceTerms): Promise<PriceCheck> {
   const call = await stripeCalls.attempt('price_retrieve', (stripe) => stripe.prices.retrieve(priceId));
   // Stripe answers an unknown id with 404 invalid_request_error: asking again will not help.
-  if (call.outcome === 'stripe_failed' && call.reason === 'StripeInvalidRequestError') return { outcome: 'refused', reason: `Stripe has no Price ${priceId} (with this STRIPE_SECRET_KEY)` };
+  if (call.outcome === 'stripe_failed' && call.reason === 'StripeInvalidRequestError')
+    return { outcome: 'refused', reason: `Stripe has no Price ${priceId} (with this STRIPE_SECRET_KEY)` };
   if (call.outcome !== 'done') return call;
   const price = stripePrice.safeParse(call.value);
-  if (!price.success) return { outcome: 'refused', reason: `Price ${priceId} is not a Price this service can sell: ${price.error.issues[0]?.path.join('.')} ${price.error.issues[0]?.message}` };
+  if (!price.success)
+    return {
+      outcome: 'refused',
+      reason: `Price ${priceId} is not a Price this service can sell: ${price.error.issues[0]?.path.join('.')} ${price.error.issues[0]?.message}`,
+    };
   const reasons = priceMismatches(price.data, terms);
   return reasons.length > 0 ? { outcome: 'refused', reason: reasons.join('; ') } : { outcome: 'matches', productId: productIdOf(price.data) };
 }

@@ -22,4 +22,3 @@ export const checkoutReturnSettings = defineSettings({
     requiredInProduction: true,
   },
 });
-

@@ -9,7 +9,18 @@
 // another sale's ends 'ignored' at once; one whose metadata names an order of ours waits for that
 // order's payment, or is refused when the order is unknown or was paid by another PaymentIntent.
 import type { Transaction } from 'kysely';
-import { lockWaitKeys, objectOf, PermanentError, quoted, refundedCharge, RetryLaterError, type EventHandler, type FinishOutcome, type Notifications, type RefundedCharge } from '../../business-module.js';
+import {
+  lockWaitKeys,
+  objectOf,
+  PermanentError,
+  quoted,
+  refundedCharge,
+  RetryLaterError,
+  type EventHandler,
+  type FinishOutcome,
+  type Notifications,
+  type RefundedCharge,
+} from '../../business-module.js';
 import { chargeOwnership, notifyAccounts, paymentWaitKey, revocationTarget, type RefundPolicy } from '../ledger/index.js';
 import { revokeCredits } from './credit-revocations.js';
 import { findOrder } from './orders.js';
@@ -67,10 +78,15 @@ async function unlinkedCharge(tx: Transaction<CreditsDatabase>, charge: Refunded
   const named = await findOrder(tx, whose.orderId);
   if (!named) throw new PermanentError(`unknown order ${quoted(whose.orderId)} in the metadata of charge ${charge.id}`);
   if (named.payment_intent_id !== null || charge.payment_intent === null) {
-    throw new PermanentError(`charge ${charge.id} of payment intent ${charge.payment_intent ?? '(none)'} names order ${named.order_id} in its metadata, but ${named.order_id} was paid by ${named.payment_intent_id ?? 'no payment intent yet'}: refused`);
+    throw new PermanentError(
+      `charge ${charge.id} of payment intent ${charge.payment_intent ?? '(none)'} names order ${named.order_id} in its metadata, but ${named.order_id} was paid by ${named.payment_intent_id ?? 'no payment intent yet'}: refused`,
+    );
   }
   // The refund overtook its payment's checkout.session.completed, which stores the PaymentIntent.
-  throw new RetryLaterError(`${whose.reason}, but ${named.order_id} is not paid by payment intent ${charge.payment_intent} (yet): waiting for its checkout.session.completed`, {
-    waitsFor: [paymentWaitKey(charge.payment_intent)],
-  });
+  throw new RetryLaterError(
+    `${whose.reason}, but ${named.order_id} is not paid by payment intent ${charge.payment_intent} (yet): waiting for its checkout.session.completed`,
+    {
+      waitsFor: [paymentWaitKey(charge.payment_intent)],
+    },
+  );
 }

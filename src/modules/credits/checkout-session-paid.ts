@@ -6,7 +6,16 @@
 // the payments of all such events in a job are recorded by one statement (order-payment.ts), and
 // each grant is told to the app as order.paid in the same transaction (docs/notifications.md).
 import { z } from 'zod';
-import { objectOrError, PermanentError, quoted, RetryLaterError, type BatchHandler, type FinishOutcome, type HandlerContext, type StripeEventRow } from '../../business-module.js';
+import {
+  objectOrError,
+  PermanentError,
+  quoted,
+  RetryLaterError,
+  type BatchHandler,
+  type FinishOutcome,
+  type HandlerContext,
+  type StripeEventRow,
+} from '../../business-module.js';
 import { notifyAccounts, paymentWaitKey } from '../ledger/index.js';
 import { orderWaitKey } from './orders.js';
 import { recordOrderPayments, type OrderGrant, type OrderPayment, type PaymentResult } from './order-payment.js';
@@ -64,14 +73,19 @@ function outcomeOf(event: StripeEventRow, session: CheckoutSession, payment: Ord
     case 'order_mismatch':
       return new PermanentError(`checkout session ${session.id} was opened for order ${result.orderId}, but its metadata.order_id names ${named}: refused`);
     case 'session_mismatch':
-      return new PermanentError(`checkout session ${session.id} names order ${named} in its metadata.order_id, but that order opened checkout session ${result.storedSessionId}: refused`);
+      return new PermanentError(
+        `checkout session ${session.id} names order ${named} in its metadata.order_id, but that order opened checkout session ${result.storedSessionId}: refused`,
+      );
     case 'session_not_stored':
       // POST /api/checkout stores the id once Stripe answers; a request that died in between
       // stores it when retried with the same Idempotency-Key (Stripe answers with the same session),
       // and wakes this event. The order's row lock, taken before the look, keeps the two in turn.
-      return new RetryLaterError(`checkout session ${session.id} names order ${named} in its metadata.order_id, but that order has stored no checkout session id: waiting for the Checkout Session id (a retry of POST /api/checkout with the same Idempotency-Key stores it)`, {
-        waitsFor: [orderWaitKey(payment.orderId!)],
-      });
+      return new RetryLaterError(
+        `checkout session ${session.id} names order ${named} in its metadata.order_id, but that order has stored no checkout session id: waiting for the Checkout Session id (a retry of POST /api/checkout with the same Idempotency-Key stores it)`,
+        {
+          waitsFor: [orderWaitKey(payment.orderId!)],
+        },
+      );
     case 'price_mismatch':
       return new PermanentError(
         `amount or currency mismatch for order ${result.orderId}: session paid ${session.amount_total ?? 'null'} ${session.currency ?? 'null'}, order costs ${result.amount} ${result.currency}`,
@@ -84,25 +98,36 @@ function outcomeOf(event: StripeEventRow, session: CheckoutSession, payment: Ord
   }
 }
 
-export const checkoutSessionPaid = ({ notifications, wake }: HandlerContext): BatchHandler => async (tx, events) => {
-  const asks = events.map(paymentOf);
-  // An event that can never succeed fails the batch (the dispatcher stops at the first error and
-  // the transaction is rolled back), so no statement runs; the others are placeholders.
-  if (asks.some((ask) => ask instanceof Error)) return asks.map((ask) => (ask instanceof Error ? ask : { status: 'processed' }));
-  const payments = asks.flatMap((ask) => (ask instanceof Error || !ask.payment ? [] : [ask.payment]));
-  const recorded = await recordOrderPayments(withCreditTables(tx), payments);
-  // A dispute or a refund that overtook this payment waits for it (docs/events.md): it runs as
-  // soon as this commits.
-  await wake(tx, recorded.flatMap((result, i) => (result.outcome === 'granted' && payments[i]!.paymentIntentId !== null ? [paymentWaitKey(payments[i]!.paymentIntentId)] : [])));
-  await notifyAccounts(tx, notifications, recorded.flatMap((result, i) => (result.outcome === 'granted' ? [orderPaid(result.grant, payments[i]!)] : [])));
-  const results = new Map(recorded.map((result, i) => [payments[i]!.eventId, result]));
-  return asks.map((ask, i) => {
-    if (ask instanceof Error) return ask;
-    if (ask.notOurs) return { status: 'ignored' };
-    const result = results.get(events[i]!.event_id);
-    return ask.payment && result ? outcomeOf(events[i]!, ask.session, ask.payment, result) : { status: 'processed' };
-  });
-};
+export const checkoutSessionPaid =
+  ({ notifications, wake }: HandlerContext): BatchHandler =>
+  async (tx, events) => {
+    const asks = events.map(paymentOf);
+    // An event that can never succeed fails the batch (the dispatcher stops at the first error and
+    // the transaction is rolled back), so no statement runs; the others are placeholders.
+    if (asks.some((ask) => ask instanceof Error)) return asks.map((ask) => (ask instanceof Error ? ask : { status: 'processed' }));
+    const payments = asks.flatMap((ask) => (ask instanceof Error || !ask.payment ? [] : [ask.payment]));
+    const recorded = await recordOrderPayments(withCreditTables(tx), payments);
+    // A dispute or a refund that overtook this payment waits for it (docs/events.md): it runs as
+    // soon as this commits.
+    await wake(
+      tx,
+      recorded.flatMap((result, i) =>
+        result.outcome === 'granted' && payments[i]!.paymentIntentId !== null ? [paymentWaitKey(payments[i]!.paymentIntentId)] : [],
+      ),
+    );
+    await notifyAccounts(
+      tx,
+      notifications,
+      recorded.flatMap((result, i) => (result.outcome === 'granted' ? [orderPaid(result.grant, payments[i]!)] : [])),
+    );
+    const results = new Map(recorded.map((result, i) => [payments[i]!.eventId, result]));
+    return asks.map((ask, i) => {
+      if (ask instanceof Error) return ask;
+      if (ask.notOurs) return { status: 'ignored' };
+      const result = results.get(events[i]!.event_id);
+      return ask.payment && result ? outcomeOf(events[i]!, ask.session, ask.payment, result) : { status: 'processed' };
+    });
+  };
 
 /** The order.paid notification of a grant: once per order, as the grant is. */
 function orderPaid(grant: OrderGrant, payment: OrderPayment) {

@@ -23,26 +23,28 @@ export type CheckoutOutcome = { outcome: 'created'; checkoutSessionId: string; u
 export async function openCheckoutSession(deps: CheckoutDeps, order: OrderRow): Promise<CheckoutOutcome> {
   const pkg = await deps.db.selectFrom('packages').select(['name', 'stripe_price_id']).where('package_id', '=', order.package_id).executeTakeFirstOrThrow();
   const call = await deps.stripeCalls.attempt('checkout_session_create', (stripe) =>
-      stripe.checkout.sessions.create(
-        {
-          mode: 'payment',
-          // The package's Stripe Price when it names one (checked against the package when it was
-          // created, and never changed since); else inline price_data, the order's snapshot.
-          line_items: [pkg.stripe_price_id === null
+    stripe.checkout.sessions.create(
+      {
+        mode: 'payment',
+        // The package's Stripe Price when it names one (checked against the package when it was
+        // created, and never changed since); else inline price_data, the order's snapshot.
+        line_items: [
+          pkg.stripe_price_id === null
             ? { quantity: 1, price_data: { currency: order.currency, unit_amount: order.amount, product_data: { name: pkg.name } } }
-            : { quantity: 1, price: pkg.stripe_price_id }],
-          metadata: { order_id: order.order_id },
-          // Stripe copies the PaymentIntent's metadata to its charge: a refund or dispute of this
-          // payment then says it is ours even before the session's event links the PaymentIntent
-          // (the ledger's chargeOwnership); the account is for whoever reads it in the Dashboard.
-          payment_intent_data: { metadata: { order_id: order.order_id, account_id: order.account_id } },
-          client_reference_id: order.order_id,
-          ...(order.email && { customer_email: order.email }),
-          success_url: deps.successUrl,
-          cancel_url: deps.cancelUrl,
-        },
-        { idempotencyKey: checkoutSessionKey(order.order_id) },
-      ),
+            : { quantity: 1, price: pkg.stripe_price_id },
+        ],
+        metadata: { order_id: order.order_id },
+        // Stripe copies the PaymentIntent's metadata to its charge: a refund or dispute of this
+        // payment then says it is ours even before the session's event links the PaymentIntent
+        // (the ledger's chargeOwnership); the account is for whoever reads it in the Dashboard.
+        payment_intent_data: { metadata: { order_id: order.order_id, account_id: order.account_id } },
+        client_reference_id: order.order_id,
+        ...(order.email && { customer_email: order.email }),
+        success_url: deps.successUrl,
+        cancel_url: deps.cancelUrl,
+      },
+      { idempotencyKey: checkoutSessionKey(order.order_id) },
+    ),
   );
   if (call.outcome !== 'done') return call;
   await attachCheckoutSession(deps.db, order.order_id, call.value.id, deps.wake);

@@ -126,7 +126,10 @@ export async function recordOrderPayments(tx: Transaction<CreditsDatabase>, paym
       return { outcome: 'price_mismatch', orderId, amount: row.amount, currency: row.currency };
     }
     if (row.granted_to === payment.eventId) {
-      return { outcome: 'granted', grant: { orderId, accountId: row.account_id!, packageId: row.package_id!, credits: row.credits!, amount: row.amount, currency: row.currency } };
+      return {
+        outcome: 'granted',
+        grant: { orderId, accountId: row.account_id!, packageId: row.package_id!, credits: row.credits!, amount: row.amount, currency: row.currency },
+      };
     }
     if (row.granted_to !== null) return { outcome: 'already_granted', byEventId: row.granted_to };
     return undefined;

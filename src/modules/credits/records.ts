@@ -11,12 +11,14 @@ export async function orderOfEvent(db: Kysely<Database>, event: Pick<StripeEvent
   const order = await withCreditTables(db)
     .selectFrom('orders')
     .select(['order_id', 'status', 'account_id', 'credits', 'amount', 'currency'])
-    .where((eb) => eb.or([
-      eb('order_id', 'in', eb.selectFrom('credit_grants').select('order_id').where('event_id', '=', event.event_id)),
-      ...(named === undefined ? [] : [eb('order_id', '=', named)]),
-      // A refund's charge or a dispute names the order's payment only.
-      ...(paymentIntent === undefined ? [] : [eb('payment_intent_id', '=', paymentIntent)]),
-    ]))
+    .where((eb) =>
+      eb.or([
+        eb('order_id', 'in', eb.selectFrom('credit_grants').select('order_id').where('event_id', '=', event.event_id)),
+        ...(named === undefined ? [] : [eb('order_id', '=', named)]),
+        // A refund's charge or a dispute names the order's payment only.
+        ...(paymentIntent === undefined ? [] : [eb('payment_intent_id', '=', paymentIntent)]),
+      ]),
+    )
     .executeTakeFirst();
   if (!order) return [];
   const { order_id, ...fields } = order;
@@ -40,10 +42,12 @@ export async function eventsOfOrder(db: Kysely<Database>, orderId: string): Prom
   const rows = await withCreditTables(db)
     .selectFrom('stripe_events')
     .select('event_id')
-    .where((eb) => eb.or([
-      payloadHolds([['data', 'object', 'metadata', 'order_id']], orderId),
-      eb('event_id', 'in', eb.selectFrom('credit_grants').select('event_id').where('order_id', '=', orderId)),
-    ]))
+    .where((eb) =>
+      eb.or([
+        payloadHolds([['data', 'object', 'metadata', 'order_id']], orderId),
+        eb('event_id', 'in', eb.selectFrom('credit_grants').select('event_id').where('order_id', '=', orderId)),
+      ]),
+    )
     .limit(50)
     .execute();
   return rows.map((row) => row.event_id);
@@ -55,7 +59,18 @@ export async function grantsOfAccount(db: Kysely<Database>, accountId: string, l
     .selectFrom('credit_grants as g')
     .innerJoin('orders as o', 'o.order_id', 'g.order_id')
     .leftJoin('credit_revocations as r', 'r.order_id', 'g.order_id')
-    .select(['g.order_id', 'g.credits', 'g.granted_at', 'g.event_id', 'o.package_id', 'o.status', 'o.amount', 'o.currency', 'o.refunded_amount', 'r.revoked_credits'])
+    .select([
+      'g.order_id',
+      'g.credits',
+      'g.granted_at',
+      'g.event_id',
+      'o.package_id',
+      'o.status',
+      'o.amount',
+      'o.currency',
+      'o.refunded_amount',
+      'r.revoked_credits',
+    ])
     // By the order's account, which orders_account_idx serves; a grant's account is its order's.
     .where('o.account_id', '=', accountId)
     .orderBy('g.granted_at', 'desc')

@@ -48,19 +48,26 @@ export async function planRefund(
   return holdBack(tx, orderId, amount, async () => (await earlierRefunds()) + 1);
 }
 
-export type RefundOutcome = { outcome: 'created'; refundId: string; amount: number; status: string | null } | StripeCallFailure | Exclude<RefundPlan, { outcome: 'planned' }>;
+export type RefundOutcome =
+  { outcome: 'created'; refundId: string; amount: number; status: string | null } | StripeCallFailure | Exclude<RefundPlan, { outcome: 'planned' }>;
 
 /** Asks Stripe for a planned refund, outside any transaction, and records its answer. */
 export async function createRefund(deps: { db: Kysely<CreditsDatabase>; stripeCalls: StripeCalls }, refund: PlannedRefund): Promise<RefundOutcome> {
   const held = await deps.db.transaction().execute((tx) => holdAgain(tx, refund));
   if (held.outcome !== 'planned') return held;
   const call = await deps.stripeCalls.attempt('refund_create', (stripe) =>
-    stripe.refunds.create({ payment_intent: held.paymentIntent, amount: refund.amount, metadata: { order_id: refund.orderId } }, { idempotencyKey: refundKey(refund.orderId, refund.seq) }),
+    stripe.refunds.create(
+      { payment_intent: held.paymentIntent, amount: refund.amount, metadata: { order_id: refund.orderId } },
+      { idempotencyKey: refundKey(refund.orderId, refund.seq) },
+    ),
   );
   const request = deps.db.updateTable('refund_requests').where('order_id', '=', refund.orderId).where('seq', '=', refund.seq);
   if (call.outcome !== 'done') {
     // Never over a success: a retry with the same key, running past this one's lease, may have got the refund.
-    await request.set({ status: 'failed', updated_at: sql`now()` }).where('status', '=', 'requested').execute();
+    await request
+      .set({ status: 'failed', updated_at: sql`now()` })
+      .where('status', '=', 'requested')
+      .execute();
     return call;
   }
   await request.set({ status: 'succeeded', stripe_refund_id: call.value.id, updated_at: sql`now()` }).execute();

@@ -4,7 +4,20 @@
 // its answer here and nowhere else.
 import { Router } from 'express';
 import { z } from 'zod';
-import { badRequest, checkIdParam, countKeys, createThenCall, idempotencyKeyHeader, optionalEmail, optionalIdempotencyKey, runIdempotent, sendResult, stripeCallFailed, type HttpResult, type ModuleRouteContext } from '../../business-module.js';
+import {
+  badRequest,
+  checkIdParam,
+  countKeys,
+  createThenCall,
+  idempotencyKeyHeader,
+  optionalEmail,
+  optionalIdempotencyKey,
+  runIdempotent,
+  sendResult,
+  stripeCallFailed,
+  type HttpResult,
+  type ModuleRouteContext,
+} from '../../business-module.js';
 import { catalogAdminRoutes } from '../catalog/index.js';
 import { accountId } from '../ledger/index.js';
 import { openCheckoutSession, type CheckoutDeps, type CheckoutOutcome } from './checkout.js';
@@ -42,21 +55,24 @@ export function creditsApiRoutes(context: ModuleRouteContext<CreditsSettings>): 
     const key = optionalIdempotencyKey(req);
     if (!key.success) return badRequest(res, key.error);
     const input = { packageId: body.data.package_id, accountId: body.data.account_id, email: body.data.email ?? null };
-    sendResult(res, await createThenCall(context.db, key.data, {
-      operation: 'checkout',
-      request: [input.packageId, input.accountId, input.email],
-      leaseMs: context.idempotencyLeaseMs,
-      async create(tx) {
-        const order = await createOrder(withCreditTables(tx), input);
-        if (!order) return unavailablePackage(await packageCatalog.find(tx, input.packageId), input.packageId);
-        return { subject: { orderId: order.order_id } };
-      },
-      async complete({ orderId }: { orderId: string }) {
-        const order = await findOrder(db, orderId);
-        if (!order) throw new Error(`order ${orderId} of an idempotency key vanished`);
-        return checkoutAnswer(orderId, await openCheckoutSession(checkout, order));
-      },
-    }));
+    sendResult(
+      res,
+      await createThenCall(context.db, key.data, {
+        operation: 'checkout',
+        request: [input.packageId, input.accountId, input.email],
+        leaseMs: context.idempotencyLeaseMs,
+        async create(tx) {
+          const order = await createOrder(withCreditTables(tx), input);
+          if (!order) return unavailablePackage(await packageCatalog.find(tx, input.packageId), input.packageId);
+          return { subject: { orderId: order.order_id } };
+        },
+        async complete({ orderId }: { orderId: string }) {
+          const order = await findOrder(db, orderId);
+          if (!order) throw new Error(`order ${orderId} of an idempotency key vanished`);
+          return checkoutAnswer(orderId, await openCheckoutSession(checkout, order));
+        },
+      }),
+    );
   });
 
   router.get('/orders/:id', async (req, res) => {
@@ -94,21 +110,24 @@ export function creditsAdminRoutes(context: ModuleRouteContext<CreditsSettings>)
     const body = refundBody.safeParse(req.body ?? {});
     if (!body.success) return badRequest(res, body.error);
     const orderId = req.params.id;
-    sendResult(res, await runIdempotent(context.db, {
-      key: key.data,
-      operation: 'refund',
-      // The refund's number is how many refund keys name the order: these keys are its records.
-      counted: true,
-      request: [orderId, body.data.amount ?? null],
-      leaseMs: context.idempotencyLeaseMs,
-      async register(tx) {
-        const plan = await planRefund(withCreditTables(tx), orderId, body.data.amount, () => countKeys(tx, 'refund', { orderId }));
-        return plan.outcome === 'planned' ? { subject: plan.refund } : refusedRefund(orderId, plan);
-      },
-      async execute(refund: PlannedRefund) {
-        return refundAnswer(refund.orderId, await createRefund({ db, stripeCalls: context.stripeCalls }, refund));
-      },
-    }));
+    sendResult(
+      res,
+      await runIdempotent(context.db, {
+        key: key.data,
+        operation: 'refund',
+        // The refund's number is how many refund keys name the order: these keys are its records.
+        counted: true,
+        request: [orderId, body.data.amount ?? null],
+        leaseMs: context.idempotencyLeaseMs,
+        async register(tx) {
+          const plan = await planRefund(withCreditTables(tx), orderId, body.data.amount, () => countKeys(tx, 'refund', { orderId }));
+          return plan.outcome === 'planned' ? { subject: plan.refund } : refusedRefund(orderId, plan);
+        },
+        async execute(refund: PlannedRefund) {
+          return refundAnswer(refund.orderId, await createRefund({ db, stripeCalls: context.stripeCalls }, refund));
+        },
+      }),
+    );
   });
 
   return router;
@@ -140,9 +159,10 @@ function refusedRefund(orderId: string, plan: Exclude<RefundPlan, { outcome: 'pl
       return { status: 400, body: { error: `amount must be at most the order's ${plan.orderAmount} ${plan.currency}` } };
     case 'exceeds_refundable': {
       const order = `order ${orderId} (${plan.orderAmount} ${plan.currency})`;
-      const error = plan.left === 0
-        ? `nothing is left to refund of ${order}: it is refunded, or other refunds have asked Stripe for all of it`
-        : `amount ${plan.wanted} is more than the ${plan.left} ${plan.currency} left to refund of ${order}: the rest is refunded, or other refunds have asked Stripe for it; ask for at most ${plan.left}`;
+      const error =
+        plan.left === 0
+          ? `nothing is left to refund of ${order}: it is refunded, or other refunds have asked Stripe for all of it`
+          : `amount ${plan.wanted} is more than the ${plan.left} ${plan.currency} left to refund of ${order}: the rest is refunded, or other refunds have asked Stripe for it; ask for at most ${plan.left}`;
       return { status: 409, body: { error, order_id: orderId, refundable_amount: plan.left } };
     }
   }

@@ -28,7 +28,9 @@ export async function getQuota(db: Kysely<Database>, accountId: string): Promise
  */
 export async function addGrants(tx: Transaction<Database>, grants: ReadonlyArray<{ accountId: string; credits: number }>): Promise<void> {
   if (grants.length === 0) return;
-  await grantsAdded(sql`select account_id, credits from unnest(${grants.map((g) => g.accountId)}::text[], ${grants.map((g) => g.credits)}::int[]) as g(account_id, credits)`).execute(tx);
+  await grantsAdded(
+    sql`select account_id, credits from unnest(${grants.map((g) => g.accountId)}::text[], ${grants.map((g) => g.credits)}::int[]) as g(account_id, credits)`,
+  ).execute(tx);
 }
 
 /**
@@ -54,7 +56,11 @@ export async function takeBackCredits(transaction: Transaction<Database>, accoun
   const account = await tx.selectFrom('account_credits').select(['granted', 'used']).where('account_id', '=', accountId).forUpdate().executeTakeFirst();
   const taken = Math.min(owed, account ? account.granted - account.used : 0);
   if (taken > 0) {
-    await tx.updateTable('account_credits').set({ granted: sql`granted - ${taken}` }).where('account_id', '=', accountId).execute();
+    await tx
+      .updateTable('account_credits')
+      .set({ granted: sql`granted - ${taken}` })
+      .where('account_id', '=', accountId)
+      .execute();
   }
   return taken;
 }

@@ -62,10 +62,14 @@ export function chargeOwnership(charge: ChargeClues): ChargeOwnership {
   }
   if (charge.payment_intent === null) return { verdict: 'not_ours', reason: `charge ${charge.id} has no PaymentIntent: not a payment of ours` };
   const paid = `charge ${charge.id} of payment intent ${charge.payment_intent}`;
-  if (typeof charge.invoice === 'string') return { verdict: 'cannot_tell', reason: `${paid} paid invoice ${charge.invoice}, which may be a subscription's of ours` };
+  if (typeof charge.invoice === 'string')
+    return { verdict: 'cannot_tell', reason: `${paid} paid invoice ${charge.invoice}, which may be a subscription's of ours` };
   if (charge.invoice === undefined && charge.customer !== null) {
     const of = charge.customer === undefined ? '' : ` of customer ${charge.customer}`;
-    return { verdict: 'cannot_tell', reason: `${paid}${of} may pay an invoice of a subscription of ours (the charge does not name its invoice since API version 2025-03-31)` };
+    return {
+      verdict: 'cannot_tell',
+      reason: `${paid}${of} may pay an invoice of a subscription of ours (the charge does not name its invoice since API version 2025-03-31)`,
+    };
   }
   const why = charge.invoice === null ? 'paid no invoice' : 'has no customer, so paid no invoice';
   return { verdict: 'not_ours', reason: `${paid} names no order or subscription of ours in its metadata and ${why}: not started by this service` };

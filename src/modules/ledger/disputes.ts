@@ -16,7 +16,19 @@
 // one dispute per purchase is what we expect, but the claim is asked of all of them.
 import { sql, type Transaction } from 'kysely';
 import { z } from 'zod';
-import { defineSettings, lockWaitKeys, objectOf, payloadHolds, RetryLaterError, stripeDispute, type Database, type EventHandler, type Notifications, type StripeDispute, type StripeEventRow } from '../../business-module.js';
+import {
+  defineSettings,
+  lockWaitKeys,
+  objectOf,
+  payloadHolds,
+  RetryLaterError,
+  stripeDispute,
+  type Database,
+  type EventHandler,
+  type Notifications,
+  type StripeDispute,
+  type StripeEventRow,
+} from '../../business-module.js';
 import { addGrants, takeBackCredits } from './account-credits.js';
 import { notifyAccounts } from './account-notifications.js';
 import { revocationTarget, type RefundPolicy } from './refund-policy.js';
@@ -81,13 +93,23 @@ interface DisputeChange {
  */
 async function recordDispute(
   transaction: Transaction<Database>,
-  input: { dispute: StripeDispute & { payment_intent: string }; event: Pick<StripeEventRow, 'type' | 'stripe_created_at'>; purchase: string; accountId: string },
+  input: {
+    dispute: StripeDispute & { payment_intent: string };
+    event: Pick<StripeEventRow, 'type' | 'stripe_created_at'>;
+    purchase: string;
+    accountId: string;
+  },
 ): Promise<DisputeChange> {
   const { dispute, event } = input;
   const tx = withLedgerTables(transaction);
   const reinstated = event.type === 'charge.dispute.funds_reinstated';
   const withdrawn = reinstated || event.type === 'charge.dispute.funds_withdrawn' || dispute.status === 'lost';
-  const before = await tx.selectFrom('disputes').select(['funds_withdrawn', 'funds_reinstated']).where('dispute_id', '=', dispute.id).forUpdate().executeTakeFirst();
+  const before = await tx
+    .selectFrom('disputes')
+    .select(['funds_withdrawn', 'funds_reinstated'])
+    .where('dispute_id', '=', dispute.id)
+    .forUpdate()
+    .executeTakeFirst();
   const after = await tx
     .insertInto('disputes')
     .values({
@@ -113,7 +135,8 @@ async function recordDispute(
     )
     .returning(['funds_withdrawn', 'funds_reinstated', 'status'])
     .executeTakeFirstOrThrow();
-  const claims = (row: { funds_withdrawn: boolean; funds_reinstated: boolean } | undefined) => row !== undefined && row.funds_withdrawn && !row.funds_reinstated;
+  const claims = (row: { funds_withdrawn: boolean; funds_reinstated: boolean } | undefined) =>
+    row !== undefined && row.funds_withdrawn && !row.funds_reinstated;
   return { wasClaiming: claims(before), claiming: claims(after), status: after.status };
 }
 
@@ -203,7 +226,8 @@ export function disputeHandler(
   return async (tx, event) => {
     const dispute = objectOf(stripeDispute, event);
     const paymentIntent = dispute.payment_intent;
-    if (paymentIntent === null) return { status: 'ignored', reason: `dispute ${dispute.id}: charge ${dispute.charge} has no PaymentIntent, so is no payment of ours` };
+    if (paymentIntent === null)
+      return { status: 'ignored', reason: `dispute ${dispute.id}: charge ${dispute.charge} has no PaymentIntent, so is no payment of ours` };
     let purchase = await purchases.lockPurchase(tx, paymentIntent);
     if (!purchase) {
       // Before the look that may decide to wait: the payment's wake cannot slip in between.
@@ -213,8 +237,13 @@ export function disputeHandler(
       if (!purchase) {
         const unlinked = `dispute ${dispute.id}: no ${what} paid by payment intent ${paymentIntent}`;
         const awaited = await unfinishedPaymentEvent(tx, paymentIntent);
-        if (awaited !== undefined) throw new RetryLaterError(`${unlinked} (yet): waiting for ${awaited}, its payment's event`, { waitsFor: [key], ignoreWhenExhausted: true });
-        if (await purchases.mayStillPay(tx)) throw new RetryLaterError(`${unlinked} (yet): waiting for its payment's event, as a ${what} of ours is still being paid`, { waitsFor: [key], ignoreWhenExhausted: true });
+        if (awaited !== undefined)
+          throw new RetryLaterError(`${unlinked} (yet): waiting for ${awaited}, its payment's event`, { waitsFor: [key], ignoreWhenExhausted: true });
+        if (await purchases.mayStillPay(tx))
+          throw new RetryLaterError(`${unlinked} (yet): waiting for its payment's event, as a ${what} of ours is still being paid`, {
+            waitsFor: [key],
+            ignoreWhenExhausted: true,
+          });
         return { status: 'ignored', reason: `${unlinked}, and none is being paid` };
       }
     }
@@ -249,7 +278,11 @@ async function settleDispute(
   tx: Transaction<Database>,
   notifications: Notifications,
   policies: Policies,
-  input: { dispute: StripeDispute & { payment_intent: string }; event: Pick<StripeEventRow, 'event_id' | 'type' | 'stripe_created_at'>; purchase: DisputedPurchase },
+  input: {
+    dispute: StripeDispute & { payment_intent: string };
+    event: Pick<StripeEventRow, 'event_id' | 'type' | 'stripe_created_at'>;
+    purchase: DisputedPurchase;
+  },
 ): Promise<void> {
   const { dispute, event, purchase } = input;
   const change = await recordDispute(tx, { dispute, event, purchase: purchase.key, accountId: purchase.accountId });
@@ -266,7 +299,21 @@ async function settleDispute(
   const data = { ...purchase.notify.data, dispute_id: dispute.id, dispute_status: change.status };
   await notifyAccounts(tx, notifications, [
     change.claiming
-      ? { type: purchase.notify.disputed, key: `${purchase.notify.disputed}:${dispute.id}`, accountId: purchase.accountId, creditsDelta: -moved.taken, eventId: event.event_id, data: { ...data, credits_revoked: moved.taken } }
-      : { type: purchase.notify.reinstated, key: `${purchase.notify.reinstated}:${dispute.id}`, accountId: purchase.accountId, creditsDelta: moved.returned, eventId: event.event_id, data: { ...data, credits_returned: moved.returned } },
+      ? {
+          type: purchase.notify.disputed,
+          key: `${purchase.notify.disputed}:${dispute.id}`,
+          accountId: purchase.accountId,
+          creditsDelta: -moved.taken,
+          eventId: event.event_id,
+          data: { ...data, credits_revoked: moved.taken },
+        }
+      : {
+          type: purchase.notify.reinstated,
+          key: `${purchase.notify.reinstated}:${dispute.id}`,
+          accountId: purchase.accountId,
+          creditsDelta: moved.returned,
+          eventId: event.event_id,
+          data: { ...data, credits_returned: moved.returned },
+        },
   ]);
 }

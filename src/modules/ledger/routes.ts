@@ -4,7 +4,16 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import type { Kysely } from 'kysely';
-import { badRequest, checkIdParam, createThenCall, optionalIdempotencyKey, sendResult, type Database, type HttpResult, type ModuleRouteContext } from '../../business-module.js';
+import {
+  badRequest,
+  checkIdParam,
+  createThenCall,
+  optionalIdempotencyKey,
+  sendResult,
+  type Database,
+  type HttpResult,
+  type ModuleRouteContext,
+} from '../../business-module.js';
 import { getQuota } from './account-credits.js';
 import { accountId } from './account-id.js';
 import { consumeCredits, listRuns, reverseRun, type ConsumedRun } from './runs.js';
@@ -17,7 +26,9 @@ const runBody = z.strictObject({
   quantity: z.number({ error: quantityRule }).int(quantityRule).min(1, quantityRule).max(MAX_QUANTITY, quantityRule).default(1),
 });
 const reverseBody = z.strictObject({});
-const runIdParam = z.object({ run_id: z.string().regex(/^run_[0-9a-f]{32}$/, 'must be an id: a run_id as POST /api/accounts/:id/runs answers it (run_ and 32 hex digits)') });
+const runIdParam = z.object({
+  run_id: z.string().regex(/^run_[0-9a-f]{32}$/, 'must be an id: a run_id as POST /api/accounts/:id/runs answers it (run_ and 32 hex digits)'),
+});
 const MAX_PAGE = 100;
 const limitRule = `must be a whole number from 1 to ${MAX_PAGE}`;
 const runList = z.strictObject({
@@ -40,7 +51,8 @@ export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<u
     key: string | undefined,
     request: { operation: string; request: unknown },
     steps: { write: (db: Kysely<Database>) => Promise<{ subject: S } | HttpResult>; answer: (subject: S) => HttpResult },
-  ) => createThenCall(db, key, { ...request, leaseMs: idempotencyLeaseMs, create: steps.write, complete: (subject: S) => Promise.resolve(steps.answer(subject)) });
+  ) =>
+    createThenCall(db, key, { ...request, leaseMs: idempotencyLeaseMs, create: steps.write, complete: (subject: S) => Promise.resolve(steps.answer(subject)) });
 
   router.get('/accounts/:id/quota', async (req, res) => {
     const id = accountId.safeParse(req.params.id);
@@ -60,13 +72,20 @@ export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<u
     if (!key.success) return badRequest(res, key.error);
     const account = id.data;
     const { quantity } = body.data;
-    sendResult(res, await writeOnce(key.data, { operation: 'run', request: [account, quantity] }, {
-      async write(tx) {
-        const run = await consumeCredits(tx, account, quantity);
-        return run ? { subject: run } : notEnoughCredits(quantity);
-      },
-      answer: (run: ConsumedRun) => ({ status: 201, body: { remaining: run.remaining, run_id: run.runId, quantity: run.quantity } }),
-    }));
+    sendResult(
+      res,
+      await writeOnce(
+        key.data,
+        { operation: 'run', request: [account, quantity] },
+        {
+          async write(tx) {
+            const run = await consumeCredits(tx, account, quantity);
+            return run ? { subject: run } : notEnoughCredits(quantity);
+          },
+          answer: (run: ConsumedRun) => ({ status: 201, body: { remaining: run.remaining, run_id: run.runId, quantity: run.quantity } }),
+        },
+      ),
+    );
   });
 
   router.get('/accounts/:id/runs', async (req, res) => {
@@ -92,23 +111,37 @@ export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<u
     if (!key.success) return badRequest(res, key.error);
     const account = id.data;
     const runId = run.data.run_id;
-    sendResult(res, await writeOnce(key.data, { operation: 'run-reverse', request: [account, runId] }, {
-      async write(tx) {
-        const reversal = await reverseRun(tx, account, runId);
-        switch (reversal.outcome) {
-          case 'not_found':
-            return { status: 404, body: { error: `account ${account} has no run ${runId}` } };
-          case 'already_reversed':
-            return { status: 409, body: { error: 'run already reversed: its credits were given back then, and are not given back twice', run_id: runId, reversed_at: reversal.reversedAt } };
-          case 'reversed':
-            return { subject: { runId, quantity: reversal.quantity, remaining: reversal.remaining, reversedAt: reversal.reversedAt.toISOString() } };
-        }
-      },
-      answer: (reversed: { runId: string; quantity: number; remaining: number; reversedAt: string }) => ({
-        status: 200,
-        body: { run_id: reversed.runId, quantity: reversed.quantity, reversed_at: reversed.reversedAt, remaining: reversed.remaining },
-      }),
-    }));
+    sendResult(
+      res,
+      await writeOnce(
+        key.data,
+        { operation: 'run-reverse', request: [account, runId] },
+        {
+          async write(tx) {
+            const reversal = await reverseRun(tx, account, runId);
+            switch (reversal.outcome) {
+              case 'not_found':
+                return { status: 404, body: { error: `account ${account} has no run ${runId}` } };
+              case 'already_reversed':
+                return {
+                  status: 409,
+                  body: {
+                    error: 'run already reversed: its credits were given back then, and are not given back twice',
+                    run_id: runId,
+                    reversed_at: reversal.reversedAt,
+                  },
+                };
+              case 'reversed':
+                return { subject: { runId, quantity: reversal.quantity, remaining: reversal.remaining, reversedAt: reversal.reversedAt.toISOString() } };
+            }
+          },
+          answer: (reversed: { runId: string; quantity: number; remaining: number; reversedAt: string }) => ({
+            status: 200,
+            body: { run_id: reversed.runId, quantity: reversed.quantity, reversed_at: reversed.reversedAt, remaining: reversed.remaining },
+          }),
+        },
+      ),
+    );
   });
 
   return router;

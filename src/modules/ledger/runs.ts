@@ -92,16 +92,29 @@ export async function reverseRun(db: Kysely<Database>, accountId: string, runId:
  * page); undefined when `after` names no run of the account. One more row than asked tells
  * whether there is a next page.
  */
-export async function listRuns(db: Kysely<Database>, accountId: string, page: { limit: number; after: string | undefined }): Promise<{ runs: Run[]; nextCursor: string | null } | undefined> {
+export async function listRuns(
+  db: Kysely<Database>,
+  accountId: string,
+  page: { limit: number; after: string | undefined },
+): Promise<{ runs: Run[]; nextCursor: string | null } | undefined> {
   const ledger = withLedgerTables(db);
   let query = ledger.selectFrom('account_runs').select(['run_id', 'quantity', 'created_at', 'reversed_at']).where('account_id', '=', accountId);
   if (page.after !== undefined) {
-    const cursor = await ledger.selectFrom('account_runs').select('run_id').where('run_id', '=', page.after).where('account_id', '=', accountId).executeTakeFirst();
+    const cursor = await ledger
+      .selectFrom('account_runs')
+      .select('run_id')
+      .where('run_id', '=', page.after)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     if (!cursor) return undefined;
     // Compared in SQL: created_at has microseconds, which a JavaScript Date would drop.
     query = query.where(sql<boolean>`(created_at, run_id) < (select created_at, run_id from account_runs where run_id = ${page.after})`);
   }
-  const rows = await query.orderBy('created_at', 'desc').orderBy('run_id', 'desc').limit(page.limit + 1).execute();
+  const rows = await query
+    .orderBy('created_at', 'desc')
+    .orderBy('run_id', 'desc')
+    .limit(page.limit + 1)
+    .execute();
   const runs = rows.slice(0, page.limit);
   return { runs, nextCursor: rows.length > page.limit ? runs[runs.length - 1]!.run_id : null };
 }

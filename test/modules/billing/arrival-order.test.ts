@@ -58,7 +58,10 @@ describe('an invoice before its subscription is tied to ours', () => {
     await endWait(database, paid.id);
     const [last] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
     assert.equal(last!.row.status, 'ignored');
-    assert.match(last!.row.last_error ?? '', new RegExp(`Stripe subscription ${stranger.stripeSubscriptionId} carries no subscription metadata and is not tied to a subscription of ours`));
+    assert.match(
+      last!.row.last_error ?? '',
+      new RegExp(`Stripe subscription ${stranger.stripeSubscriptionId} carries no subscription metadata and is not tied to a subscription of ours`),
+    );
   });
 
   test("one whose subscription metadata names none of ours, of a Stripe subscription linked to none, is not ours: 'ignored' at once", async () => {
@@ -66,7 +69,10 @@ describe('an invoice before its subscription is tied to ours', () => {
     const paid = sampleEvent('invoice.paid', invoiceObject(stranger, { billingReason: 'subscription_cycle', status: 'paid', metadata: false }));
     const [done] = await fulfilWith(database, billing, [paid], { maxAttempts: 2 });
     assert.deepEqual([done!.row.status, done!.row.attempts], ['ignored', 0]);
-    assert.match(done!.row.last_error ?? '', new RegExp(`Stripe subscription ${stranger.stripeSubscriptionId}: no subscription of ours is linked to it and its subscription metadata names none`));
+    assert.match(
+      done!.row.last_error ?? '',
+      new RegExp(`Stripe subscription ${stranger.stripeSubscriptionId}: no subscription of ours is linked to it and its subscription metadata names none`),
+    );
   });
 });
 
@@ -90,8 +96,14 @@ describe("the subscription's state", () => {
     for (const newerFirst of [true, false]) {
       const subscription = await givenSubscription(database, { linked: true });
       const t = Math.floor(Date.now() / 1000) - 100;
-      const created = sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'incomplete', periodEnd: t + 86_400 }), { created: t });
-      const updated = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd: t + 86_400, cancelAtPeriodEnd: true }), { created: t + 5 });
+      const created = sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'incomplete', periodEnd: t + 86_400 }), {
+        created: t,
+      });
+      const updated = sampleEvent(
+        'customer.subscription.updated',
+        subscriptionObject(subscription, { status: 'active', periodEnd: t + 86_400, cancelAtPeriodEnd: true }),
+        { created: t + 5 },
+      );
       for (const event of newerFirst ? [updated, created] : [created, updated]) {
         const [done] = await fulfilWith(database, billing, [event]);
         assert.equal(done!.row.status, 'processed');
@@ -107,7 +119,9 @@ describe("the subscription's state", () => {
     const periodEnd = t + 86_400;
     const resumesAt = t + 7 * 86_400;
     const pausedAt = (created: number) =>
-      sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, pause: { behavior: 'void', resumesAt } }), { created });
+      sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, pause: { behavior: 'void', resumesAt } }), {
+        created,
+      });
     const resumed = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd }), { created: t + 5 });
     const pauseOf = async () => {
       const row = await subscriptionRow(subscription.subscriptionId);
@@ -126,17 +140,35 @@ describe("the subscription's state", () => {
 
   test('a fetch of the same second as a different state held is newer only if that state was held before the fetch began', async () => {
     const subscription = await givenSubscription(database, { linked: true });
-    await fulfilWith(database, billing, [sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'active', periodEnd: Math.floor(Date.now() / 1000) + 86_400 }))]);
+    await fulfilWith(database, billing, [
+      sampleEvent('customer.subscription.created', subscriptionObject(subscription, { status: 'active', periodEnd: Math.floor(Date.now() / 1000) + 86_400 })),
+    ]);
     const second = Math.floor(Date.now() / 1000) * 1000;
     const fetched = { status: 'active', currentPeriodEnd: null, cancelAtPeriodEnd: false, pause: null };
     /** The fetch's outcome when the held state (cancelling, of the same second) was applied `appliedMs` into that second, and the fetch began `beganMs` into it. */
     const fetchAgainst = (appliedMs: number, beganMs: number) =>
       database.db.transaction().execute(async (tx) => {
-        await tx.updateTable('subscriptions').set({ cancel_at_period_end: true, stripe_state_at: new Date(second), updated_at: new Date(second + appliedMs) })
-          .where('subscription_id', '=', subscription.subscriptionId).execute();
-        const row = await tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscription.subscriptionId).forUpdate().executeTakeFirstOrThrow();
-        const change = await applyState(withBillingTables(tx), row, fetched, new Date(second + beganMs), { source: 'fetch', eventId: null, notifications: createOutbox(testConfig()) });
-        const after = await tx.selectFrom('subscriptions').select('cancel_at_period_end').where('subscription_id', '=', subscription.subscriptionId).executeTakeFirstOrThrow();
+        await tx
+          .updateTable('subscriptions')
+          .set({ cancel_at_period_end: true, stripe_state_at: new Date(second), updated_at: new Date(second + appliedMs) })
+          .where('subscription_id', '=', subscription.subscriptionId)
+          .execute();
+        const row = await tx
+          .selectFrom('subscriptions')
+          .selectAll()
+          .where('subscription_id', '=', subscription.subscriptionId)
+          .forUpdate()
+          .executeTakeFirstOrThrow();
+        const change = await applyState(withBillingTables(tx), row, fetched, new Date(second + beganMs), {
+          source: 'fetch',
+          eventId: null,
+          notifications: createOutbox(testConfig()),
+        });
+        const after = await tx
+          .selectFrom('subscriptions')
+          .select('cancel_at_period_end')
+          .where('subscription_id', '=', subscription.subscriptionId)
+          .executeTakeFirstOrThrow();
         return [change, after.cancel_at_period_end];
       });
     assert.deepEqual(await fetchAgainst(200, 500), ['applied', false], 'held before the fetch began: the fetch read Stripe after it');
@@ -158,8 +190,12 @@ describe("the subscription's state", () => {
     const subscription = await givenSubscription(database, { linked: true });
     const t = Math.floor(Date.now() / 1000) - 100;
     const periodEnd = t + 86_400;
-    const a = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: true }), { created: t });
-    const b = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: false }), { created: t });
+    const a = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: true }), {
+      created: t,
+    });
+    const b = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: false }), {
+      created: t,
+    });
     await fulfilWith(database, billing, [a]);
     await fulfilWith(database, billing, [b]);
     // The first state stays until the fetch; the job names the subscription.
@@ -182,7 +218,15 @@ describe('refunds of a subscription payment', () => {
     return { ...subscription, invoiceId, paymentIntentId };
   }
   const refunded = (paymentIntentId: string, amountRefunded: number) =>
-    sampleEvent('charge.refunded', { ...exampleObject('charge'), id: randomStripeId('ch'), amount: 1900, currency: 'chf', payment_intent: paymentIntentId, amount_refunded: amountRefunded, refunded: amountRefunded >= 1900 });
+    sampleEvent('charge.refunded', {
+      ...exampleObject('charge'),
+      id: randomStripeId('ch'),
+      amount: 1900,
+      currency: 'chf',
+      payment_intent: paymentIntentId,
+      amount_refunded: amountRefunded,
+      refunded: amountRefunded >= 1900,
+    });
 
   test("a full refund takes back the period's credits once, however often it is told", async () => {
     const period = await paidPeriod();
@@ -203,13 +247,18 @@ describe('refunds of a subscription payment', () => {
     const [done] = await fulfilWith(database, everyModule, [event], { maxAttempts: 2 });
     // attempts counts failed attempts: none failed, none waited.
     assert.deepEqual([done!.row.status, done!.row.attempts], ['ignored', 0]);
-    assert.match(done!.row.last_error ?? '', /^no paid order for payment intent .*: not started by this service; no granted invoice paid by payment intent .*: not started by this service$/);
+    assert.match(
+      done!.row.last_error ?? '',
+      /^no paid order for payment intent .*: not started by this service; no granted invoice paid by payment intent .*: not started by this service$/,
+    );
   });
 
   test('a charge that names its invoice (API versions before 2025-03-31) finds the grant by it, with no PaymentIntent linked', async () => {
     const subscription = await givenSubscription(database, { linked: true });
     const invoiceId = randomStripeId('in');
-    const [paid] = await fulfilWith(database, billing, [sampleEvent('invoice.paid', invoiceObject(subscription, { id: invoiceId, billingReason: 'subscription_create', status: 'paid' }))]);
+    const [paid] = await fulfilWith(database, billing, [
+      sampleEvent('invoice.paid', invoiceObject(subscription, { id: invoiceId, billingReason: 'subscription_create', status: 'paid' })),
+    ]);
     assert.equal(paid!.row.status, 'processed');
     const charge = { ...refunded(randomStripeId('pi'), 1900).data.object, invoice: invoiceId, customer: randomStripeId('cus') };
     const [done] = await fulfilWith(database, everyModule, [sampleEvent('charge.refunded', charge, { api_version: '2024-06-20' })]);
@@ -217,7 +266,7 @@ describe('refunds of a subscription payment', () => {
     assert.equal((await quotaOf(database, subscription.accountId)).granted, 0);
   });
 
-  test("one that names an invoice granted nowhere cannot tell: it waits", async () => {
+  test('one that names an invoice granted nowhere cannot tell: it waits', async () => {
     const charge = { ...refunded(randomStripeId('pi'), 1900).data.object, invoice: randomStripeId('in'), customer: randomStripeId('cus') };
     const [done] = await fulfilWith(database, everyModule, [sampleEvent('charge.refunded', charge, { api_version: '2024-06-20' })]);
     assert.equal(done!.row.status, 'processing');
@@ -231,6 +280,9 @@ describe('refunds of a subscription payment', () => {
     await endWait(database, event.id);
     const [last] = await fulfilWith(database, everyModule, [event], { maxAttempts: 2 });
     assert.equal(last!.row.status, 'ignored');
-    assert.match(last!.row.last_error ?? '', /^gave up waiting after \d+ h: no granted invoice paid by payment intent .* \(yet\): .* may pay an invoice of a subscription of ours/);
+    assert.match(
+      last!.row.last_error ?? '',
+      /^gave up waiting after \d+ h: no granted invoice paid by payment intent .* \(yet\): .* may pay an invoice of a subscription of ours/,
+    );
   });
 });

@@ -34,11 +34,17 @@ function disputeOf(period: { paymentIntentId: string; amount: number; currency: 
   const ids = { disputeId: randomStripeId('dp'), chargeId: randomStripeId('ch') };
   const at = Math.floor(Date.now() / 1000);
   return (type: string, status: string, minutes: number) =>
-    sampleEvent(type, disputeObject({ paymentIntentId: period.paymentIntentId, amount: period.amount, currency: period.currency, status, ...ids }), { created: at + minutes * 60 });
+    sampleEvent(type, disputeObject({ paymentIntentId: period.paymentIntentId, amount: period.amount, currency: period.currency, status, ...ids }), {
+      created: at + minutes * 60,
+    });
 }
 
 const grantOf = (subscriptionId: string) =>
-  file.database.db.selectFrom('invoice_grants').select(['revocation_target', 'revoked_credits']).where('subscription_id', '=', subscriptionId).executeTakeFirstOrThrow();
+  file.database.db
+    .selectFrom('invoice_grants')
+    .select(['revocation_target', 'revoked_credits'])
+    .where('subscription_id', '=', subscriptionId)
+    .executeTakeFirstOrThrow();
 
 test("withdrawn takes the period's credits back once, reinstated (first or last) gives them back once", async () => {
   const period = await paidPeriod();
@@ -67,7 +73,12 @@ test('a refund after a lost dispute takes nothing twice, and never below zero', 
   await deliverAndFinish(dispute('charge.dispute.funds_withdrawn', 'needs_response', 1));
   await deliverAndFinish(dispute('charge.dispute.closed', 'lost', 2));
   assert.equal((await quotaOf(file.database, period.accountId)).granted, 0);
-  await deliverAndFinish(sampleEvent('charge.refunded', refundedCharge({ paymentIntentId: period.paymentIntentId, amount: period.amount, currency: period.currency, amountRefunded: period.amount })));
+  await deliverAndFinish(
+    sampleEvent(
+      'charge.refunded',
+      refundedCharge({ paymentIntentId: period.paymentIntentId, amount: period.amount, currency: period.currency, amountRefunded: period.amount }),
+    ),
+  );
   assert.deepEqual(await quotaOf(file.database, period.accountId), { account_id: period.accountId, granted: 0, used: 0, remaining: 0 });
   assert.deepEqual(await grantOf(period.subscriptionId), { revocation_target: 100, revoked_credits: 100 });
 });

@@ -29,8 +29,20 @@ test("a subscription's events are found by our id, and an invoice's event shows 
   // The same, from an endpoint on an API version before 2025-03-31: the invoice names its
   // subscription at its top level.
   const invoice = invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'paid' });
-  const olderSucceeded = sampleEvent('invoice.payment_succeeded', { ...invoice, parent: undefined, subscription: subscription.stripeSubscriptionId, subscription_details: { metadata: { subscription_id: subscription.subscriptionId } } }, { api_version: '2024-06-20' });
-  const unrelated = sampleEvent('customer.subscription.created', subscriptionObject({ ...subscription, subscriptionId: 'subscr_other', stripeSubscriptionId: randomStripeId('sub') }, { status: 'active', periodEnd }));
+  const olderSucceeded = sampleEvent(
+    'invoice.payment_succeeded',
+    {
+      ...invoice,
+      parent: undefined,
+      subscription: subscription.stripeSubscriptionId,
+      subscription_details: { metadata: { subscription_id: subscription.subscriptionId } },
+    },
+    { api_version: '2024-06-20' },
+  );
+  const unrelated = sampleEvent(
+    'customer.subscription.created',
+    subscriptionObject({ ...subscription, subscriptionId: 'subscr_other', stripeSubscriptionId: randomStripeId('sub') }, { status: 'active', periodEnd }),
+  );
   await fulfilWith(database, handlersOf(billingModule), [session, created, updated, paid]);
   await fulfilWith(database, {}, [succeeded, olderSucceeded, unrelated]);
 
@@ -38,11 +50,17 @@ test("a subscription's events are found by our id, and an invoice's event shows 
   assert.deepEqual(found.map((e) => e.event_id).sort(), [created.id, updated.id, paid.id, session.id, succeeded.id, olderSucceeded.id].sort());
 
   const detail = await eventDetail(database.db, await eventRow(database, paid.id), [billingModule]);
-  assert.deepEqual(detail.records.map((r) => [r.kind, r.kind === 'subscription' ? r.id : r.fields.subscription_id]), [
-    ['subscription', subscription.subscriptionId],
-    ['invoice grant', subscription.subscriptionId],
-  ]);
+  assert.deepEqual(
+    detail.records.map((r) => [r.kind, r.kind === 'subscription' ? r.id : r.fields.subscription_id]),
+    [
+      ['subscription', subscription.subscriptionId],
+      ['invoice grant', subscription.subscriptionId],
+    ],
+  );
 
   const older = await eventDetail(database.db, await eventRow(database, olderSucceeded.id), [billingModule]);
-  assert.deepEqual(older.records.map((r) => [r.kind, r.id]), [['subscription', subscription.subscriptionId]]);
+  assert.deepEqual(
+    older.records.map((r) => [r.kind, r.id]),
+    [['subscription', subscription.subscriptionId]],
+  );
 });

@@ -19,7 +19,7 @@ const givenSubscription = (options: { linked?: boolean } = {}) => subscribedThro
 function shuffled<T>(items: readonly T[], seed: number): T[] {
   const out = [...items];
   let state = seed;
-  const next = () => ((state = (state * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const next = () => (state = (state * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(next() * (i + 1));
     [out[i], out[j]] = [out[j]!, out[i]!];
@@ -115,7 +115,10 @@ describe('invoices that do not grant', () => {
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       [invoiceObject(subscription, { billingReason: 'subscription_update', status: 'paid', total: 350 }), /billing_reason subscription_update does not grant/],
       [invoiceObject(subscription, { billingReason: 'manual', status: 'paid' }), /billing_reason manual does not grant/],
-      [invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'paid', total: 0 }), /is for nothing \(a trial, a 100 % discount\): credits come with paid periods/],
+      [
+        invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'paid', total: 0 }),
+        /is for nothing \(a trial, a 100 % discount\): credits come with paid periods/,
+      ],
     ];
     for (const [invoice, reason] of cases) {
       const event = sampleEvent('invoice.paid', invoice);
@@ -138,10 +141,19 @@ describe('invoices that do not grant', () => {
   });
 
   test("an invoice that is not a subscription's is ignored", async () => {
-    const event = sampleEvent('invoice.paid', { ...invoiceObject({ subscriptionId: 'x', stripeSubscriptionId: 'sub_x', amount: 100, currency: 'chf' }, { billingReason: 'manual', status: 'paid' }), parent: null });
+    const event = sampleEvent('invoice.paid', {
+      ...invoiceObject({ subscriptionId: 'x', stripeSubscriptionId: 'sub_x', amount: 100, currency: 'chf' }, { billingReason: 'manual', status: 'paid' }),
+      parent: null,
+    });
     await file.service.deliver(event);
     const row = await finishedEvent(file.database, event.id);
-    assert.deepEqual([row.status, row.last_error], ['ignored', `invoice ${(event.data.object as { id: string }).id} is not a subscription invoice (a one-off invoice): not started by POST /api/subscriptions`]);
+    assert.deepEqual(
+      [row.status, row.last_error],
+      [
+        'ignored',
+        `invoice ${(event.data.object as { id: string }).id} is not a subscription invoice (a one-off invoice): not started by POST /api/subscriptions`,
+      ],
+    );
   });
 });
 
@@ -151,7 +163,8 @@ describe('an endpoint on an API version before 2025-03-31', () => {
    * PaymentIntent at its top level, a subscription holds its own period, and there is no
    * invoice_payment.paid (src/modules/billing/stripe-schemas.ts).
    */
-  const paymentIntentOf = (events: readonly SampleEvent[]) => (events.find((event) => event.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
+  const paymentIntentOf = (events: readonly SampleEvent[]) =>
+    (events.find((event) => event.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
 
   function olderShapes(events: readonly SampleEvent[]): SampleEvent[] {
     const paymentIntentId = paymentIntentOf(events);
@@ -163,10 +176,21 @@ describe('an endpoint on an API version before 2025-03-31', () => {
         // A field left undefined is absent from the body, as it is in the older shape.
         if (object.object === 'invoice') {
           const { subscription_details: details } = (object as { parent: { subscription_details: { subscription: string; metadata: unknown } } }).parent;
-          older = { ...object, parent: undefined, payments: undefined, subscription: details.subscription, subscription_details: { metadata: details.metadata }, payment_intent: object.status === 'paid' ? paymentIntentId : null };
+          older = {
+            ...object,
+            parent: undefined,
+            payments: undefined,
+            subscription: details.subscription,
+            subscription_details: { metadata: details.metadata },
+            payment_intent: object.status === 'paid' ? paymentIntentId : null,
+          };
         } else if (object.object === 'subscription') {
           const items = object.items as { data: Array<Record<string, unknown>> };
-          older = { ...object, current_period_end: items.data[0]!.current_period_end, items: { ...items, data: items.data.map((item) => ({ ...item, current_period_end: undefined, current_period_start: undefined })) } };
+          older = {
+            ...object,
+            current_period_end: items.data[0]!.current_period_end,
+            items: { ...items, data: items.data.map((item) => ({ ...item, current_period_end: undefined, current_period_start: undefined })) },
+          };
         }
         return { ...event, api_version: '2024-06-20', data: { object: older } };
       });
@@ -181,12 +205,31 @@ describe('an endpoint on an API version before 2025-03-31', () => {
     assert.equal(statuses.get('invoice.paid'), 'processed');
     assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
     const row = await subscriptionRow(subscription.subscriptionId);
-    assert.deepEqual([row.status, row.stripe_subscription_id, row.current_period_end?.getTime()], ['active', subscription.stripeSubscriptionId, (start + PERIOD_SECONDS) * 1000]);
+    assert.deepEqual(
+      [row.status, row.stripe_subscription_id, row.current_period_end?.getTime()],
+      ['active', subscription.stripeSubscriptionId, (start + PERIOD_SECONDS) * 1000],
+    );
 
-    const refund = sampleEvent('charge.refunded', { ...exampleObject('charge'), id: randomStripeId('ch'), amount: 1900, currency: 'chf', payment_intent: paymentIntentOf(events), amount_refunded: 1900, refunded: true }, { api_version: '2024-06-20' });
+    const refund = sampleEvent(
+      'charge.refunded',
+      {
+        ...exampleObject('charge'),
+        id: randomStripeId('ch'),
+        amount: 1900,
+        currency: 'chf',
+        payment_intent: paymentIntentOf(events),
+        amount_refunded: 1900,
+        refunded: true,
+      },
+      { api_version: '2024-06-20' },
+    );
     assert.equal((await deliverAll([refund])).get('charge.refunded'), 'processed');
     assert.deepEqual(await quotaOf(file.database, subscription.accountId), { account_id: subscription.accountId, granted: 0, used: 0, remaining: 0 });
-    const grant = await file.database.db.selectFrom('invoice_grants').select(['refunded_amount', 'revoked_credits']).where('subscription_id', '=', subscription.subscriptionId).executeTakeFirstOrThrow();
+    const grant = await file.database.db
+      .selectFrom('invoice_grants')
+      .select(['refunded_amount', 'revoked_credits'])
+      .where('subscription_id', '=', subscription.subscriptionId)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(grant, { refunded_amount: 1900, revoked_credits: 100 });
   });
 });

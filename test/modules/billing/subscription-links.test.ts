@@ -51,7 +51,9 @@ describe('an event whose metadata contradicts the link is refused', () => {
   test('customer.subscription.updated of sub_B naming A, canceled: failed, A stays active', async () => {
     const [a, b] = [await subscribedThroughApi(file, { linked: true }), await subscribedThroughApi(file, { linked: true })];
     const periodEnd = Math.floor(Date.now() / 1000) + PERIOD_SECONDS;
-    const active = await delivered(sampleEvent('customer.subscription.updated', subscriptionObject(a, { status: 'active', periodEnd }), { created: Math.floor(Date.now() / 1000) - 10 }));
+    const active = await delivered(
+      sampleEvent('customer.subscription.updated', subscriptionObject(a, { status: 'active', periodEnd }), { created: Math.floor(Date.now() / 1000) - 10 }),
+    );
     assert.equal((await finishedEvent(file.database, active.id)).status, 'processed');
 
     const canceled = await delivered(sampleEvent('customer.subscription.updated', subscriptionObject(naming(b, a), { status: 'canceled', periodEnd })));
@@ -99,7 +101,7 @@ describe('metadata alone never links', () => {
     assert.equal((await subscriptionRow(c.subscriptionId)).stripe_subscription_id, null);
   });
 
-  test("the Checkout Session C stored, its metadata naming A: failed, neither linked", async () => {
+  test('the Checkout Session C stored, its metadata naming A: failed, neither linked', async () => {
     const a = await subscribedThroughApi(file);
     const c = await subscribedThroughApi(file);
     const event = await delivered(checkoutCompleted({ ...c, subscriptionId: a.subscriptionId }));
@@ -110,7 +112,13 @@ describe('metadata alone never links', () => {
   test('a checkout of a subscription that has stored no Checkout Session id waits for it, and links once the retried POST stores it', async () => {
     // As POST /api/subscriptions leaves it when it dies between Stripe's answer and storing the id.
     const row = (await createSubscription(file.database.db, { planId: 'pro_monthly', accountId: newAccountId(), email: null }))!;
-    const subscription = { subscriptionId: row.subscription_id, checkoutSessionId: randomStripeId('cs'), stripeSubscriptionId: randomStripeId('sub'), amount: 1900, currency: 'chf' };
+    const subscription = {
+      subscriptionId: row.subscription_id,
+      checkoutSessionId: randomStripeId('cs'),
+      stripeSubscriptionId: randomStripeId('sub'),
+      amount: 1900,
+      currency: 'chf',
+    };
     const event = await delivered(checkoutCompleted(subscription));
     const waiting = await waitingEvent(file.database, event.id);
     assert.match(waiting.last_error ?? '', /waiting for the Checkout Session id/);
@@ -139,7 +147,9 @@ test("a link that loses the race for a Stripe subscription to another of ours en
     await waitFor("P's link to be written", () => Promise.resolve(holder));
     const event = await delivered(checkoutCompleted({ ...q, stripeSubscriptionId: contested }));
     await waitFor("Q's link to wait for P's", async () => {
-      const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where ${holder!}::int = any(pg_blocking_pids(pid))`.execute(file.database.db);
+      const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where ${holder!}::int = any(pg_blocking_pids(pid))`.execute(
+        file.database.db,
+      );
       return rows.length > 0;
     });
     release();
@@ -164,17 +174,23 @@ test("an invoice that arrives while its subscription's checkout is linking it is
   let holder: number | undefined;
   const wake = waker({ maxAttempts: 10 });
   const linking = file.database.db.transaction().execute(async (tx) => {
-    await linkCheckoutSession(tx, async (wakeTx, keys) => {
-      holder = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(wakeTx)).rows[0]!.pid;
-      await released;
-      return wake(wakeTx, keys);
-    }, { id: p.checkoutSessionId, subscription: p.stripeSubscriptionId, named: p.subscriptionId });
+    await linkCheckoutSession(
+      tx,
+      async (wakeTx, keys) => {
+        holder = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(wakeTx)).rows[0]!.pid;
+        await released;
+        return wake(wakeTx, keys);
+      },
+      { id: p.checkoutSessionId, subscription: p.stripeSubscriptionId, named: p.subscriptionId },
+    );
   });
   try {
     await waitFor("P's link to be written", () => Promise.resolve(holder));
     const invoice = await delivered(paidInvoice(p));
     await waitFor("the invoice's fulfilment to wait for P's row", async () => {
-      const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where ${holder!}::int = any(pg_blocking_pids(pid))`.execute(file.database.db);
+      const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where ${holder!}::int = any(pg_blocking_pids(pid))`.execute(
+        file.database.db,
+      );
       return rows.length > 0;
     });
     release();

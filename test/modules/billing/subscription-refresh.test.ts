@@ -19,19 +19,25 @@ const stateOf = async (subscriptionId: string) => {
 };
 
 for (const truthFirst of [false, true]) {
-  test(`two states of the same second (${truthFirst ? 'Stripe\'s arriving first' : 'the stale one first'}): the one Stripe holds now wins`, async () => {
+  test(`two states of the same second (${truthFirst ? "Stripe's arriving first" : 'the stale one first'}): the one Stripe holds now wins`, async () => {
     const subscription = await givenSubscription();
     const t = Math.floor(Date.now() / 1000) - 100;
     const periodEnd = t + 86_400;
     // Stripe's truth: cancelling at period end. The deliveries carry both states, stamped alike.
     file.service.stripe.addSubscription(subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: true }));
-    const truth = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: true }), { created: t });
-    const stale = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: false }), { created: t });
+    const truth = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: true }), {
+      created: t,
+    });
+    const stale = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: false }), {
+      created: t,
+    });
     for (const event of truthFirst ? [truth, stale] : [stale, truth]) {
       await file.service.deliver(event);
       assert.equal((await finishedEvent(file.database, event.id)).status, 'processed');
     }
-    await waitFor('the subscription to be fetched from Stripe', () => Promise.resolve(file.service.stripe.requests.some((r) => r.method === 'GET' && r.path === `/v1/subscriptions/${subscription.stripeSubscriptionId}`)));
+    await waitFor('the subscription to be fetched from Stripe', () =>
+      Promise.resolve(file.service.stripe.requests.some((r) => r.method === 'GET' && r.path === `/v1/subscriptions/${subscription.stripeSubscriptionId}`)),
+    );
     await waitFor('the fetched state to be applied', async () => (await stateOf(subscription.subscriptionId)).cancelAtPeriodEnd);
     assert.deepEqual(await stateOf(subscription.subscriptionId), { status: 'active', cancelAtPeriodEnd: true });
   });
@@ -45,7 +51,9 @@ test('invoice.payment_failed fetches the subscription, whose status Stripe is ch
   await finishedEvent(file.database, active.id);
   file.service.stripe.addSubscription(subscriptionObject(subscription, { status: 'past_due', periodEnd: t + 86_400 }));
 
-  const failed = sampleEvent('invoice.payment_failed', invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'open' }), { created: t + 10 });
+  const failed = sampleEvent('invoice.payment_failed', invoiceObject(subscription, { billingReason: 'subscription_cycle', status: 'open' }), {
+    created: t + 10,
+  });
   await file.service.deliver(failed);
   assert.equal((await finishedEvent(file.database, failed.id)).status, 'processed');
   await waitFor('the past_due status from Stripe', async () => (await stateOf(subscription.subscriptionId)).status === 'past_due');

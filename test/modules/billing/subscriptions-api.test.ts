@@ -25,11 +25,18 @@ const sessionCreatesFor = (subscriptionId: unknown) =>
 test('GET /api/plans lists the seeded plan, credits per period', async () => {
   const reply = await file.service.call('GET', '/api/plans');
   assert.equal(reply.status, 200);
-  assert.deepEqual(reply.body, [{ id: 'pro_monthly', name: 'Pro: 100 runs a month', amount: 1900, currency: 'chf', interval: 'month', interval_count: 1, credits: 100 }]);
+  assert.deepEqual(reply.body, [
+    { id: 'pro_monthly', name: 'Pro: 100 runs a month', amount: 1900, currency: 'chf', interval: 'month', interval_count: 1, credits: 100 },
+  ]);
 });
 
 test('the billing routes need the API token', async () => {
-  for (const [method, path] of [['GET', '/api/plans'], ['POST', '/api/subscriptions'], ['GET', '/api/subscriptions/subscr_x'], ['POST', '/api/subscriptions/subscr_x/cancel']] as const) {
+  for (const [method, path] of [
+    ['GET', '/api/plans'],
+    ['POST', '/api/subscriptions'],
+    ['GET', '/api/subscriptions/subscr_x'],
+    ['POST', '/api/subscriptions/subscr_x/cancel'],
+  ] as const) {
     for (const token of [null, ADMIN_TOKEN]) assert.equal((await file.service.call(method, path, { token })).status, 401, `${method} ${path}`);
   }
 });
@@ -47,7 +54,17 @@ describe('POST /api/subscriptions', () => {
     const [create, ...more] = sessionCreatesFor(subscriptionId);
     assert.equal(more.length, 0);
     assert.equal(create!.idempotencyKey, `checkout-session:${subscriptionId}`);
-    assert.deepEqual(create!.params.line_items, [{ quantity: '1', price_data: { currency: 'chf', unit_amount: '1900', recurring: { interval: 'month', interval_count: '1' }, product_data: { name: 'Pro: 100 runs a month' } } }]);
+    assert.deepEqual(create!.params.line_items, [
+      {
+        quantity: '1',
+        price_data: {
+          currency: 'chf',
+          unit_amount: '1900',
+          recurring: { interval: 'month', interval_count: '1' },
+          product_data: { name: 'Pro: 100 runs a month' },
+        },
+      },
+    ]);
     assert.equal(create!.params.mode, 'subscription');
     assert.deepEqual(create!.params.metadata, { subscription_id: subscriptionId });
     assert.deepEqual(create!.params.subscription_data, { metadata: { subscription_id: subscriptionId } });
@@ -86,7 +103,11 @@ describe('POST /api/subscriptions', () => {
     assert.equal(sessionCreatesFor(first.body.subscription_id).length, 1);
     assert.equal((await subscribe({ ...body, email: 'other@example.test' }, key)).status, 422);
     // The same key on the package checkout is another key: scoped by operation.
-    assert.equal((await file.service.call('POST', '/api/checkout', { body: { package_id: 'starter', account_id: accountId }, headers: { 'idempotency-key': key } })).status, 201);
+    assert.equal(
+      (await file.service.call('POST', '/api/checkout', { body: { package_id: 'starter', account_id: accountId }, headers: { 'idempotency-key': key } }))
+        .status,
+      201,
+    );
     assert.equal((await file.database.db.selectFrom('subscriptions').select('subscription_id').where('account_id', '=', accountId).execute()).length, 1);
   });
 
@@ -118,8 +139,15 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
     const reply = await file.service.call('GET', `/api/subscriptions/${subscriptionId}`);
     assert.equal(reply.status, 200);
     assert.deepEqual(reply.body, {
-      subscription_id: subscriptionId, status: 'pending', plan_id: 'pro_monthly', account_id: reply.body.account_id,
-      checkout_session_id: checkoutSessionId, stripe_subscription_id: null, current_period_end: null, cancel_at_period_end: false, pause_collection: null,
+      subscription_id: subscriptionId,
+      status: 'pending',
+      plan_id: 'pro_monthly',
+      account_id: reply.body.account_id,
+      checkout_session_id: checkoutSessionId,
+      stripe_subscription_id: null,
+      current_period_end: null,
+      cancel_at_period_end: false,
+      pause_collection: null,
     });
     const cancel = await file.service.call('POST', `/api/subscriptions/${subscriptionId}/cancel`);
     assert.equal(cancel.status, 409);
@@ -132,11 +160,17 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
     const resumesAt = periodEnd + 30 * 24 * 3600;
     const paused = sampleEvent(
       'customer.subscription.updated',
-      subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'active', periodEnd, pause: { behavior: 'mark_uncollectible', resumesAt } }),
+      subscriptionObject(
+        { subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' },
+        { status: 'active', periodEnd, pause: { behavior: 'mark_uncollectible', resumesAt } },
+      ),
     );
     assert.equal((await fulfilWith(file.database, handlersOf(billingModule), [paused]))[0]!.row.status, 'processed');
     const reply = await file.service.call('GET', `/api/subscriptions/${subscriptionId}`);
-    assert.deepEqual([reply.body.status, reply.body.pause_collection], ['active', { behavior: 'mark_uncollectible', resumes_at: new Date(resumesAt * 1000).toISOString() }]);
+    assert.deepEqual(
+      [reply.body.status, reply.body.pause_collection],
+      ['active', { behavior: 'mark_uncollectible', resumes_at: new Date(resumesAt * 1000).toISOString() }],
+    );
   });
 
   test('unknown ids are 404; malformed ones 400', async () => {
@@ -148,7 +182,9 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
   test('cancel goes to Stripe with its key, and answers with the state Stripe gave back; repeating it is the same request, whose replayed answer never overwrites a newer state', async () => {
     const { subscriptionId, stripeSubscriptionId } = await linkedSubscription();
     const periodEnd = Math.floor(Date.now() / 1000) + 30 * 24 * 3600;
-    file.service.stripe.addSubscription(subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'active', periodEnd }));
+    file.service.stripe.addSubscription(
+      subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'active', periodEnd }),
+    );
 
     const cancel = () => file.service.call('POST', `/api/subscriptions/${subscriptionId}/cancel`);
     const first = await cancel();
@@ -186,7 +222,10 @@ describe('GET /api/subscriptions/:id and POST /api/subscriptions/:id/cancel', ()
     const { subscriptionId, stripeSubscriptionId } = await linkedSubscription();
     const deleted = sampleEvent(
       'customer.subscription.deleted',
-      subscriptionObject({ subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' }, { status: 'canceled', periodEnd: Math.floor(Date.now() / 1000) }),
+      subscriptionObject(
+        { subscriptionId, stripeSubscriptionId, amount: 1900, currency: 'chf' },
+        { status: 'canceled', periodEnd: Math.floor(Date.now() / 1000) },
+      ),
     );
     assert.equal((await fulfilWith(file.database, handlersOf(billingModule), [deleted]))[0]!.row.status, 'processed');
 

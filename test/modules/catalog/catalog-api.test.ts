@@ -60,7 +60,15 @@ describe('POST /admin/api/packages', () => {
   test('a package created through the API is listed, bought and granted', async () => {
     const created = await admin('POST', '/packages', thesis);
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    assert.deepEqual(created.body, { id: 'thesis_check', name: 'Thesis check: 10 runs', amount: 1900, currency: 'chf', credits: 10, active: true, stripe_price_id: null });
+    assert.deepEqual(created.body, {
+      id: 'thesis_check',
+      name: 'Thesis check: 10 runs',
+      amount: 1900,
+      currency: 'chf',
+      credits: 10,
+      active: true,
+      stripe_price_id: null,
+    });
     assert.equal((await admin('POST', '/packages', thesis)).status, 409, 'an id is taken once');
     const listed = (await file.service.call('GET', '/api/packages')).body as unknown as Array<{ id: string }>;
     assert.ok(listed.some((p) => p.id === 'thesis_check'));
@@ -129,8 +137,13 @@ describe('archiving', () => {
     assert.deepEqual(created.body, { ...plan, active: true, stripe_price_id: null });
 
     const subscription = await subscribedThroughApi(file, { plan });
-    const session = file.service.stripe.requests.findLast((r) => r.path === '/v1/checkout/sessions' && r.params.client_reference_id === subscription.subscriptionId);
-    assert.deepEqual((session!.params.line_items as Array<{ price_data: { recurring: unknown } }>)[0]!.price_data.recurring, { interval: 'week', interval_count: '2' });
+    const session = file.service.stripe.requests.findLast(
+      (r) => r.path === '/v1/checkout/sessions' && r.params.client_reference_id === subscription.subscriptionId,
+    );
+    assert.deepEqual((session!.params.line_items as Array<{ price_data: { recurring: unknown } }>)[0]!.price_data.recurring, {
+      interval: 'week',
+      interval_count: '2',
+    });
     assert.equal((await admin('PATCH', '/plans/fortnightly', { active: false })).status, 200);
     const plans = (await file.service.call('GET', '/api/plans')).body as unknown as Array<{ id: string }>;
     assert.ok(!plans.some((p) => p.id === 'fortnightly'));

@@ -12,8 +12,13 @@ const file = serviceForFile();
 async function soldThroughPrice(path: '/packages' | '/plans', id: string, product: string): Promise<Record<string, unknown>> {
   const plan = path === '/plans';
   const price = {
-    ...exampleObject('price'), id: randomStripeId('price'), product, unit_amount: 1900, currency: 'chf',
-    type: plan ? 'recurring' : 'one_time', ...(!plan && { recurring: null }),
+    ...exampleObject('price'),
+    id: randomStripeId('price'),
+    product,
+    unit_amount: 1900,
+    currency: 'chf',
+    type: plan ? 'recurring' : 'one_time',
+    ...(!plan && { recurring: null }),
   };
   file.service.stripe.addPrice(price);
   const reply = await file.service.call('POST', `/admin/api${path}`, {
@@ -57,7 +62,7 @@ test('a Product archived at Stripe archives the plans sold through its Prices', 
   assert.equal(await activeOf('plans', 'priced_plan'), false);
 });
 
-test('a Price or Product no item is sold through ends ignored, with each module\'s reason', async () => {
+test("a Price or Product no item is sold through ends ignored, with each module's reason", async () => {
   const price = await outcomeOf('price.updated', exampleObject('price'));
   assert.equal(price.status, 'ignored');
   assert.match(price.last_error ?? '', /no package is sold through Price price_1MoBy5LkdIwHu7ixZhnattbh; no plan is sold through/);

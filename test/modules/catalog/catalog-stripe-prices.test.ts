@@ -14,23 +14,40 @@ const admin = (method: string, path: string, body: unknown) => file.service.call
 function givenPrice(terms: { amount: number; currency: string; recurring?: { interval: string; interval_count: number }; active?: boolean }): string {
   const id = randomStripeId('price');
   file.service.stripe.addPrice({
-    ...exampleObject('price'), id, product: 'prod_thesis', unit_amount: terms.amount, unit_amount_decimal: String(terms.amount), currency: terms.currency,
-    active: terms.active ?? true, type: terms.recurring ? 'recurring' : 'one_time',
+    ...exampleObject('price'),
+    id,
+    product: 'prod_thesis',
+    unit_amount: terms.amount,
+    unit_amount_decimal: String(terms.amount),
+    currency: terms.currency,
+    active: terms.active ?? true,
+    type: terms.recurring ? 'recurring' : 'one_time',
     recurring: terms.recurring ? { ...(exampleObject('price').recurring as object), ...terms.recurring } : null,
   });
   return id;
 }
 
-const sessionOf = (clientReference: unknown) => file.service.stripe.requests.findLast((r) => r.path === '/v1/checkout/sessions' && r.params.client_reference_id === clientReference)!;
+const sessionOf = (clientReference: unknown) =>
+  file.service.stripe.requests.findLast((r) => r.path === '/v1/checkout/sessions' && r.params.client_reference_id === clientReference)!;
 
 test('a Price-backed package is checked at creation, then bought with line_items[0][price]', async () => {
   const price = givenPrice({ amount: 1900, currency: 'chf' });
-  const created = await admin('POST', '/packages', { id: 'thesis_price', name: 'Thesis check', amount: 1900, currency: 'chf', credits: 10, stripe_price_id: price });
+  const created = await admin('POST', '/packages', {
+    id: 'thesis_price',
+    name: 'Thesis check',
+    amount: 1900,
+    currency: 'chf',
+    credits: 10,
+    stripe_price_id: price,
+  });
   assert.equal(created.status, 201, JSON.stringify(created.body));
   assert.equal(created.body.stripe_price_id, price);
   const row = await file.database.db.selectFrom('packages').select('stripe_product_id').where('package_id', '=', 'thesis_price').executeTakeFirstOrThrow();
   assert.equal(row.stripe_product_id, 'prod_thesis');
-  assert.match((await admin('POST', '/packages', { id: 'twin', name: 'Twin', amount: 1900, currency: 'chf', credits: 10, stripe_price_id: price })).body.error as string, /already sells/);
+  assert.match(
+    (await admin('POST', '/packages', { id: 'twin', name: 'Twin', amount: 1900, currency: 'chf', credits: 10, stripe_price_id: price })).body.error as string,
+    /already sells/,
+  );
 
   const checkout = await file.service.call('POST', '/api/checkout', { body: { package_id: 'thesis_price', account_id: newAccountId() } });
   assert.equal(checkout.status, 201, JSON.stringify(checkout.body));
@@ -39,7 +56,15 @@ test('a Price-backed package is checked at creation, then bought with line_items
 
 test('a Price-backed plan is bought with line_items[0][price]', async () => {
   const price = givenPrice({ amount: 1900, currency: 'eur', recurring: { interval: 'year', interval_count: 1 } });
-  const created = await admin('POST', '/plans', { id: 'yearly_price', name: 'Yearly', amount: 1900, currency: 'eur', credits: 1000, interval: 'year', stripe_price_id: price });
+  const created = await admin('POST', '/plans', {
+    id: 'yearly_price',
+    name: 'Yearly',
+    amount: 1900,
+    currency: 'eur',
+    credits: 1000,
+    interval: 'year',
+    stripe_price_id: price,
+  });
   assert.equal(created.status, 201, JSON.stringify(created.body));
   const reply = await file.service.call('POST', '/api/subscriptions', { body: { plan_id: 'yearly_price', account_id: newAccountId() } });
   assert.equal(reply.status, 201, JSON.stringify(reply.body));
@@ -52,9 +77,17 @@ test('a Price that does not say what the row says is refused, naming what differ
     ['/packages', { ...base, stripe_price_id: givenPrice({ amount: 2900, currency: 'chf' }) }, /unit_amount is 2900, the amount 1900/],
     ['/packages', { ...base, stripe_price_id: givenPrice({ amount: 1900, currency: 'eur' }) }, /currency is eur, the currency chf/],
     ['/packages', { ...base, stripe_price_id: givenPrice({ amount: 1900, currency: 'chf', active: false }) }, /archived \(active: false\)/],
-    ['/packages', { ...base, stripe_price_id: givenPrice({ amount: 1900, currency: 'chf', recurring: { interval: 'month', interval_count: 1 } }) }, /package needs a one_time Price/],
+    [
+      '/packages',
+      { ...base, stripe_price_id: givenPrice({ amount: 1900, currency: 'chf', recurring: { interval: 'month', interval_count: 1 } }) },
+      /package needs a one_time Price/,
+    ],
     ['/plans', { ...base, interval: 'month', stripe_price_id: givenPrice({ amount: 1900, currency: 'chf' }) }, /plan needs a recurring Price/],
-    ['/plans', { ...base, interval: 'month', stripe_price_id: givenPrice({ amount: 1900, currency: 'chf', recurring: { interval: 'month', interval_count: 3 } }) }, /bills every 3 month, the plan every 1 month/],
+    [
+      '/plans',
+      { ...base, interval: 'month', stripe_price_id: givenPrice({ amount: 1900, currency: 'chf', recurring: { interval: 'month', interval_count: 3 } }) },
+      /bills every 3 month, the plan every 1 month/,
+    ],
     ['/packages', { ...base, stripe_price_id: 'price_never_made' }, /Stripe has no Price price_never_made/],
   ];
   for (const [i, [path, body, error]] of cases.entries()) {
@@ -69,7 +102,14 @@ test('a Price that does not say what the row says is refused, naming what differ
 
 test('Stripe failing while the Price is fetched is 502, and nothing is created', async () => {
   file.service.stripe.failNext(2);
-  const reply = await admin('POST', '/packages', { id: 'unlucky', name: 'Unlucky', amount: 1900, currency: 'chf', credits: 10, stripe_price_id: givenPrice({ amount: 1900, currency: 'chf' }) });
+  const reply = await admin('POST', '/packages', {
+    id: 'unlucky',
+    name: 'Unlucky',
+    amount: 1900,
+    currency: 'chf',
+    credits: 10,
+    stripe_price_id: givenPrice({ amount: 1900, currency: 'chf' }),
+  });
   assert.equal(reply.status, 502, JSON.stringify(reply.body));
   assert.equal((await file.service.call('PATCH', '/admin/api/packages/unlucky', { body: { name: 'x' } })).status, 404);
 });

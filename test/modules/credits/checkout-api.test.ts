@@ -21,7 +21,8 @@ const sessionCreatesFor = (orderId: unknown): RecordedStripeRequest[] =>
   file.service.stripe.requests.filter(
     (r) => r.method === 'POST' && r.path === '/v1/checkout/sessions' && (r.params.metadata as Record<string, unknown> | undefined)?.order_id === orderId,
   );
-const sessionsFor = (orderId: unknown) => [...file.service.stripe.sessions.values()].filter((s) => (s.metadata as Record<string, unknown>).order_id === orderId);
+const sessionsFor = (orderId: unknown) =>
+  [...file.service.stripe.sessions.values()].filter((s) => (s.metadata as Record<string, unknown>).order_id === orderId);
 
 async function ordersOf(accountId: string) {
   return file.database.db.selectFrom('orders').selectAll().where('account_id', '=', accountId).execute();
@@ -74,7 +75,9 @@ describe('a checkout', () => {
     assert.deepEqual(request?.params.metadata, { order_id: orderId });
     assert.equal(request?.params.client_reference_id, orderId);
     assert.equal(request?.params.customer_email, 'buyer@example.test');
-    assert.deepEqual(request?.params.line_items, [{ quantity: '1', price_data: { currency: 'chf', unit_amount: '4900', product_data: { name: 'Starter: 40 runs' } } }]);
+    assert.deepEqual(request?.params.line_items, [
+      { quantity: '1', price_data: { currency: 'chf', unit_amount: '4900', product_data: { name: 'Starter: 40 runs' } } },
+    ]);
     assert.equal(file.service.stripe.sessions.get(String(sessionId))?.url, reply.body.url);
 
     const order = await file.service.call('GET', `/api/orders/${String(orderId)}`);
@@ -135,7 +138,10 @@ describe('the inbound Idempotency-Key', () => {
     const created = await first;
     assert.equal(created.status, 201);
     const orders = await ordersOf(body.account_id);
-    assert.deepEqual(orders.map((o) => o.order_id), [created.body.order_id]);
+    assert.deepEqual(
+      orders.map((o) => o.order_id),
+      [created.body.order_id],
+    );
     assert.equal(sessionCreatesFor(created.body.order_id).length, 1);
     // Once the first is done, the key replays its response.
     assert.deepEqual(await checkout(body, key), created);
@@ -150,7 +156,10 @@ describe('when Stripe fails', () => {
     const requests = sessionCreatesFor(reply.body.order_id);
     assert.equal(requests.length, 2);
     assert.deepEqual(new Set(requests.map((r) => r.idempotencyKey)), new Set([`checkout-session:${String(reply.body.order_id)}`]));
-    assert.deepEqual(sessionsFor(reply.body.order_id).map((s) => s.id), [reply.body.checkout_session_id]);
+    assert.deepEqual(
+      sessionsFor(reply.body.order_id).map((s) => s.id),
+      [reply.body.checkout_session_id],
+    );
   });
 
   test('an outage is a 502 naming the order, which stays pending; a retry with the same key completes it', async () => {
@@ -174,7 +183,10 @@ describe('when Stripe fails', () => {
     const requests = sessionCreatesFor(orderId);
     assert.equal(requests.length, 3);
     assert.deepEqual(new Set(requests.map((r) => r.idempotencyKey)), new Set([`checkout-session:${orderId}`]));
-    assert.deepEqual(sessionsFor(orderId).map((s) => s.id), [retried.body.checkout_session_id]);
+    assert.deepEqual(
+      sessionsFor(orderId).map((s) => s.id),
+      [retried.body.checkout_session_id],
+    );
     assert.equal((await file.service.call('GET', `/api/orders/${orderId}`)).body.checkout_session_id, retried.body.checkout_session_id);
   });
 });

@@ -33,7 +33,10 @@ const refund = (service: TestService, order: OrderRow, body: { amount?: number }
 
 /** The amounts of the refunds Stripe was asked for, for this order's payment. */
 const amountsSent = (order: OrderRow) =>
-  first.stripe.requests.filter((r) => r.path === '/v1/refunds' && r.params.payment_intent === order.payment_intent_id).map((r) => Number(r.params.amount)).sort((a, b) => a - b);
+  first.stripe.requests
+    .filter((r) => r.path === '/v1/refunds' && r.params.payment_intent === order.payment_intent_id)
+    .map((r) => Number(r.params.amount))
+    .sort((a, b) => a - b);
 
 const statuses = (replies: HttpReply[]) => replies.map((reply) => reply.status).sort();
 
@@ -66,7 +69,10 @@ test('partial refunds at once that together fit are both sent; one that would ex
 test('a refund Stripe has reported is counted once: its charge.refunded does not shrink what is left', async () => {
   const order = await paidOrder(database, first);
   assert.equal((await refund(first, order, { amount: 1000 })).status, 201);
-  const reported = sampleEvent('charge.refunded', refundedCharge({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, amountRefunded: 1000, orderId: order.order_id }));
+  const reported = sampleEvent(
+    'charge.refunded',
+    refundedCharge({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, amountRefunded: 1000, orderId: order.order_id }),
+  );
   assert.equal((await first.deliver(reported)).status, 200);
   assert.equal((await finishedEvent(database, reported.id)).status, 'processed');
 

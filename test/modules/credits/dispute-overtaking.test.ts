@@ -19,11 +19,17 @@ test('a dispute delivered while its payment is still processing waits for it, th
   const payment = paidEvent(order);
   const paymentIntentId = (payment.data.object as { payment_intent: string }).payment_intent;
   await claimEvents(database.db, [incomingEvent(payment)], { maxAttempts: 10 });
-  const withdrawn = sampleEvent('charge.dispute.funds_withdrawn', disputeObject({ paymentIntentId, amount: order.amount, currency: order.currency, status: 'needs_response' }));
+  const withdrawn = sampleEvent(
+    'charge.dispute.funds_withdrawn',
+    disputeObject({ paymentIntentId, amount: order.amount, currency: order.currency, status: 'needs_response' }),
+  );
 
   const [early] = await fulfilWith(database, everyModule, [withdrawn]);
   assert.deepEqual([early!.row.status, early!.row.attempts], ['processing', 0]);
-  assert.match(early!.row.last_error ?? '', new RegExp(`no order paid by payment intent ${paymentIntentId} \\(yet\\): waiting for ${payment.id}, its payment's event`));
+  assert.match(
+    early!.row.last_error ?? '',
+    new RegExp(`no order paid by payment intent ${paymentIntentId} \\(yet\\): waiting for ${payment.id}, its payment's event`),
+  );
 
   const [paid] = await fulfilWith(database, everyModule, [payment]);
   assert.equal(paid!.row.status, 'processed');

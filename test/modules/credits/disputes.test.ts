@@ -24,7 +24,9 @@ function disputeOf(order: PaidOrder) {
     id: ids.disputeId,
     /** `minutes`: when Stripe created the event, after the dispute opened; it orders Stripe's status. */
     event: (type: string, status: string, minutes: number) =>
-      sampleEvent(type, disputeObject({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, status, ...ids }), { created: at + minutes * 60 }),
+      sampleEvent(type, disputeObject({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, status, ...ids }), {
+        created: at + minutes * 60,
+      }),
   };
 }
 
@@ -65,7 +67,10 @@ describe('a dispute of a package order', () => {
     assert.equal((await quotaOf(file.database, order.account_id)).granted, 10);
     // The dashboard shows the order beside the dispute's event, found by the PaymentIntent it names.
     const records = (await file.service.call('GET', `/admin/api/events/${withdrawn.id}`)).body.records as Array<{ kind: string; id: string }>;
-    assert.deepEqual(records.map((r) => [r.kind, r.id]), [['order', order.order_id]]);
+    assert.deepEqual(
+      records.map((r) => [r.kind, r.id]),
+      [['order', order.order_id]],
+    );
 
     assert.equal((await deliverAndFinish(dispute.event('charge.dispute.updated', 'under_review', 2))).status, 'processed');
     const reinstated = dispute.event('charge.dispute.funds_reinstated', 'won', 3);
@@ -74,7 +79,12 @@ describe('a dispute of a package order', () => {
     assert.equal((await deliverAndFinish(dispute.event('charge.dispute.closed', 'won', 4))).status, 'processed');
     assert.deepEqual(await quotaOf(file.database, order.account_id), { account_id: order.account_id, granted: 40, used: 10, remaining: 30 });
     assert.deepEqual(await disputeRow(dispute.id), {
-      status: 'won', funds_withdrawn: true, funds_reinstated: true, credits_taken: 30, credits_returned: 30, purchase: `order:${order.order_id}`,
+      status: 'won',
+      funds_withdrawn: true,
+      funds_reinstated: true,
+      credits_taken: 30,
+      credits_returned: 30,
+      purchase: `order:${order.order_id}`,
     });
   });
 
@@ -87,7 +97,12 @@ describe('a dispute of a package order', () => {
     assert.equal((await deliverAndFinish(dispute.event('charge.dispute.created', 'needs_response', 0))).status, 'processed');
     assert.equal((await quotaOf(file.database, order.account_id)).granted, 40);
     assert.deepEqual(await disputeRow(dispute.id), {
-      status: 'won', funds_withdrawn: true, funds_reinstated: true, credits_taken: 0, credits_returned: 0, purchase: `order:${order.order_id}`,
+      status: 'won',
+      funds_withdrawn: true,
+      funds_reinstated: true,
+      credits_taken: 0,
+      credits_returned: 0,
+      purchase: `order:${order.order_id}`,
     });
   });
 
@@ -95,7 +110,10 @@ describe('a dispute of a package order', () => {
     const order = await paidOrder(file.database, file.service);
     await secondOrderOf(order.account_id);
     const refund = (amountRefunded: number) =>
-      sampleEvent('charge.refunded', refundedCharge({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, amountRefunded, orderId: order.order_id }));
+      sampleEvent(
+        'charge.refunded',
+        refundedCharge({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, amountRefunded, orderId: order.order_id }),
+      );
     // REFUND_POLICY=full: a partial refund takes nothing back.
     assert.equal((await deliverAndFinish(refund(1000))).status, 'processed');
     assert.equal((await quotaOf(file.database, order.account_id)).granted, 80);
@@ -108,14 +126,28 @@ describe('a dispute of a package order', () => {
     assert.equal((await deliverAndFinish(refund(order.amount))).status, 'processed');
     assert.deepEqual(await quotaOf(file.database, order.account_id), { account_id: order.account_id, granted: 40, used: 0, remaining: 40 });
     assert.deepEqual(await disputeRow(dispute.id), {
-      status: 'lost', funds_withdrawn: true, funds_reinstated: false, credits_taken: 40, credits_returned: 0, purchase: `order:${order.order_id}`,
+      status: 'lost',
+      funds_withdrawn: true,
+      funds_reinstated: false,
+      credits_taken: 40,
+      credits_returned: 0,
+      purchase: `order:${order.order_id}`,
     });
   });
 
   test('a dispute of a fully refunded order takes nothing more, and its reinstatement gives nothing back', async () => {
     const order = await paidOrder(file.database, file.service);
     await secondOrderOf(order.account_id);
-    const refund = sampleEvent('charge.refunded', refundedCharge({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, amountRefunded: order.amount, orderId: order.order_id }));
+    const refund = sampleEvent(
+      'charge.refunded',
+      refundedCharge({
+        paymentIntentId: order.payment_intent_id,
+        amount: order.amount,
+        currency: order.currency,
+        amountRefunded: order.amount,
+        orderId: order.order_id,
+      }),
+    );
     assert.equal((await deliverAndFinish(refund)).status, 'processed');
     const dispute = disputeOf(order);
     assert.equal((await deliverAndFinish(dispute.event('charge.dispute.funds_withdrawn', 'needs_response', 1))).status, 'processed');
@@ -145,12 +177,18 @@ describe("another sale's dispute ends 'ignored' at once, with every module's rea
   test('a PaymentIntent no order or invoice of ours names', async () => {
     const dispute = disputeObject({ paymentIntentId: randomStripeId('pi'), amount: 2500, currency: 'usd', status: 'needs_response' });
     for (const type of ['charge.dispute.created', 'charge.dispute.funds_withdrawn']) {
-      await ignoredAtOnce(sampleEvent(type, dispute), /^dispute dp_\S+: no order paid by payment intent pi_\S+, and none is being paid; dispute dp_\S+: no granted invoice paid by payment intent pi_\S+, and none is being paid$/);
+      await ignoredAtOnce(
+        sampleEvent(type, dispute),
+        /^dispute dp_\S+: no order paid by payment intent pi_\S+, and none is being paid; dispute dp_\S+: no granted invoice paid by payment intent pi_\S+, and none is being paid$/,
+      );
     }
   });
 
   test("Stripe's example dispute, of a charge without a PaymentIntent", async () => {
-    await ignoredAtOnce(sampleEvent('charge.dispute.created', disputeObject({ paymentIntentId: null, amount: 1000, currency: 'usd', status: 'warning_needs_response' })), /charge ch_\S+ has no PaymentIntent/);
+    await ignoredAtOnce(
+      sampleEvent('charge.dispute.created', disputeObject({ paymentIntentId: null, amount: 1000, currency: 'usd', status: 'warning_needs_response' })),
+      /charge ch_\S+ has no PaymentIntent/,
+    );
   });
 });
 
@@ -165,7 +203,11 @@ test('DISPUTE_POLICY=ignore records the dispute and takes nothing', async () => 
     const dispute = disputeObject({ paymentIntentId, amount: order.amount, currency: order.currency, status: 'needs_response' });
     assert.equal((await deliverAndFinish(sampleEvent('charge.dispute.funds_withdrawn', dispute), other, ignoring)).status, 'processed');
     assert.equal((await quotaOf(other, order.account_id)).granted, 40);
-    const row = await withLedgerTables(other.db).selectFrom('disputes').select(['funds_withdrawn', 'credits_taken']).where('dispute_id', '=', dispute.id as string).executeTakeFirstOrThrow();
+    const row = await withLedgerTables(other.db)
+      .selectFrom('disputes')
+      .select(['funds_withdrawn', 'credits_taken'])
+      .where('dispute_id', '=', dispute.id as string)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(row, { funds_withdrawn: true, credits_taken: 0 });
   } finally {
     await ignoring.close();

@@ -15,12 +15,17 @@ const file = serviceForFile();
 const refund = (orderId: string, key: string | undefined, body: unknown = {}) =>
   file.service.call('POST', `/admin/api/orders/${orderId}/refund`, { body, headers: key === undefined ? {} : { 'idempotency-key': key } });
 
-const refundRequests = (order: OrderRow) => file.service.stripe.requests.filter((r) => r.path === '/v1/refunds' && r.params.payment_intent === order.payment_intent_id);
+const refundRequests = (order: OrderRow) =>
+  file.service.stripe.requests.filter((r) => r.path === '/v1/refunds' && r.params.payment_intent === order.payment_intent_id);
 
 test('a refund needs an Idempotency-Key, and the admin token', async () => {
   const order = await paidOrder(file.database, file.service);
   assert.equal((await refund(order.order_id, undefined)).status, 400);
-  const withApiToken = await file.service.call('POST', `/admin/api/orders/${order.order_id}/refund`, { body: {}, headers: { 'idempotency-key': 'k' }, token: 'test-api-token-0123456789' });
+  const withApiToken = await file.service.call('POST', `/admin/api/orders/${order.order_id}/refund`, {
+    body: {},
+    headers: { 'idempotency-key': 'k' },
+    token: 'test-api-token-0123456789',
+  });
   assert.equal(withApiToken.status, 401);
   assert.equal(refundRequests(order).length, 0);
 });
@@ -66,7 +71,11 @@ test("a retry after Stripe's idempotency window is refused: the first request ma
   file.service.stripe.failNext(2);
   assert.equal((await refund(order.order_id, 'ops-refund-late')).status, 502);
   // The caller comes back after Stripe has forgotten refund:<order>:1.
-  await file.database.db.updateTable('api_idempotency_keys').set({ created_at: sql`now() - interval '23 hours 1 minute'` }).where('idempotency_key', '=', 'refund:ops-refund-late').execute();
+  await file.database.db
+    .updateTable('api_idempotency_keys')
+    .set({ created_at: sql`now() - interval '23 hours 1 minute'` })
+    .where('idempotency_key', '=', 'refund:ops-refund-late')
+    .execute();
   const late = await refund(order.order_id, 'ops-refund-late');
   assert.equal(late.status, 422);
   assert.match(late.body.error as string, /more than 23 hours ago.*new Idempotency-Key/);
@@ -92,17 +101,28 @@ test('two refunds of one order at once take the next two numbers', async () => {
       return rows[0]!.n === 2;
     });
     await holder.query('commit');
-    assert.deepEqual((await both).map((reply) => reply.status), [201, 201]);
+    assert.deepEqual(
+      (await both).map((reply) => reply.status),
+      [201, 201],
+    );
   } finally {
     holder.release(true); // closed: a failure above may have left its transaction open
   }
-  assert.deepEqual(refundRequests(order).map((r) => r.idempotencyKey).sort(), [`refund:${order.order_id}:1`, `refund:${order.order_id}:2`]);
+  assert.deepEqual(
+    refundRequests(order)
+      .map((r) => r.idempotencyKey)
+      .sort(),
+    [`refund:${order.order_id}:1`, `refund:${order.order_id}:2`],
+  );
 });
 
 test('a key an API caller used for a checkout is not the same key for a refund: keys are scoped by operation', async () => {
   const order = await paidOrder(file.database, file.service);
   const key = 'shared-key-1';
-  const checkout = await file.service.call('POST', '/api/checkout', { body: { package_id: 'starter', account_id: order.account_id }, headers: { 'idempotency-key': key } });
+  const checkout = await file.service.call('POST', '/api/checkout', {
+    body: { package_id: 'starter', account_id: order.account_id },
+    headers: { 'idempotency-key': key },
+  });
   assert.equal(checkout.status, 201);
   const refunded = await refund(order.order_id, key, { amount: 100 });
   assert.equal(refunded.status, 201);

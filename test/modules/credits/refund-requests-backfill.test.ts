@@ -22,7 +22,12 @@ before(async () => {
   database = await createTestDatabase({ empty: true });
   const migrations = await serviceMigrations();
   const logger = createLogger('silent');
-  await migrate(database.pool, logger, migrations.filter((m) => m.version < 30), { runWorkerMigrations });
+  await migrate(
+    database.pool,
+    logger,
+    migrations.filter((m) => m.version < 30),
+    { runWorkerMigrations },
+  );
   await sql`
     insert into orders (order_id, package_id, account_id, amount, currency, credits, status, paid_at, payment_intent_id)
     values (${ORDER}, 'starter', 'acct_before_0030', 4900, 'chf', 40, 'paid', now(), ${PAYMENT_INTENT})`.execute(database.db);
@@ -45,10 +50,16 @@ async function refundKey(key: string, refund: { seq: number; amount: number }, a
             ${answer ? 201 : null}, ${answer ? JSON.stringify(answer) : null}::jsonb)`.execute(database.db);
 }
 
-const refund = (key: string, body: { amount?: number }) => service.call('POST', `/admin/api/orders/${ORDER}/refund`, { body, headers: { 'idempotency-key': key } });
+const refund = (key: string, body: { amount?: number }) =>
+  service.call('POST', `/admin/api/orders/${ORDER}/refund`, { body, headers: { 'idempotency-key': key } });
 
 test('the refunds asked before 0030 are recorded: the answered one holds its amount, the failed one is held again by its retry', async () => {
-  const recorded = await database.db.selectFrom('refund_requests').select(['seq', 'amount', 'status', 'stripe_refund_id']).where('order_id', '=', ORDER).orderBy('seq').execute();
+  const recorded = await database.db
+    .selectFrom('refund_requests')
+    .select(['seq', 'amount', 'status', 'stripe_refund_id'])
+    .where('order_id', '=', ORDER)
+    .orderBy('seq')
+    .execute();
   assert.deepEqual(recorded, [
     { seq: 1, amount: 1000, status: 'succeeded', stripe_refund_id: 're_before_0030' },
     { seq: 2, amount: 3900, status: 'failed', stripe_refund_id: null },
@@ -57,7 +68,10 @@ test('the refunds asked before 0030 are recorded: the answered one holds its amo
   const retried = await refund('failed', { amount: 3900 });
   assert.equal(retried.status, 201);
   const sent = service.stripe.requests.filter((r) => r.path === '/v1/refunds');
-  assert.deepEqual(sent.map((r) => [r.idempotencyKey, r.params.amount]), [[`refund:${ORDER}:2`, '3900']]);
+  assert.deepEqual(
+    sent.map((r) => [r.idempotencyKey, r.params.amount]),
+    [[`refund:${ORDER}:2`, '3900']],
+  );
 
   const more = await refund('after-0030', {});
   assert.equal(more.status, 409);

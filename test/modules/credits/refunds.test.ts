@@ -13,7 +13,13 @@ import { serviceForFile, startTestService } from '../../support/service.js';
 const file = serviceForFile();
 
 function refundEvent(order: OrderRow & { payment_intent_id: string }, amountRefunded: number, created?: number) {
-  const charge = refundedCharge({ paymentIntentId: order.payment_intent_id, amount: order.amount, currency: order.currency, amountRefunded, orderId: order.order_id });
+  const charge = refundedCharge({
+    paymentIntentId: order.payment_intent_id,
+    amount: order.amount,
+    currency: order.currency,
+    amountRefunded,
+    orderId: order.order_id,
+  });
   return sampleEvent('charge.refunded', charge, created === undefined ? {} : { created });
 }
 

@@ -9,7 +9,17 @@ import { waker } from '../../../src/events/event-waits.js';
 import { attachCheckoutSession, createOrder } from '../../../src/modules/credits/orders.js';
 import type { OrderRow } from '../../../src/modules/credits/tables.js';
 import { checkoutSession, randomStripeId, sampleEvent, type SampleEvent } from '../../../src/stripe/sample-events.js';
-import { finishedEvent, givenOrder, grantsOf, newAccountId, orderRow, paidEvent, quotaOf, waitingEvent, refusedAtOnce as refusedAtOnceIn } from '../../support/factories.js';
+import {
+  finishedEvent,
+  givenOrder,
+  grantsOf,
+  newAccountId,
+  orderRow,
+  paidEvent,
+  quotaOf,
+  waitingEvent,
+  refusedAtOnce as refusedAtOnceIn,
+} from '../../support/factories.js';
 import { serviceForFile } from '../../support/service.js';
 
 // graphile-worker retries after e^1 ≈ 2.7 s, found by a poll every 2 s (src/worker/runners.ts).
@@ -33,7 +43,7 @@ async function assertUnpaid(...orders: OrderRow[]) {
 }
 
 describe('a paid session whose metadata disagrees with the order that stored it is refused', () => {
-  test("the session P stored, its metadata naming Q: failed with the session and both orders, neither paid", async () => {
+  test('the session P stored, its metadata naming Q: failed with the session and both orders, neither paid', async () => {
     const [p, q] = [await givenOrder(file.database), await givenOrder(file.database)];
     const event = await delivered(paidEvent(q, { sessionId: p.checkout_session_id! }));
     const row = await refusedAtOnce(event, [p.checkout_session_id!, p.order_id, q.order_id]);
@@ -92,9 +102,19 @@ test("an error quotes at most 80 characters of a merchant's metadata value, esca
 });
 
 test('one statement resolves each payment of a batch against the order that stored its session', async () => {
-  const [paying, named, waiting, other] = [await givenOrder(file.database), await givenOrder(file.database), (await createOrder(file.database.db, { packageId: 'starter', accountId: newAccountId(), email: null }))!, await givenOrder(file.database)];
+  const [paying, named, waiting, other] = [
+    await givenOrder(file.database),
+    await givenOrder(file.database),
+    (await createOrder(file.database.db, { packageId: 'starter', accountId: newAccountId(), email: null }))!,
+    await givenOrder(file.database),
+  ];
   const payment = (orderId: string | null, checkoutSessionId: string): OrderPayment => ({
-    orderId, eventId: randomStripeId('evt'), amount: 4900, currency: 'chf', checkoutSessionId, paymentIntentId: randomStripeId('pi'),
+    orderId,
+    eventId: randomStripeId('evt'),
+    amount: 4900,
+    currency: 'chf',
+    checkoutSessionId,
+    paymentIntentId: randomStripeId('pi'),
   });
   const payments = [
     payment(named.order_id, other.checkout_session_id!),

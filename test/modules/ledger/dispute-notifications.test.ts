@@ -45,12 +45,22 @@ describe('a dispute notifies once per direction', () => {
     const [disputed] = await waitFor('order.disputed', receivedWhere(file.receiver, ofOrder('order.disputed')));
     const [reinstated] = await waitFor('order.dispute_reinstated', receivedWhere(file.receiver, ofOrder('order.dispute_reinstated')));
     assert.deepEqual(disputed!.data, {
-      account_id: order.account_id, order_id: order.order_id, dispute_id: dispute.disputeId, dispute_status: 'needs_response', credits_revoked: 40,
-      balance: { granted: 0, used: 0, remaining: 0 }, sequence: 2,
+      account_id: order.account_id,
+      order_id: order.order_id,
+      dispute_id: dispute.disputeId,
+      dispute_status: 'needs_response',
+      credits_revoked: 40,
+      balance: { granted: 0, used: 0, remaining: 0 },
+      sequence: 2,
     });
     assert.deepEqual(reinstated!.data, {
-      account_id: order.account_id, order_id: order.order_id, dispute_id: dispute.disputeId, dispute_status: 'won', credits_returned: 40,
-      balance: { granted: 40, used: 0, remaining: 40 }, sequence: 3,
+      account_id: order.account_id,
+      order_id: order.order_id,
+      dispute_id: dispute.disputeId,
+      dispute_status: 'won',
+      credits_returned: 40,
+      balance: { granted: 40, used: 0, remaining: 40 },
+      sequence: 3,
     });
     const all = file.receiver.unique().filter((r) => r.data.account_id === order.account_id);
     assert.deepEqual(all.map((r) => r.type).sort(), ['order.dispute_reinstated', 'order.disputed', 'order.paid']);
@@ -69,10 +79,25 @@ describe('a dispute notifies once per direction', () => {
     await deliverEveryWay(dispute.reinstated);
     const ofPeriod = (type: string) => (r: { type: string; data: Record<string, unknown> }) => r.type === type && r.data.invoice_id === invoiceId;
     const [disputed] = await waitFor('subscription.period_disputed', receivedWhere(file.receiver, ofPeriod('subscription.period_disputed')));
-    const [reinstated] = await waitFor('subscription.period_dispute_reinstated', receivedWhere(file.receiver, ofPeriod('subscription.period_dispute_reinstated')));
+    const [reinstated] = await waitFor(
+      'subscription.period_dispute_reinstated',
+      receivedWhere(file.receiver, ofPeriod('subscription.period_dispute_reinstated')),
+    );
     const common = { account_id: subscription.accountId, subscription_id: subscription.subscriptionId, invoice_id: invoiceId, dispute_id: dispute.disputeId };
-    assert.deepEqual(disputed!.data, { ...common, dispute_status: 'needs_response', credits_revoked: 100, balance: { granted: 0, used: 0, remaining: 0 }, sequence: disputed!.data.sequence });
-    assert.deepEqual(reinstated!.data, { ...common, dispute_status: 'won', credits_returned: 100, balance: { granted: 100, used: 0, remaining: 100 }, sequence: Number(disputed!.data.sequence) + 1 });
+    assert.deepEqual(disputed!.data, {
+      ...common,
+      dispute_status: 'needs_response',
+      credits_revoked: 100,
+      balance: { granted: 0, used: 0, remaining: 0 },
+      sequence: disputed!.data.sequence,
+    });
+    assert.deepEqual(reinstated!.data, {
+      ...common,
+      dispute_status: 'won',
+      credits_returned: 100,
+      balance: { granted: 100, used: 0, remaining: 100 },
+      sequence: Number(disputed!.data.sequence) + 1,
+    });
     const all = file.receiver.unique().filter((r) => r.data.invoice_id === invoiceId && String(r.type).includes('dispute'));
     assert.equal(all.length, 2);
   });

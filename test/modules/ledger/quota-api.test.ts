@@ -22,9 +22,19 @@ test('the quota of an account that never bought anything is zeros', async () => 
 
 test('60 concurrent runs on 40 credits: exactly 40 succeed, each seeing its own balance, and 20 are 402', async () => {
   const order = await givenOrder(file.database);
-  const payment = { orderId: order.order_id, eventId: 'evt_test_quota_grant', amount: order.amount, currency: order.currency, checkoutSessionId: order.checkout_session_id!, paymentIntentId: null };
+  const payment = {
+    orderId: order.order_id,
+    eventId: 'evt_test_quota_grant',
+    amount: order.amount,
+    currency: order.currency,
+    checkoutSessionId: order.checkout_session_id!,
+    paymentIntentId: null,
+  };
   assert.deepEqual(await file.database.db.transaction().execute((tx) => recordOrderPayments(tx, [payment])), [
-    { outcome: 'granted', grant: { orderId: order.order_id, accountId: order.account_id, packageId: order.package_id, credits: 40, amount: order.amount, currency: order.currency } },
+    {
+      outcome: 'granted',
+      grant: { orderId: order.order_id, accountId: order.account_id, packageId: order.package_id, credits: 40, amount: order.amount, currency: order.currency },
+    },
   ]);
   assert.deepEqual(await quota(order.account_id), { account_id: order.account_id, granted: 40, used: 0, remaining: 40 });
 
@@ -35,7 +45,10 @@ test('60 concurrent runs on 40 credits: exactly 40 succeed, each seeing its own 
   assert.equal(refused.length, 20);
   // Serialised consumers: the balances left behind are 39, 38, ... 0, each seen once.
   const remaining = succeeded.map((r) => r.body.remaining as number).sort((a, b) => a - b);
-  assert.deepEqual(remaining, Array.from({ length: 40 }, (_, i) => i));
+  assert.deepEqual(
+    remaining,
+    Array.from({ length: 40 }, (_, i) => i),
+  );
   for (const reply of refused) assert.match(String(reply.body.error), /no credits left/);
 
   assert.deepEqual(await quota(order.account_id), { account_id: order.account_id, granted: 40, used: 40, remaining: 0 });

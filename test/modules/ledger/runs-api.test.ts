@@ -103,7 +103,10 @@ describe('a run with an Idempotency-Key', () => {
     const key = newKey();
     const replies = await Promise.all(Array.from({ length: 10 }, () => run(accountId, { quantity: 2 }, key)));
     const made = replies.filter((r) => r.status === 201);
-    assert.deepEqual(replies.filter((r) => r.status !== 201 && r.status !== 409), []);
+    assert.deepEqual(
+      replies.filter((r) => r.status !== 201 && r.status !== 409),
+      [],
+    );
     assert.ok(made.length >= 1);
     for (const reply of made) assert.deepEqual(reply.body, made[0]!.body);
     assert.deepEqual(await quota(accountId), { used: 2, remaining: 8 });
