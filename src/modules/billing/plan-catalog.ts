@@ -14,15 +14,5 @@ export const planCatalog = catalogKind<'plan_id', PlansTable, NewPlan>({
   idColumn: 'plan_id',
   priceTerms: (input) => ({ amount: input.amount, currency: input.currency, recurring: { interval: input.interval, interval_count: input.interval_count } }),
   ownColumns: (input) => ({ interval: input.interval, interval_count: input.interval_count }),
-  view: (p) => ({
-    id: p.plan_id,
-    name: p.name,
-    amount: p.amount,
-    currency: p.currency,
-    credits: p.credits,
-    active: p.active,
-    stripe_price_id: p.stripe_price_id,
-    interval: p.interval,
-    interval_count: p.interval_count,
-  }),
+  ownView: (p) => ({ interval: p.interval, interval_count: p.interval_count }),
 });

@@ -27,7 +27,8 @@ interface CatalogTable<K extends string, R extends CatalogColumns & Record<K, st
   priceTerms: (input: I) => PriceTerms;
   /** What an insert writes beyond the columns every catalog table has (a plan's period). */
   ownColumns: (input: I) => Omit<Insertable<R>, keyof CatalogColumns | K>;
-  view: (row: Selectable<R>) => CatalogItem;
+  /** What its items show beyond what every catalog item shows (a plan's period). */
+  ownView?: (row: Selectable<R>) => Omit<CatalogItem, 'id' | 'name' | 'amount' | 'currency' | 'credits' | 'active' | 'stripe_price_id'>;
 }
 
 /** The columns a change sets (name and active, under those names in every catalog table); undefined when it changes nothing. */
@@ -44,11 +45,26 @@ export function catalogKind<K extends string, R extends CatalogColumns & Record<
   // spec's table's, so each row is the module's own row type.
   const table = sql.table(spec.table);
   const id = sql.ref(spec.idColumn);
+  const view = (row: Selectable<R>): CatalogItem => {
+    // Every catalog table has these columns (R extends CatalogColumns), which TypeScript cannot
+    // see through Selectable of a type parameter.
+    const item = row as unknown as Selectable<CatalogColumns> & Record<K, string>;
+    return {
+      id: item[spec.idColumn],
+      name: item.name,
+      amount: item.amount,
+      currency: item.currency,
+      credits: item.credits,
+      active: item.active,
+      stripe_price_id: item.stripe_price_id,
+      ...spec.ownView?.(row),
+    };
+  };
   const first = async (db: Kysely<Database>, query: RawBuilder<Selectable<R>>) => {
     const row = (await query.execute(db)).rows[0];
-    return row && spec.view(row);
+    return row && view(row);
   };
-  const all = async (db: Kysely<Database>, query: RawBuilder<Selectable<R>>) => (await query.execute(db)).rows.map(spec.view);
+  const all = async (db: Kysely<Database>, query: RawBuilder<Selectable<R>>) => (await query.execute(db)).rows.map(view);
   const kind: CatalogKind<I> = {
     noun: spec.noun,
     priceTerms: spec.priceTerms,

@@ -14,13 +14,4 @@ export const packageCatalog = catalogKind<'package_id', PackagesTable, NewPackag
   idColumn: 'package_id',
   priceTerms: (input) => ({ amount: input.amount, currency: input.currency, recurring: null }),
   ownColumns: () => ({}),
-  view: (p) => ({
-    id: p.package_id,
-    name: p.name,
-    amount: p.amount,
-    currency: p.currency,
-    credits: p.credits,
-    active: p.active,
-    stripe_price_id: p.stripe_price_id,
-  }),
 });
