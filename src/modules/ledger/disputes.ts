@@ -20,7 +20,6 @@ import {
   defineSettings,
   lockWaitKeys,
   objectOf,
-  payloadHolds,
   RetryLaterError,
   stripeDispute,
   type Database,
@@ -29,7 +28,8 @@ import {
   type StripeDispute,
   type StripeEventRow,
 } from '../../business-module.js';
-import { addGrants, takeBackCredits } from './account-credits.js';
+import { moveRevocation, type CreditsMoved, type Revocation } from './revocations.js';
+import { paymentWaitKey, unfinishedPaymentEvent } from './payment-waits.js';
 import { notifyAccounts } from './account-notifications.js';
 import { revocationTarget, type RefundPolicy } from './refund-policy.js';
 import { withLedgerTables } from './tables.js';
@@ -50,34 +50,6 @@ export const DISPUTE_EVENT_TYPES = [
   'charge.dispute.funds_reinstated',
   'charge.dispute.closed',
 ] as const;
-
-// Where a payment's own events name its PaymentIntent: a Checkout Session, an invoice payment
-// (invoice_payment.paid), an invoice (its payments, or at its top level before 2025-03-31).
-const PAYMENT_INTENT_PATHS = [
-  ['data', 'object', 'payment_intent'],
-  ['data', 'object', 'payment', 'payment_intent'],
-  ['data', 'object', 'payments', 'data', '0', 'payment', 'payment_intent'],
-];
-const PAYMENT_EVENT_TYPES = ['checkout.session.completed', 'checkout.session.async_payment_succeeded', 'invoice_payment.paid', 'invoice.paid'];
-
-/**
- * An unfinished event (still 'processing') of the payment `paymentIntent` paid, if the inbox holds
- * one. A dispute follows its payment by days, except with Stripe's test cards, which open one
- * seconds after the payment: such a dispute may overtake the event that links the payment to our
- * row, and waits for it; a dispute of a payment the inbox holds nothing unfinished of is decided
- * at once. Reads only unfinished rows (the partial index stripe_events_processing_idx).
- */
-async function unfinishedPaymentEvent(tx: Transaction<Database>, paymentIntent: string): Promise<string | undefined> {
-  const row = await tx
-    .selectFrom('stripe_events')
-    .select('event_id')
-    .where('status', '=', 'processing')
-    .where('type', 'in', PAYMENT_EVENT_TYPES)
-    .where(payloadHolds(PAYMENT_INTENT_PATHS, paymentIntent))
-    .limit(1)
-    .executeTakeFirst();
-  return row?.event_id;
-}
 
 interface DisputeChange {
   /** Whether the dispute claimed its purchase's credits before this event, and after it. */
@@ -162,43 +134,7 @@ async function noteDisputeCredits(transaction: Transaction<Database>, disputeId:
     .execute();
 }
 
-/** A purchase's revocation: the credits its refunds and disputes claim back (target), and what was actually taken (never more than was unused). */
-export interface Revocation {
-  target: number;
-  revoked: number;
-}
-
-export interface CreditsMoved {
-  taken: number;
-  returned: number;
-}
-
-/**
- * Moves a purchase's revocation to `target` credits: up takes back what the account has unused
- * (takeBackCredits), down (a reinstated dispute) gives back what was taken beyond the new target.
- * The caller stores the returned revocation in its own table, in the same transaction.
- */
-export async function moveRevocation(tx: Transaction<Database>, accountId: string, from: Revocation, target: number): Promise<Revocation & CreditsMoved> {
-  if (target > from.target) {
-    const taken = await takeBackCredits(tx, accountId, target - from.target);
-    return { target, revoked: from.revoked + taken, taken, returned: 0 };
-  }
-  if (target < from.target) {
-    const revoked = Math.min(from.revoked, target);
-    const returned = from.revoked - revoked;
-    if (returned > 0) await addGrants(tx, [{ accountId, credits: returned }]);
-    return { target, revoked, taken: 0, returned };
-  }
-  return { ...from, taken: 0, returned: 0 };
-}
-
 type Policies = { refundPolicy: RefundPolicy; disputePolicy: DisputePolicy };
-
-/**
- * The key a wait for a payment is woken by: what an event waits for when it names a PaymentIntent
- * no purchase of ours is known to be paid by yet. The module that records such a payment wakes it.
- */
-export const paymentWaitKey = (paymentIntent: string) => `payment_intent:${paymentIntent}`;
 
 /**
  * The handler of the dispute types for a module that sells credits. `lockPurchase` finds, and

@@ -23,17 +23,9 @@ export const ledgerModule = defineModule({
 // What the modules that sell credits use.
 export { addGrants, getQuota, grantsAdded, takeBackCredits, type Quota } from './account-credits.js';
 export { accountId } from './account-id.js';
-export {
-  DISPUTE_EVENT_TYPES,
-  disputeHandler,
-  disputePolicySettings,
-  moveRevocation,
-  paymentWaitKey,
-  type CreditsMoved,
-  type DisputedPurchase,
-  type DisputePolicy,
-  type Revocation,
-} from './disputes.js';
+export { DISPUTE_EVENT_TYPES, disputeHandler, disputePolicySettings, type DisputedPurchase, type DisputePolicy } from './disputes.js';
+export { moveRevocation, type CreditsMoved, type Revocation } from './revocations.js';
+export { paymentWaitKey } from './payment-waits.js';
 export { chargeOwnership, ORDER_ID_KEY, SUBSCRIPTION_ID_KEY, type ChargeClues, type ChargeOwnership } from './charge-ownership.js';
 export { notifyAccounts, type AccountNotification } from './account-notifications.js';
 export { refundPolicySettings, revocationTarget, type RefundPolicy } from './refund-policy.js';
