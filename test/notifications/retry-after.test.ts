@@ -32,9 +32,18 @@ describe('the app’s Retry-After', () => {
     await database?.close();
   });
 
-  /** Writes a notification as an outcome would, to `endpoints`; returns its webhook-id. */
-  const notify = async (key: string, endpoints = [receiver.url]) => {
-    await database.db.transaction().execute((tx) => createOutbox({ appWebhookUrls: endpoints }).add(tx, [orderPaidNotification(key, 'acct_throttled')]));
+  /**
+   * Writes a notification as an outcome would, to `endpoints`; returns its webhook-id. `dueLater`:
+   * its deliveries are due in ten minutes, set in the same transaction, so the pump can never take
+   * them in between (it polls on its own and would send them at once).
+   */
+  const notify = async (key: string, endpoints = [receiver.url], { dueLater = false } = {}) => {
+    await database.db.transaction().execute(async (tx) => {
+      await createOutbox({ appWebhookUrls: endpoints }).add(tx, [orderPaidNotification(key, 'acct_throttled')]);
+      if (!dueLater) return;
+      await sql`update notification_deliveries set next_attempt_at = now() + interval '10 minutes'
+                where notification_id = (select notification_id from notifications where business_key = ${key})`.execute(tx);
+    });
     const row = await database.db.selectFrom('notifications').select('notification_id').where('business_key', '=', key).executeTakeFirstOrThrow();
     return row.notification_id;
   };
@@ -64,8 +73,7 @@ describe('the app’s Retry-After', () => {
 
   test('429 with Retry-After: 3600 puts the next attempt an hour out, and the endpoint’s other pending deliveries with it', async () => {
     // Two deliveries in their backoff when the app says it is overloaded: one to this app, one elsewhere.
-    const waiting = await notify('waiting', [receiver.url, ELSEWHERE]);
-    await sql`update notification_deliveries set next_attempt_at = now() + interval '10 minutes' where notification_id = ${waiting}`.execute(database.db);
+    const waiting = await notify('waiting', [receiver.url, ELSEWHERE], { dueLater: true });
     receiver.answer = () => ({ status: 429, body: 'slow down', headers: { 'retry-after': '3600' } });
     const throttled = await notify('throttled');
 
