@@ -53,7 +53,14 @@ export function createOutbox({ appWebhookUrls: endpoints }: OutboxConfig): Notif
     add: async (tx, notifications) => {
       if (notifications.length === 0) return;
       if (!tracingOn()) return write(tx, endpoints, notifications, null);
-      const attributes = { 'stripe_inbox.notifications': notifications.length, 'stripe_inbox.notification.types': notifications.map((n) => n.type) };
+      // The keys name the business object ('order.paid:<order id>') and the accounts whom it
+      // concerns: what an operator searches traces by.
+      const attributes = {
+        'stripe_inbox.notifications': notifications.length,
+        'stripe_inbox.notification.types': notifications.map((n) => n.type),
+        'stripe_inbox.notification.keys': notifications.map((n) => n.key),
+        'stripe_inbox.account.ids': [...new Set(notifications.flatMap((n) => (n.accountId === null ? [] : [n.accountId])))],
+      };
       // The notification keeps this span's context: each delivery attempt's span is its child.
       await inSpan('outbox write', { attributes }, () => write(tx, endpoints, notifications, activeTraceparent()));
     },

@@ -90,7 +90,14 @@ describe('one paid checkout, from the webhook to the notification', () => {
     assert.deepEqual(billing.attributes['stripe_inbox.outcomes'], ['ignored']);
 
     const outbox = one(all, (s) => s.name === 'outbox write' && parentOf(s) === credits.spanContext().spanId, 'outbox span in the handler');
-    assert.deepEqual(outbox.attributes['stripe_inbox.notification.types'], ['order.paid']);
+    assert.deepEqual(
+      {
+        types: outbox.attributes['stripe_inbox.notification.types'],
+        keys: outbox.attributes['stripe_inbox.notification.keys'],
+        accounts: outbox.attributes['stripe_inbox.account.ids'],
+      },
+      { types: ['order.paid'], keys: [`order.paid:${order.order_id}`], accounts: [order.account_id] },
+    );
 
     const delivery = one(all, (s) => s.kind === SpanKind.CLIENT && parentOf(s) === outbox.spanContext().spanId, 'delivery span');
     assert.equal(delivery.name, 'POST');
