@@ -9,7 +9,7 @@
 import type { Router } from 'express';
 import type { Config, Setting, SettingsTable, SettingValues } from './config.js';
 import { waker } from './events/event-waits.js';
-import type { BusinessModule, ModuleDefinition, ModuleRouteContext, RouteContext, TaskContext } from './module-contract.js';
+import { ownHandlers, type BusinessModule, type ModuleDefinition, type ModuleRouteContext, type RouteContext, type TaskContext } from './module-contract.js';
 
 // The module contract.
 export type * from './module-contract.js';
@@ -67,7 +67,7 @@ export function defineModule<const T extends SettingsTable = Record<never, Setti
     ...declared,
     name,
     ...(settings && { settings }),
-    handlers: (config, notifications) => handlers?.(own(config), { notifications, wake: waker({ maxAttempts: config.maxAttempts }) }) ?? {},
+    handlers: (config, notifications) => ownHandlers(name, handlers?.(own(config), { notifications, wake: waker({ maxAttempts: config.maxAttempts }) }) ?? {}),
     ...(tasks && {
       tasks: (context: TaskContext) =>
         tasks({

@@ -12,6 +12,8 @@ import { createLogger, logUnhandledRejections, type Logger } from './logger.js';
 import { startService } from './service.js';
 import { installShutdown } from './shutdown.js';
 import { startHeapTrimming } from './trim-heap.js';
+import { startTracing } from './tracing/start-tracing.js';
+import { traceIdsOfActiveSpan } from './tracing/trace-context.js';
 import { createStripeClient } from './stripe/client.js';
 import { businessModules, emptyCatalogWarning, loadServiceConfig, serviceMigrations } from './modules/index.js';
 import { SERVICE_VERSION } from './version.js';
@@ -25,12 +27,20 @@ async function main(): Promise<void> {
     process.stderr.write(`stripe-inbox: ${error.message}\n`);
     process.exit(1);
   }
+  // Before anything that makes spans; undefined, with no SDK loaded, unless OTEL_* turns it on.
+  const tracing = await startTracing(config);
   // JSON everywhere but a development terminal, where a person reads it.
-  const logger = createLogger(config.logLevel, { sync: false, pretty: config.nodeEnv === 'development' && process.stdout.isTTY });
+  const logger = createLogger(config.logLevel, {
+    sync: false,
+    pretty: config.nodeEnv === 'development' && process.stdout.isTTY,
+    ...(tracing && { mixin: traceIdsOfActiveSpan }),
+  });
   logUnhandledRejections(logger);
   for (const warning of config.warnings) logger.warn(warning);
-  // Closed in this order at shutdown: database pool first, then the development stand-ins.
+  // Closed in this order at shutdown: database pool first, then the development stand-ins, then tracing.
   const closers: Array<() => Promise<void>> = [];
+  // Last: the spans of the shutdown itself are exported too.
+  if (tracing) closers.push(() => tracing.shutdown());
 
   const database = await databaseUrlOrEmbedded(config.databaseUrl, logger);
   closers.unshift(database.stop);

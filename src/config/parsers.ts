@@ -25,6 +25,9 @@ function isStandardWebhookSecret(secret: string): boolean {
   return bytes >= APP_SECRET_MIN_BYTES && bytes <= APP_SECRET_MAX_BYTES;
 }
 
+/** OpenTelemetry's `key=value,key=value` lists (headers, resource attributes), checked and kept as written. */
+export const keyValueList = z.string().regex(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/, 'must be key=value pairs, comma-separated');
+
 /** An http or https URL (a module's setting may use it too). */
 export const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 

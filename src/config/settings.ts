@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { DevSecrets } from '../dev/dev-secrets.js';
 import { devNotificationReceiverUrl } from '../dev/notification-receiver.js';
 import { DEFAULT_DELIVERY_ATTEMPTS } from '../notifications/backoff.js';
-import { appWebhookSecrets, appWebhookUrls, httpUrl, int, stripeKey, toMs, token, TOKEN_EXAMPLE, webhookSecrets } from './parsers.js';
+import { appWebhookSecrets, appWebhookUrls, httpUrl, int, keyValueList, stripeKey, toMs, token, TOKEN_EXAMPLE, webhookSecrets } from './parsers.js';
 
 const ROLES = ['all', 'web', 'worker'] as const;
 type Role = (typeof ROLES)[number];
@@ -182,6 +182,39 @@ export const settings = {
   },
   /** Delivery batches in flight at once in this process (each sends up to DELIVERIES_PER_BATCH at once, src/notifications/delivery-pump.ts), on their own pool: a slow app holds these only. */
   appWebhookConcurrency: { env: 'APP_WEBHOOK_CONCURRENCY', schema: int(1, 100), example: '4', default: '4' },
+  // OpenTelemetry's own variables (docs/operations.md, "Tracing"). The SDK reads them itself once
+  // it is loaded; they are declared here so that a mistake stops start-up with the others, and
+  // the first four decide whether it is loaded at all (src/tracing/start-tracing.ts).
+  /** `true` keeps tracing off whatever else is set. */
+  otelSdkDisabled: { env: 'OTEL_SDK_DISABLED', schema: z.enum(['true', 'false']).transform((v) => v === 'true'), example: 'true', default: 'false' },
+  /** `otlp` or `console` turns tracing on; `none` off. Unset: on when an OTLP endpoint is set. */
+  otelTracesExporter: { env: 'OTEL_TRACES_EXPORTER', schema: z.enum(['otlp', 'console', 'none']), example: 'otlp' },
+  otelExporterOtlpEndpoint: { env: 'OTEL_EXPORTER_OTLP_ENDPOINT', schema: httpUrl, example: 'http://otel-collector:4318' },
+  otelExporterOtlpTracesEndpoint: { env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', schema: httpUrl, example: 'http://otel-collector:4318/v1/traces' },
+  /** The exporter sends OTLP as JSON over HTTP, and only that. */
+  otelExporterOtlpProtocol: {
+    env: 'OTEL_EXPORTER_OTLP_PROTOCOL',
+    schema: z.literal('http/json', 'must be http/json: the service sends OTLP as JSON over HTTP'),
+    example: 'http/json',
+  },
+  /** Sent with every export, e.g. a collector's API key: never logged. */
+  otelExporterOtlpHeaders: { env: 'OTEL_EXPORTER_OTLP_HEADERS', schema: keyValueList, example: 'api-key=<the collector’s key>' },
+  otelServiceName: { env: 'OTEL_SERVICE_NAME', schema: z.string().min(1), example: 'stripe-inbox', default: 'stripe-inbox' },
+  otelResourceAttributes: { env: 'OTEL_RESOURCE_ATTRIBUTES', schema: keyValueList, example: 'deployment.environment.name=production' },
+  otelTracesSampler: {
+    env: 'OTEL_TRACES_SAMPLER',
+    schema: z.enum(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio']),
+    example: 'parentbased_traceidratio',
+  },
+  /** The ratio of traces kept by a `traceidratio` sampler. */
+  otelTracesSamplerArg: {
+    env: 'OTEL_TRACES_SAMPLER_ARG',
+    schema: z
+      .string()
+      .regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a ratio from 0 to 1')
+      .transform(Number),
+    example: '0.1',
+  },
 } as const;
 
 export type Settings = SettingValues<typeof settings>;

@@ -25,6 +25,8 @@ export interface StripeEventsTable {
   finished_at: Date | null;
   /** The key of the graphile-worker job of the last enqueue (src/queue/job-queue.ts); null before 0007. */
   job_key: string | null;
+  /** The webhook request's span as a W3C traceparent (sql/0033); null while tracing is off. */
+  trace_context: Defaulted<string | null>;
 }
 
 /**
@@ -92,6 +94,8 @@ export interface NotificationsTable {
   event_id: string | null;
   body: string;
   created_at: Defaulted<Date>;
+  /** The fulfilment span that wrote it, as a W3C traceparent (sql/0033): its deliveries' parent. Null while tracing is off. */
+  trace_context: Defaulted<string | null>;
 }
 
 /** One per notification and endpoint; moved by src/notifications/ only. */

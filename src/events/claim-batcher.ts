@@ -14,10 +14,12 @@
 // commits after all, Stripe's retry is simply answered as a duplicate. A delivery still queued
 // behind a hung transaction when it times out is dropped with its body, so a hang does not hold
 // every later body in memory; Stripe's retry brings it again.
+import { SpanKind } from '@opentelemetry/api';
 import type { Kysely } from 'kysely';
 import { GroupCommit } from '../db/group-commit.js';
 import { isDatabaseUnavailable } from '../db/pg-errors.js';
 import type { Database } from '../db/schema.js';
+import { inSpan, linksTo, tracingOn } from '../tracing/trace-context.js';
 import { claimEvents, type ClaimOptions, type ClaimOutcome, type IncomingEvent } from './event-store.js';
 
 export interface ClaimBatcherOptions extends ClaimOptions {
@@ -45,7 +47,8 @@ export class ClaimBatcher {
 
   constructor(db: Kysely<Database>, options: ClaimBatcherOptions) {
     const timeoutMs = options.claimTimeoutMs ?? 10_000;
-    this.#group = new GroupCommit((events) => claimEvents(db, events, options), {
+    const claim = (events: IncomingEvent[]) => claimEvents(db, events, options);
+    this.#group = new GroupCommit((events) => (tracingOn() ? tracedClaim(events, claim) : claim(events)), {
       maxBatch: options.maxBatch ?? 200,
       maxInFlight: options.maxInFlight ?? 1,
       // The database is away: every delivery gets its 503 now, none retried here. Anything else
@@ -76,4 +79,10 @@ export class ClaimBatcher {
     const { transactions, items } = this.#group.stats;
     return { transactions, events: items };
   }
+}
+
+/** One span per claim transaction, linked to the request span of every delivery it holds. */
+function tracedClaim(events: IncomingEvent[], claim: (events: IncomingEvent[]) => Promise<ClaimOutcome[]>): Promise<ClaimOutcome[]> {
+  const attributes = { 'db.system.name': 'postgresql', 'stripe_inbox.batch.size': events.length };
+  return inSpan('claim stripe_events', { kind: SpanKind.INTERNAL, attributes, links: linksTo(events.map((e) => e.traceparent)) }, () => claim(events));
 }

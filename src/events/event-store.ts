@@ -29,6 +29,8 @@ export interface IncomingEvent {
    * collection it outlives.
    */
   readonly rawBody: Buffer;
+  /** The webhook request's span, as a W3C traceparent: only while tracing is on (src/tracing/). */
+  readonly traceparent?: string;
 }
 
 export type ClaimOutcome = 'claimed' | 'duplicate';
@@ -68,6 +70,7 @@ const EVENT_COLUMNS = [
   'enqueued_at',
   'finished_at',
   'job_key',
+  'trace_context',
 ] as const satisfies ReadonlyArray<keyof StripeEventsTable>;
 
 /**
@@ -101,6 +104,8 @@ export async function claimEvents(db: Kysely<Database>, events: readonly Incomin
   // Job keys are handed out before the insert knows which ids are new: a job then carries only
   // the claimed events of its key, so it may carry fewer than EVENTS_PER_JOB.
   const keys = jobKeys(unique.length);
+  // Only while tracing is on: otherwise the statement writes what it wrote before sql/0033.
+  const traced = unique.some((e) => e.traceparent !== undefined);
   const bodyStarts: number[] = [];
   let start = 1; // substring() counts bytes from 1
   for (const e of unique) {
@@ -118,8 +123,9 @@ export async function claimEvents(db: Kysely<Database>, events: readonly Incomin
         ${unique.map((e) => e.livemode)}::boolean[], ${unique.map((e) => e.stripeCreatedAt.toISOString())}::timestamptz[],
         ${keys}::text[], ${bodyStarts}::int[], ${unique.map((e) => e.rawBody.length)}::int[], ${unique.map((e) => e.snapshotEventId)}::text[],
         ${finishes.map((f) => f?.status ?? null)}::text[], ${finishes.map((f) => f?.reason ?? null)}::text[], ${finishes.map((f) => f?.actedOnAs ?? null)}::text[]
+        ${traced ? sql`, ${unique.map((e) => e.traceparent ?? null)}::text[]` : sql``}
       ) as incoming(event_id, type, object_id, livemode, stripe_created_at, job_key, body_start, body_length, snapshot_event_id,
-                    finish_status, finish_reason, acted_on_as)
+                    finish_status, finish_reason, acted_on_as ${traced ? sql`, trace_context` : sql``})
     ), happening as (
       insert into snapshot_claims (snapshot_event_id, event_id)
       select distinct on (snapshot_event_id) snapshot_event_id, event_id from incoming
@@ -135,7 +141,8 @@ export async function claimEvents(db: Kysely<Database>, events: readonly Incomin
                   else 'processing' end as status
       from incoming i left join happening h using (snapshot_event_id)
     ), claimed as (
-      insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, job_key, status, duplicate_of, last_error, finished_at)
+      insert into stripe_events (event_id, type, object_id, livemode, stripe_created_at, payload, job_key, status, duplicate_of, last_error, finished_at
+                                 ${traced ? sql`, trace_context` : sql``})
       select event_id, type, object_id, livemode, stripe_created_at,
              convert_from(substring(${Buffer.concat(unique.map((e) => e.rawBody))}::bytea from body_start for body_length), 'UTF8')::json,
              case when status = 'processing' then job_key end,
@@ -143,6 +150,7 @@ export async function claimEvents(db: Kysely<Database>, events: readonly Incomin
              case when status = 'duplicate' then owner end,
              case when status <> 'duplicate' then finish_reason end,
              case when status <> 'processing' then now() end
+             ${traced ? sql`, trace_context` : sql``}
       from decided
       on conflict (event_id) do nothing
       returning event_id, job_key, status

@@ -11,9 +11,10 @@
 // every module ignores it, the event keeps each module's reason.
 import type { Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../db/schema.js';
-import type { BatchHandler, Handler, Handlers } from '../module-contract.js';
+import { ownerOfHandlers, type BatchHandler, type Handler, type Handlers } from '../module-contract.js';
 import { describeError, PermanentError, RetryLaterError, type FinishOutcome } from '../outcomes.js';
 import { isThinType } from '../stripe/thin-events.js';
+import { inHandlerSpan } from './handler-span.js';
 
 /**
  * Runs the handlers for a batch of events in one transaction and returns their outcomes, in order:
@@ -52,8 +53,12 @@ export interface DispatchOptions {
 
 export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatch {
   const byType = new Map<string, Handler[]>();
+  const moduleOf = new Map<Handler, string>();
   for (const moduleHandlers of handlers) {
-    for (const [type, handler] of Object.entries(moduleHandlers)) byType.set(type, [...(byType.get(type) ?? []), handler]);
+    for (const [type, handler] of Object.entries(moduleHandlers)) {
+      byType.set(type, [...(byType.get(type) ?? []), handler]);
+      moduleOf.set(handler, ownerOfHandlers(moduleHandlers));
+    }
   }
   const handlersOf = (event: StripeEventRow) => byType.get(event.type) ?? [];
 
@@ -81,7 +86,7 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
         if (typeof handler === 'function') {
           let result: FinishOutcome | Error;
           try {
-            result = await handler(tx, event);
+            result = await inHandlerSpan(moduleOf.get(handler)!, event.type, [event], () => handler(tx, event));
           } catch (error) {
             result = error instanceof Error ? error : new Error(String(error));
           }
@@ -95,7 +100,7 @@ export function createDispatch({ livemode, handlers }: DispatchOptions): Dispatc
         const group = events.filter((e) => wrapperOf(e) !== undefined);
         let batchResults: Array<FinishOutcome | Error>;
         try {
-          batchResults = await handler.batch(tx, group);
+          batchResults = await inHandlerSpan(moduleOf.get(handler)!, event.type, group, () => handler.batch(tx, group));
         } catch (error) {
           if (group.length === 1) throw new HandlerError(event, error);
           throw error;

@@ -11,6 +11,7 @@ import { parkWaiting } from '../events/event-waits.js';
 import type { EnqueueOptions } from '../queue/job-queue.js';
 import { describeError, PermanentError, RetryLaterError, type FinishOutcome } from '../outcomes.js';
 import { snapshotTypeOf } from '../stripe/thin-events.js';
+import { linkActiveSpan, tracingOn } from '../tracing/trace-context.js';
 import { HandlerError, type Dispatch } from './dispatch.js';
 import type { FetchThin } from './thin-fetch.js';
 
@@ -143,6 +144,7 @@ async function fulfilLocked(
   return db.transaction().execute(async (tx) => {
     // Held until commit: the sweep skips locked rows, so a live worker is never reclaimed.
     const rows = new Map((await lockForFulfilment(tx, eventIds)).map((event) => [event.event_id, event]));
+    if (tracingOn()) linkActiveSpan([...rows.values()].map((event) => event.trace_context));
     // A second job for a finished event (a replay that raced, a reclaimed job whose first run
     // committed late, or the same event twice in this very batch) finds nothing to do.
     const due = new Map<string, StripeEventRow>();

@@ -14,9 +14,12 @@
 // no row lock yet: the sweep leaves it alone because graphile-worker fetched it moments ago
 // (docs/design.md, invariant 7; src/queue/job-queue.ts waitingJobs), and the wait is short next
 // to STALE_AFTER_SECONDS.
+import { SpanKind } from '@opentelemetry/api';
 import type { Kysely } from 'kysely';
 import { GroupCommit } from '../db/group-commit.js';
 import type { Database } from '../db/schema.js';
+import { PROCESS_EVENT_TASK } from '../queue/job-queue.js';
+import { inSpan, tracingOn } from '../tracing/trace-context.js';
 import { fulfilEvents, type FulfilOptions, type FulfilResult } from './fulfil-event.js';
 
 export interface FulfilmentBatcherOptions extends FulfilOptions {
@@ -39,7 +42,7 @@ export class FulfilmentBatcher {
     private readonly db: Kysely<Database>,
     private readonly options: FulfilmentBatcherOptions,
   ) {
-    this.#group = new GroupCommit(async (jobs) => split(jobs, await fulfilEvents(db, jobs.flat(), options)), {
+    this.#group = new GroupCommit(async (jobs) => split(jobs, await this.#fulfilEvents(jobs.flat(), { jobs: jobs.length, retry: false })), {
       maxBatch: options.maxJobs,
       maxInFlight: TRANSACTIONS_IN_FLIGHT,
       // Jobs that start while it waits join the batch.
@@ -53,7 +56,26 @@ export class FulfilmentBatcher {
 
   /** Fulfils one job's events; resolves with one result per id after their transaction committed. */
   fulfil(eventIds: readonly string[], { retry }: { retry: boolean }): Promise<FulfilResult[]> {
-    return retry ? fulfilEvents(this.db, eventIds, this.options) : this.#group.submit(eventIds);
+    return retry ? this.#fulfilEvents(eventIds, { jobs: 1, retry }) : this.#group.submit(eventIds);
+  }
+
+  /**
+   * With tracing on, inside the batch's CONSUMER span; fulfil-event.ts links it to each event's
+   * stored context once it has locked the rows, so every run of an event (a retry, a reclaim, a
+   * replay) links back to the webhook that brought it.
+   */
+  #fulfilEvents(eventIds: readonly string[], { jobs, retry }: { jobs: number; retry: boolean }): Promise<FulfilResult[]> {
+    if (!tracingOn()) return fulfilEvents(this.db, eventIds, this.options);
+    const attributes = {
+      'messaging.system': 'graphile_worker',
+      'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
+      'messaging.destination.name': PROCESS_EVENT_TASK,
+      'messaging.batch.message_count': jobs,
+      'stripe_inbox.batch.size': eventIds.length,
+      'stripe_inbox.retry': retry,
+    };
+    return inSpan(`process ${PROCESS_EVENT_TASK}`, { kind: SpanKind.CONSUMER, attributes }, () => fulfilEvents(this.db, eventIds, this.options));
   }
 
   /** The share of the recent past with a fulfilment transaction open (src/db/group-commit.ts). */

@@ -1,6 +1,7 @@
 // POST /webhooks/stripe. Verify, claim, answer. Nothing slow happens here: the 2xx goes out as
 // soon as the event row and its job are committed (docs/design.md, invariant 1), and the worker
 // does the rest. Every answer is one of a fixed set; Stripe retries anything that is not 2xx.
+import { SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
 import type { RequestHandler } from 'express';
 import type { ClaimOutcome, IncomingEvent } from '../events/event-store.js';
 import { isDatabaseUnavailable, isPoolBusy } from '../db/pg-errors.js';
@@ -12,6 +13,7 @@ import { BodyBudget } from './body-budget.js';
 import { proveConnection } from './connection-keep-alive.js';
 import { clientKey } from './rate-limits.js';
 import { readRawBody } from './read-raw-body.js';
+import { startSpan, traceparentOf, tracingOn } from '../tracing/trace-context.js';
 
 /** 1 MiB. Stripe's events are a few KB; the limit bounds the memory one request can take. */
 const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -40,6 +42,15 @@ function rejectionOutcome(status: number, error: string): WebhookOutcome {
   return error.includes('Stripe-Signature') ? 'bad_signature' : 'malformed';
 }
 
+const WEBHOOK_SPAN_ATTRIBUTES = { 'http.request.method': 'POST', 'http.route': '/webhooks/stripe' };
+
+/** As the HTTP conventions have it for a server: a 5xx is an error, a 4xx is the client's. */
+function endServerSpan(span: Span, statusCode: number): void {
+  span.setAttribute('http.response.status_code', statusCode);
+  if (statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
+}
+
 // The answers to a stored delivery, serialised once: the route answers thousands a second.
 const ACCEPTED = JSON.stringify({ received: true });
 const DUPLICATE = JSON.stringify({ received: true, duplicate: true });
@@ -55,6 +66,9 @@ export function webhookHandler(
   const budget = new BodyBudget(webhookBodyBudgetBytes, { bodyLimitBytes: WEBHOOK_BODY_LIMIT_BYTES });
   return async (req, res, next) => {
     const started = performance.now();
+    const span = tracingOn() ? startSpan('POST /webhooks/stripe', { kind: SpanKind.SERVER, attributes: WEBHOOK_SPAN_ATTRIBUTES }) : undefined;
+    // 'close' rather than 'finish': a request the client gave up on ends its span too.
+    if (span) res.once('close', () => endServerSpan(span, res.statusCode));
     // A client over its limit gets a quiet 429 instead, so a flood cannot flood the log either.
     // Every refusal counts, those of a slow body or of the body budget too: they are what a
     // client holding unverified bodies is answered.
@@ -84,9 +98,11 @@ export function webhookHandler(
       read.release();
     }
     const log = { eventId: event.eventId, type: event.type };
+    span?.setAttributes({ 'stripe.event.id': event.eventId, 'stripe.event.type': event.type });
     let outcome: ClaimOutcome;
     try {
-      outcome = await claim(event);
+      // The claim stores the span's context with the event: its fulfilment links back to it.
+      outcome = await claim(span ? { ...event, traceparent: traceparentOf(span) } : event);
     } catch (error) {
       // Whatever went wrong, nothing was committed: 503 makes Stripe deliver again.
       if (isPoolBusy(error)) {
@@ -100,6 +116,7 @@ export function webhookHandler(
       return void res.status(503).set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS)).json(DATABASE_UNAVAILABLE);
     }
     metrics.webhookRequests.inc({ outcome: outcome === 'claimed' ? 'accepted' : 'duplicate' });
+    span?.setAttribute('stripe_inbox.claim.outcome', outcome);
     logger.info({ ...log, outcome, durationMs: Math.round(performance.now() - started) }, 'webhook');
     // Written directly rather than with res.json, which would serialise the answer and hash it
     // into an ETag, on every delivery, for a client that never revalidates.

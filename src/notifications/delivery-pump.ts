@@ -90,6 +90,8 @@ interface LeasedDelivery {
   notification_id: string;
   type: string;
   body: string;
+  /** The outbox write's span (sql/0033): each attempt's span is its child. */
+  trace_context: string | null;
 }
 
 interface Recorded {
@@ -121,7 +123,17 @@ export function startDeliveryPump({
   const deliver = async (leased: LeasedDelivery[]) => {
     const attempts = await Promise.all(
       leased.map(async (delivery) =>
-        outcomeOf(delivery, await sender.send(delivery.endpoint, { id: delivery.notification_id, body: delivery.body }), config.appWebhookMaxAttempts, backoff),
+        outcomeOf(
+          delivery,
+          await sender.send(delivery.endpoint, {
+            id: delivery.notification_id,
+            body: delivery.body,
+            attempt: delivery.attempts,
+            traceContext: delivery.trace_context,
+          }),
+          config.appWebhookMaxAttempts,
+          backoff,
+        ),
       ),
     );
     await recordAttempts(db, attempts);
@@ -212,7 +224,7 @@ async function leaseDue(db: Kysely<Database>, leaseMs: number): Promise<LeasedDe
     set attempts = d.attempts + 1, leased_until = now() + make_interval(secs => ${leaseMs}::float8 / 1000), last_attempt_at = now()
     from due, notifications n
     where d.delivery_id = due.delivery_id and n.notification_id = d.notification_id
-    returning d.delivery_id, d.endpoint, d.attempts, n.notification_id, n.type, n.body`.execute(db);
+    returning d.delivery_id, d.endpoint, d.attempts, n.notification_id, n.type, n.body, n.trace_context`.execute(db);
   return rows;
 }
 

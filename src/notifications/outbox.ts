@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
+import { activeTraceparent, inSpan, tracingOn } from '../tracing/trace-context.js';
 
 /** An outcome to tell the app of. */
 export interface NewNotification {
@@ -51,26 +52,48 @@ export function createOutbox({ appWebhookUrls: endpoints }: OutboxConfig): Notif
     enabled: true,
     add: async (tx, notifications) => {
       if (notifications.length === 0) return;
-      const now = new Date();
-      const rows = notifications.map((n) => ({
-        id: newNotificationId(),
-        key: n.key,
-        type: n.type,
-        account_id: n.accountId,
-        sequence: n.sequence,
-        event_id: n.eventId,
-        // Written once: every attempt sends these bytes, which the signature covers.
-        body: JSON.stringify({ type: n.type, timestamp: now.toISOString(), data: n.data }),
-      }));
-      // One statement: the notifications and their deliveries, due now (src/notifications/delivery-pump.ts).
-      await sql`
+      if (!tracingOn()) return write(tx, endpoints, notifications, null);
+      // The keys name the business object ('order.paid:<order id>') and the accounts whom it
+      // concerns: what an operator searches traces by.
+      const attributes = {
+        'stripe_inbox.notifications': notifications.length,
+        'stripe_inbox.notification.types': notifications.map((n) => n.type),
+        'stripe_inbox.notification.keys': notifications.map((n) => n.key),
+        'stripe_inbox.account.ids': [...new Set(notifications.flatMap((n) => (n.accountId === null ? [] : [n.accountId])))],
+      };
+      // The notification keeps this span's context: each delivery attempt's span is its child.
+      await inSpan('outbox write', { attributes }, () => write(tx, endpoints, notifications, activeTraceparent()));
+    },
+  };
+}
+
+async function write(
+  tx: Transaction<Database>,
+  endpoints: readonly string[],
+  notifications: readonly NewNotification[],
+  traceContext: string | null,
+): Promise<void> {
+  const now = new Date();
+  const rows = notifications.map((n) => ({
+    id: newNotificationId(),
+    key: n.key,
+    type: n.type,
+    account_id: n.accountId,
+    sequence: n.sequence,
+    event_id: n.eventId,
+    // Written once: every attempt sends these bytes, which the signature covers.
+    body: JSON.stringify({ type: n.type, timestamp: now.toISOString(), data: n.data }),
+    trace_context: traceContext,
+  }));
+  // One statement: the notifications and their deliveries, due now (src/notifications/delivery-pump.ts).
+  await sql`
         with incoming as (
-          select id, key, type, account_id, sequence, event_id, body
+          select id, key, type, account_id, sequence, event_id, body, trace_context
           from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-            as n(id text, key text, type text, account_id text, sequence int, event_id text, body text)
+            as n(id text, key text, type text, account_id text, sequence int, event_id text, body text, trace_context text)
         ), written as (
-          insert into notifications (notification_id, business_key, type, account_id, sequence, event_id, body, created_at)
-          select id, key, type, account_id, sequence, event_id, body, ${now} from incoming
+          insert into notifications (notification_id, business_key, type, account_id, sequence, event_id, body, created_at, trace_context)
+          select id, key, type, account_id, sequence, event_id, body, ${now}, trace_context from incoming
           on conflict (business_key) do nothing
           returning notification_id
         ), deliveries as (
@@ -79,6 +102,4 @@ export function createOutbox({ appWebhookUrls: endpoints }: OutboxConfig): Notif
           from written w cross join unnest(${endpoints}::text[]) with ordinality as e(endpoint, n)
         )
         select 1`.execute(tx);
-    },
-  };
 }

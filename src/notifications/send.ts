@@ -9,9 +9,12 @@
 // fulfilment and, under ROLE=all, with the webhooks; and fetch loads Node's bundled undici, several
 // MB of memory (src/stripe/sdk.ts). Neither follows a redirect.
 import type { Agent, OutgoingHttpHeaders } from 'node:http';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { Webhook } from 'standardwebhooks';
 import { describeError } from '../outcomes.js';
 import { quoted } from '../quoted.js';
+import { inSpan, spanContextOf, traceparentOf, tracingOn } from '../tracing/trace-context.js';
+import { endpointLabel } from './endpoint-label.js';
 import { SERVICE_VERSION } from '../version.js';
 import { askedRetryAfterMs } from './retry-after.js';
 
@@ -38,8 +41,18 @@ export interface AttemptResult {
   readonly retryAfterMs: number | null;
 }
 
+/** A notification as one attempt sends it. */
+export interface OutgoingNotification {
+  id: string;
+  body: string;
+  /** This attempt's number, from 1. */
+  attempt: number;
+  /** The outbox write's span, the parent of this attempt's (a W3C traceparent; null while tracing is off). */
+  traceContext: string | null;
+}
+
 export interface Sender {
-  send(endpoint: string, notification: { id: string; body: string }): Promise<AttemptResult>;
+  send(endpoint: string, notification: OutgoingNotification): Promise<AttemptResult>;
   /** Closes the kept-alive connections. */
   close(): void;
 }
@@ -53,7 +66,7 @@ export function createSender({ secrets, timeoutMs }: { secrets: readonly string[
     'https:': new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
   };
 
-  const send = async (endpoint: string, notification: { id: string; body: string }): Promise<AttemptResult> => {
+  const send = async (endpoint: string, notification: OutgoingNotification, traceparent?: string): Promise<AttemptResult> => {
     const started = performance.now();
     const at = new Date();
     const signal = AbortSignal.timeout(timeoutMs);
@@ -75,6 +88,8 @@ export function createSender({ secrets, timeoutMs }: { secrets: readonly string[
           'webhook-id': notification.id,
           'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
           'webhook-signature': sign(notification.id, at, notification.body),
+          // The app's own trace continues from this attempt's span (docs/notifications.md).
+          ...(traceparent !== undefined && { traceparent }),
         },
         body: notification.body,
         signal,
@@ -89,11 +104,46 @@ export function createSender({ secrets, timeoutMs }: { secrets: readonly string[
   };
 
   return {
-    send,
+    send: (endpoint, notification) => (tracingOn() ? tracedSend(endpoint, notification, send) : send(endpoint, notification)),
     close() {
       for (const agent of Object.values(agents)) agent.destroy();
     },
   };
+}
+
+/** An attempt inside its CLIENT span, whose context goes out as the `traceparent` header. */
+function tracedSend(
+  endpoint: string,
+  notification: OutgoingNotification,
+  send: (endpoint: string, notification: OutgoingNotification, traceparent: string) => Promise<AttemptResult>,
+): Promise<AttemptResult> {
+  const url = new URL(endpoint);
+  // The scheme, host and path only: a query may carry the app's token, a URL its credentials.
+  const label = endpointLabel(endpoint);
+  const attributes = {
+    'http.request.method': 'POST',
+    'url.full': label,
+    'server.address': url.hostname,
+    'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+    'stripe_inbox.endpoint': label,
+    'stripe_inbox.notification.id': notification.id,
+    'stripe_inbox.notification.attempt': notification.attempt,
+    ...(notification.attempt > 1 && { 'http.request.resend_count': notification.attempt - 1 }),
+  };
+  return inSpan(
+    'POST',
+    { kind: SpanKind.CLIENT, attributes },
+    async (span) => {
+      const result = await send(endpoint, notification, traceparentOf(span));
+      if (result.statusCode !== null) span.setAttribute('http.response.status_code', result.statusCode);
+      if (!result.delivered) {
+        span.setAttribute('error.type', result.statusCode === null ? 'no_answer' : String(result.statusCode));
+        span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? undefined });
+      }
+      return result;
+    },
+    spanContextOf(notification.traceContext),
+  );
 }
 
 /**

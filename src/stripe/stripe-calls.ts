@@ -2,7 +2,9 @@
 // each timed. When Stripe is slow, calls pile up; past the bound a request is refused at once
 // (503 with Retry-After) instead of waiting behind the others, so a Stripe incident costs
 // checkouts, never memory, sockets or the webhook path.
+import { SpanKind, trace } from '@opentelemetry/api';
 import { Stripe } from './sdk.js';
+import { inSpan, tracingOn } from '../tracing/trace-context.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 
@@ -44,7 +46,9 @@ export class StripeCalls {
   constructor(
     readonly stripe: Stripe,
     private readonly options: StripeCallsOptions,
-  ) {}
+  ) {
+    if (tracingOn()) describeRequestsInSpans(stripe);
+  }
 
   get inFlight(): number {
     return this.#inFlight;
@@ -76,7 +80,10 @@ export class StripeCalls {
     const started = performance.now();
     let outcome = 'ok';
     try {
-      return await call(this.stripe);
+      if (!tracingOn()) return await call(this.stripe);
+      return await inSpan(`stripe ${operation}`, { kind: SpanKind.CLIENT, attributes: { 'stripe_inbox.stripe.operation': operation } }, () =>
+        call(this.stripe),
+      );
     } catch (error) {
       const durationMs = performance.now() - started;
       const timedOut = isStripeTimeout(error) || durationMs >= this.options.timeoutMs;
@@ -99,4 +106,29 @@ function isStripeTimeout(error: unknown): boolean {
 function describeStripeFailure(error: unknown): string {
   if (error instanceof StripeTimeoutError || isStripeTimeout(error)) return 'timeout';
   return error instanceof Stripe.errors.StripeError ? error.type : 'network error';
+}
+
+/**
+ * The SDK tells of each HTTP request it sends (a retry too) and of each answer, synchronously in
+ * the caller's context: the active span is the call's, from run(). Method, path and status are
+ * only known there; the request's body and the key itself never reach a span.
+ */
+function describeRequestsInSpans(stripe: Stripe): void {
+  // The SDK's types leave `on` untyped; these are the fields of its RequestEvent and ResponseEvent read here.
+  const sdk = stripe as unknown as SdkEvents;
+  sdk.on('request', (request) => {
+    trace.getActiveSpan()?.setAttributes({
+      'http.request.method': request.method,
+      'url.path': request.path,
+      'stripe_inbox.stripe.idempotency_key_present': request.idempotency_key !== undefined,
+    });
+  });
+  sdk.on('response', (response) => {
+    trace.getActiveSpan()?.setAttribute('http.response.status_code', response.status);
+  });
+}
+
+interface SdkEvents {
+  on(event: 'request', listener: (request: { method: string; path: string; idempotency_key?: string }) => void): void;
+  on(event: 'response', listener: (response: { status: number }) => void): void;
 }

@@ -31,6 +31,8 @@ export interface ReceivedNotification {
   verified: boolean;
   /** What the receiver answered. */
   answered: number | 'hung';
+  /** The W3C traceparent header, when the attempt was traced; '' without one. */
+  traceparent: string;
 }
 
 /** What to answer one request: a status (and body, and headers such as Retry-After), or never. */
@@ -108,6 +110,7 @@ export async function startNotificationReceiver(options: { secret?: string; path
       data: parsed.data,
       verified,
       answered: 'hung',
+      traceparent: header('traceparent'),
     };
     const answer = verified ? receiver.answer(request, received.length) : { status: 400, body: 'verification failed' };
     received.push(request);
