@@ -1,16 +1,19 @@
 // Turns tracing on when OpenTelemetry's standard variables ask for it, and only then loads the SDK
 // (a dynamic import of tracing-sdk.ts): with tracing off, not one SDK module is loaded and the
-// code paths check tracingOn() and nothing else (test/telemetry/tracing-off.test.ts).
-import type { Config } from '../config.js';
+// code paths check tracingOn() and nothing else (test/telemetry/tracing-startup.test.ts).
 import { markTracingOn } from './trace-context.js';
 // Type-only imports: erased, they load nothing.
 import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 import type { Tracing } from './tracing-sdk.js';
 
-export type TracingConfig = Pick<
-  Config,
-  'otelSdkDisabled' | 'otelTracesExporter' | 'otelExporterOtlpEndpoint' | 'otelExporterOtlpTracesEndpoint' | 'otelServiceName'
->;
+/** The settings (src/config/settings.ts) that decide whether tracing is on; the SDK reads the rest itself. */
+export interface TracingConfig {
+  readonly otelSdkDisabled: boolean;
+  readonly otelTracesExporter?: 'otlp' | 'console' | 'none' | undefined;
+  readonly otelExporterOtlpEndpoint?: string | undefined;
+  readonly otelExporterOtlpTracesEndpoint?: string | undefined;
+  readonly otelServiceName: string;
+}
 
 /**
  * On when an OTLP endpoint is set or OTEL_TRACES_EXPORTER names an exporter; OTEL_SDK_DISABLED=true
