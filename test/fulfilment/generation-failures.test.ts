@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { objectUrl, randomStripeId, type SampleEvent, type ThinNotification } from '../../src/stripe/sample-events.js';
 import { GENERATION_FAILURE_TYPE } from '../../src/stripe/thin-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { eventRow, finishedEvent, givenOrder, grantsOf, orderRow, paidEvent, quotaOf } from '../support/factories.js';
+import { eventRow, finishedEvent, givenOrder, grantsOf, orderRow, paidEvent, quotaOf, retryingEvent } from '../support/factories.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let database: TestDatabase;
@@ -88,6 +88,18 @@ describe('a paid Checkout Session whose checkout.session.completed Stripe failed
 
     assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: alert.id, credits: order.credits }]);
     assert.equal((await quotaOf(database, order.account_id)).granted, order.credits);
+  });
+
+  test('Stripe answers 500 for the alert: it waits for its retry, then grants once', async () => {
+    const { order, missed } = await missedCheckout();
+    const alert = alertFor(missed);
+    service.stripe.failNext(2); // the SDK's try and its one retry
+    assert.equal((await service.deliver(alert)).status, 200);
+
+    const waiting = await retryingEvent(database, alert.id);
+    assert.match(waiting.last_error ?? '', /api_error|Simulated Stripe outage/);
+    assert.equal((await finishedEvent(database, alert.id, { timeoutMs: 20_000 })).status, 'processed');
+    assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: alert.id, credits: order.credits }]);
   });
 });
 
