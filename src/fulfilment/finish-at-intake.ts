@@ -12,7 +12,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { IncomingEvent, IntakeFinish } from '../events/event-store.js';
-import { isThinType, snapshotTypeOf } from '../stripe/thin-events.js';
+import { GENERATION_FAILURE_TYPE, isThinType, snapshotTypeOf } from '../stripe/thin-events.js';
 import type { EventHandler, Handlers } from '../module-contract.js';
 
 /**
@@ -36,6 +36,10 @@ export function intakeRule(handlers: readonly Handlers[], livemode: boolean): In
     for (const [type, handler] of Object.entries(moduleHandlers)) (handler === recordOnly ? recorded : actedOn).add(type);
   }
   for (const type of actedOn) recorded.delete(type);
+  // The alert for an Event Stripe failed to generate may stand for any type a module acts on
+  // (missed-event.ts): the core acts on it whenever some module acts on anything, so no claim
+  // finishes it without its job.
+  if (actedOn.size > 0) actedOn.add(GENERATION_FAILURE_TYPE);
   return {
     actedOn: [...actedOn].sort(),
     finish(event) {

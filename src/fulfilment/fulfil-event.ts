@@ -3,17 +3,19 @@
 // batch that fails is never recorded as such: each of its events is then fulfilled alone. This is
 // the one wrapper that turns a PermanentError into 'failed' and leaves everything else to
 // graphile-worker's backoff, with the attempt counted on the event row either way.
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { isDatabaseUnavailable, isNumericValueOutOfRange } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
 import { lockForFulfilment, markFinished, recordFailure } from '../events/event-store.js';
 import { parkWaiting } from '../events/event-waits.js';
 import type { EnqueueOptions } from '../queue/job-queue.js';
 import { describeError, PermanentError, RetryLaterError, type FinishOutcome } from '../outcomes.js';
-import { snapshotTypeOf } from '../stripe/thin-events.js';
+import { GENERATION_FAILURE_TYPE, snapshotTypeOf } from '../stripe/thin-events.js';
 import { linkActiveSpan, tracingOn } from '../tracing/trace-context.js';
 import { HandlerError, type Dispatch } from './dispatch.js';
 import type { FetchThin } from './thin-fetch.js';
+
+type Fetched = Awaited<ReturnType<FetchThin>>;
 
 export type FulfilResult =
   { status: 'missing' | 'already_finished' } | { status: EventStatus; type: string; attempt: number; receivedAt: Date; error?: Error; wait?: WaitResult };
@@ -107,7 +109,7 @@ async function fulfilTogether(db: Kysely<Database>, eventIds: readonly string[],
     return await fulfilLocked(db, eventIds, options, new Map());
   } catch (error) {
     if (!(error instanceof FetchFirst)) throw error;
-    const fetched = new Map<string, StripeEventRow>();
+    const fetched = new Map<string, Fetched>();
     const failed = new Map<string, FulfilResult>();
     const { fetchThin } = options;
     await Promise.all(
@@ -139,7 +141,7 @@ async function fulfilLocked(
   db: Kysely<Database>,
   eventIds: readonly string[],
   options: FulfilOptions,
-  fetched: ReadonlyMap<string, StripeEventRow>,
+  fetched: ReadonlyMap<string, Fetched>,
 ): Promise<FulfilResult[]> {
   return db.transaction().execute(async (tx) => {
     // Held until commit: the sweep skips locked rows, so a live worker is never reclaimed.
@@ -153,12 +155,11 @@ async function fulfilLocked(
       if (event?.status === 'processing' && !due.has(eventId)) due.set(eventId, event);
     }
     const events = [...due.values()];
-    const toFetch = events.filter((event) => !fetched.has(event.event_id) && options.dispatch.handles(snapshotTypeOf(event.type) ?? ''));
-    if (toFetch.length > 0) throw new FetchFirst(toFetch);
-    const outcomes = await options.dispatch.run(
-      tx,
-      events.map((event) => fetched.get(event.event_id) ?? event),
+    const toFetch = events.filter(
+      (event) => !fetched.has(event.event_id) && (event.type === GENERATION_FAILURE_TYPE || options.dispatch.handles(snapshotTypeOf(event.type) ?? '')),
     );
+    if (toFetch.length > 0) throw new FetchFirst(toFetch);
+    const outcomes = await dispatchFetched(tx, events, fetched, options.dispatch);
     // The handlers are done with the payloads. Let go of them now and each batch's parsed payloads
     // die young; kept through the finish statement and the commit, under load they lived long
     // enough to be copied into V8's old generation, and that set the pace of full collections in a
@@ -196,6 +197,22 @@ async function fulfilLocked(
       return result ?? { status: 'already_finished' };
     });
   });
+}
+
+/** The handlers' outcomes, in order, beside those a fetch already settled (an alert of a type no module acts on). */
+async function dispatchFetched(
+  tx: Transaction<Database>,
+  events: readonly StripeEventRow[],
+  fetched: ReadonlyMap<string, Fetched>,
+  dispatch: Dispatch,
+): Promise<Array<FinishOutcome | RetryLaterError>> {
+  const ready = events.map((event) => fetched.get(event.event_id) ?? event);
+  const dispatched = await dispatch.run(
+    tx,
+    ready.filter((item): item is StripeEventRow => !('finish' in item)),
+  );
+  let next = 0;
+  return ready.map((item) => ('finish' in item ? item.finish : dispatched[next++]!));
 }
 
 /**

@@ -7,18 +7,23 @@
 // object as it was at the event, in the account's API version, like a snapshot delivery; failing
 // that, the related object's current state (GET of related_object.url), stamped with the second
 // the fetch began, as the subscription refetch stamps what it fetches: a handler that orders states by time
-// then compares it with what is true at that second, not at the event.
+// then compares it with what is true at that second, not at the event. An alert of an Event Stripe
+// failed to generate is fulfilled from its related object the same way (missed-event.ts).
 import { z } from 'zod';
 import type { StripeEventRow } from '../db/schema.js';
 import type { CallRate } from '../stripe/call-rate.js';
 import type { StripeCalls } from '../stripe/stripe-calls.js';
 import { quoted } from '../quoted.js';
 import { Stripe } from '../stripe/sdk.js';
-import { apiPathOf, snapshotTypeOf } from '../stripe/thin-events.js';
-import { PermanentError } from '../outcomes.js';
+import { apiPathOf, GENERATION_FAILURE_TYPE, snapshotTypeOf } from '../stripe/thin-events.js';
+import { PermanentError, type FinishOutcome } from '../outcomes.js';
+import { fetchMissedEvent, type CurrentState, type OwnModeGet } from './missed-event.js';
 
-/** The event as its handlers read it: type, payload (and, for a current state, its time) replaced. */
-export type FetchThin = (event: StripeEventRow) => Promise<StripeEventRow>;
+/**
+ * The event as its handlers read it: type, payload (and, for a current state, its time) replaced;
+ * or, for an alert of a missed type no module acts on, how it ends without them.
+ */
+export type FetchThin = (event: StripeEventRow) => Promise<StripeEventRow | { finish: FinishOutcome }>;
 
 // What the webhook route checked before storing it (src/stripe/webhook-event.ts); read back here.
 const storedNotification = z.object({
@@ -34,8 +39,11 @@ function refuseOtherMode(what: string, fetchedLivemode: unknown, livemode: boole
   throw new PermanentError(`livemode mismatch: ${what} is ${mode(fetchedLivemode)}, this service is ${mode(livemode)}`);
 }
 
-/** `livemode`: the mode of our Stripe key, which what is fetched must share. */
-export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate, livemode: boolean): FetchThin {
+/**
+ * `livemode`: the mode of our Stripe key, which what is fetched must share. `handles`: whether some
+ * module acts on a type (dispatch.ts), asked of the type an alert says Stripe failed to generate.
+ */
+export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate, livemode: boolean, handles: (type: string) => boolean): FetchThin {
   const get = async (operation: string, url: string, event: StripeEventRow, context: string | null | undefined): Promise<Record<string, unknown>> => {
     // Fetched with our secret key: never a path outside the API, whatever the stored URL says.
     const path = apiPathOf(url);
@@ -60,9 +68,22 @@ export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate, livemode: 
     }
   };
 
+  const getOwnMode =
+    (event: StripeEventRow): OwnModeGet =>
+    async (operation, url, context, what) => {
+      const object = await get(operation, url, event, context);
+      // An object that says its mode (most do) must be of ours.
+      if ('livemode' in object) refuseOtherMode(what, object.livemode, livemode);
+      return object;
+    };
+
   return async (event) => {
-    const type = snapshotTypeOf(event.type);
     const notification = storedNotification.safeParse(event.payload);
+    if (event.type === GENERATION_FAILURE_TYPE) {
+      const missed = await fetchMissedEvent(getOwnMode(event), event, notification.success ? notification.data.context : undefined, handles);
+      return 'finish' in missed ? missed : asCurrentState(event, missed);
+    }
+    const type = snapshotTypeOf(event.type);
     if (type === undefined || !notification.success || !notification.data.related_object) {
       throw new PermanentError(`thin event: ${event.type} names no related object to fetch`);
     }
@@ -74,14 +95,18 @@ export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate, livemode: 
       return { ...event, type, payload: snapshot };
     }
     const began = Math.floor(Date.now() / 1000);
-    const object = await get('thin_fetch_related_object', related.url, event, context);
-    // An object that says its mode (most do) must be of ours.
-    if ('livemode' in object) refuseOtherMode(`the object at ${quoted(related.url)}`, object.livemode, livemode);
-    return {
-      ...event,
-      type,
-      stripe_created_at: new Date(began * 1000),
-      payload: { id: event.event_id, object: 'event', type, created: began, livemode: event.livemode, data: { object } },
-    };
+    const object = await getOwnMode(event)('thin_fetch_related_object', related.url, context, `the object at ${quoted(related.url)}`);
+    return asCurrentState(event, { type, eventId: event.event_id, objectId: event.object_id, began, object });
+  };
+}
+
+/** A fetched current state as a snapshot event of its type, stamped with the second its fetch began. */
+function asCurrentState(event: StripeEventRow, { type, eventId, objectId, began, object }: CurrentState): StripeEventRow {
+  return {
+    ...event,
+    type,
+    object_id: objectId,
+    stripe_created_at: new Date(began * 1000),
+    payload: { id: eventId, object: 'event', type, created: began, livemode: event.livemode, data: { object } },
   };
 }

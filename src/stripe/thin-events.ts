@@ -4,6 +4,12 @@
 
 const V1_PREFIX = 'v1.';
 
+/**
+ * Stripe's alert for an Event it failed to generate (so never delivered, never listed): its data
+ * names the missed type and the object it was about (src/fulfilment/missed-event.ts).
+ */
+export const GENERATION_FAILURE_TYPE = 'v2.core.health.event_generation_failure.resolved';
+
 export function isV1ThinType(type: string): boolean {
   return type.startsWith(V1_PREFIX);
 }

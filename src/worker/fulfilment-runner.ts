@@ -48,7 +48,7 @@ export async function startFulfilmentRunner(runners: Runners, deps: FulfilmentRu
   const { config, stripeCalls, db, handlers, logger, metrics, intake, maintenance } = deps;
   const { workerConcurrency: concurrency, maxAttempts, staleAfterMs } = config;
   const dispatch = createDispatch({ livemode: config.stripeLivemode, handlers });
-  const fetchThin = thinFetcher(stripeCalls, new CallRate(config.stripeFetchesPerSecond), config.stripeLivemode);
+  const fetchThin = thinFetcher(stripeCalls, new CallRate(config.stripeFetchesPerSecond), config.stripeLivemode, (type) => dispatch.handles(type));
   const fulfilment = new FulfilmentBatcher(db, {
     maxAttempts,
     dispatch,
