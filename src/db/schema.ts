@@ -146,4 +146,5 @@ export interface Database {
   notification_attempts: NotificationAttemptsTable;
 }
 
-export type StripeEventRow = Selectable<StripeEventsTable>;
+/** An event row as read; its trace context only where tracing is on (src/events/event-store.ts). */
+export type StripeEventRow = Omit<Selectable<StripeEventsTable>, 'trace_context'> & { trace_context?: string | null };

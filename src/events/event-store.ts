@@ -8,6 +8,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, EventStatus, StripeEventRow, StripeEventsTable } from '../db/schema.js';
 import type { FinishOutcome } from '../outcomes.js';
 import { addEventJobs, jobKeys, type EnqueueOptions } from '../queue/job-queue.js';
+import { tracingOn } from '../tracing/trace-context.js';
 
 /** A verified delivery, reduced to what the inbox stores. */
 export interface IncomingEvent {
@@ -70,8 +71,12 @@ const EVENT_COLUMNS = [
   'enqueued_at',
   'finished_at',
   'job_key',
-  'trace_context',
 ] as const satisfies ReadonlyArray<keyof StripeEventsTable>;
+/**
+ * The row as fulfilment reads it: with its stored trace context only while tracing is on, so that
+ * with tracing off the read is the one it was before sql/0033 (src/tracing/).
+ */
+const eventColumns = () => (tracingOn() ? [...EVENT_COLUMNS, 'trace_context' as const] : EVENT_COLUMNS);
 
 /**
  * Claims each event id and enqueues its job in one statement, so in one transaction
@@ -182,7 +187,7 @@ export async function claimEvents(db: Kysely<Database>, events: readonly Incomin
 export async function lockForFulfilment(tx: Transaction<Database>, eventIds: readonly string[]): Promise<StripeEventRow[]> {
   return tx
     .selectFrom('stripe_events')
-    .select(EVENT_COLUMNS)
+    .select(eventColumns())
     .where('event_id', '=', sql<string>`any(${[...eventIds]}::text[])`)
     .orderBy('event_id')
     .forUpdate()
@@ -281,5 +286,5 @@ export async function findEventIds(db: Kysely<Database>, filter: { status: Event
 }
 
 export async function findEvent(db: Kysely<Database>, eventId: string): Promise<StripeEventRow | undefined> {
-  return db.selectFrom('stripe_events').select(EVENT_COLUMNS).where('event_id', '=', eventId).executeTakeFirst();
+  return db.selectFrom('stripe_events').select(eventColumns()).where('event_id', '=', eventId).executeTakeFirst();
 }

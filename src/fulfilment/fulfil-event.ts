@@ -146,7 +146,7 @@ async function fulfilLocked(
   return db.transaction().execute(async (tx) => {
     // Held until commit: the sweep skips locked rows, so a live worker is never reclaimed.
     const rows = new Map((await lockForFulfilment(tx, eventIds)).map((event) => [event.event_id, event]));
-    if (tracingOn()) linkActiveSpan([...rows.values()].map((event) => event.trace_context));
+    if (tracingOn()) linkActiveSpan([...rows.values()].map((event) => event.trace_context ?? null));
     // A second job for a finished event (a replay that raced, a reclaimed job whose first run
     // committed late, or the same event twice in this very batch) finds nothing to do.
     const due = new Map<string, StripeEventRow>();
