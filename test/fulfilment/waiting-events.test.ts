@@ -40,6 +40,33 @@ async function processed(event: SampleEvent): Promise<void> {
   assert.equal(row.status, 'processed', `${event.type}: ${row.status}, ${row.last_error}`);
 }
 
+/**
+ * A subscription whose first period is paid and granted (100 credits), the events of its renewal
+ * (not delivered), and a dispute of the renewal's payment delivered before them.
+ */
+async function renewalDisputedFirst(): Promise<{
+  subscription: Awaited<ReturnType<typeof subscribedThroughApi>>;
+  renewal: SampleEvent[];
+  withdrawn: SampleEvent;
+}> {
+  const subscription = await subscribedThroughApi(file);
+  const start = Math.floor(Date.now() / 1000) - 120;
+  const firstPeriod = periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS });
+  for (const event of firstPeriod) await delivered(event);
+  for (const event of firstPeriod) await finishedEvent(file.database, event.id);
+  assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
+
+  const renewal = periodEvents(subscription, { cycle: 2, lastAt: start + 60, periodEnd: start + 2 * PERIOD_SECONDS });
+  const paymentIntentId = (renewal.find((e) => e.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
+  const withdrawn = await delivered(
+    sampleEvent(
+      'charge.dispute.funds_withdrawn',
+      disputeObject({ paymentIntentId, amount: subscription.amount, currency: subscription.currency, status: 'needs_response' }),
+    ),
+  );
+  return { subscription, renewal, withdrawn };
+}
+
 test("a dispute delivered before its order's checkout.session.completed waits for it, then takes the credits back once, and tells the app once", async () => {
   const order = await givenOrder(file.database);
   const payment = paidEvent(order);
@@ -69,21 +96,7 @@ test("a dispute delivered before its order's checkout.session.completed waits fo
 });
 
 test("a dispute of a renewal delivered before that period's invoice.paid waits for it, then takes that period's credits back once", async () => {
-  const subscription = await subscribedThroughApi(file);
-  const start = Math.floor(Date.now() / 1000) - 120;
-  const first = periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS });
-  for (const event of first) await delivered(event);
-  for (const event of first) await finishedEvent(file.database, event.id);
-  assert.equal((await quotaOf(file.database, subscription.accountId)).granted, 100);
-
-  const renewal = periodEvents(subscription, { cycle: 2, lastAt: start + 60, periodEnd: start + 2 * PERIOD_SECONDS });
-  const paymentIntentId = (renewal.find((e) => e.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
-  const withdrawn = await delivered(
-    sampleEvent(
-      'charge.dispute.funds_withdrawn',
-      disputeObject({ paymentIntentId, amount: subscription.amount, currency: subscription.currency, status: 'needs_response' }),
-    ),
-  );
+  const { subscription, renewal, withdrawn } = await renewalDisputedFirst();
   assert.equal((await waitingEvent(file.database, withdrawn.id)).attempts, 0);
 
   for (const event of renewal) await delivered(event);
@@ -94,19 +107,7 @@ test("a dispute of a renewal delivered before that period's invoice.paid waits f
 });
 
 test("a renewal's dispute woken by its payment's link before the grant waits again, and the grant wakes it", async () => {
-  const subscription = await subscribedThroughApi(file);
-  const start = Math.floor(Date.now() / 1000) - 120;
-  const firstPeriod = periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS });
-  for (const event of firstPeriod) await delivered(event);
-  for (const event of firstPeriod) await finishedEvent(file.database, event.id);
-  const renewal = periodEvents(subscription, { cycle: 2, lastAt: start + 60, periodEnd: start + 2 * PERIOD_SECONDS });
-  const paymentIntentId = (renewal.find((e) => e.type === 'payment_intent.succeeded')!.data.object as { id: string }).id;
-  const withdrawn = await delivered(
-    sampleEvent(
-      'charge.dispute.funds_withdrawn',
-      disputeObject({ paymentIntentId, amount: subscription.amount, currency: subscription.currency, status: 'needs_response' }),
-    ),
-  );
+  const { subscription, renewal, withdrawn } = await renewalDisputedFirst();
   const first = await waitingEvent(file.database, withdrawn.id);
 
   // The link comes first and wakes the dispute, which finds no grant yet and waits again.
