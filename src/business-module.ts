@@ -9,7 +9,8 @@
 import type { Router } from 'express';
 import type { Config, Setting, SettingsTable, SettingValues } from './config.js';
 import { waker } from './events/event-waits.js';
-import { ownHandlers, type BusinessModule, type ModuleDefinition, type ModuleRouteContext, type RouteContext, type TaskContext } from './module-contract.js';
+import { ownHandlers } from './fulfilment/handler-owners.js';
+import type { BusinessModule, ModuleDefinition, ModuleRouteContext, RouteContext, TaskContext } from './module-contract.js';
 
 // The module contract.
 export type * from './module-contract.js';

@@ -43,19 +43,6 @@ export type Handler = EventHandler | { readonly batch: BatchHandler };
 /** A module's handlers by event type. Types no module lists are stored and end 'ignored'. */
 export type Handlers = Readonly<Record<string, Handler>>;
 
-const owners = new WeakMap<Handlers, string>();
-
-/** Marks a module's handlers as its own, so that their traces name it (src/fulfilment/dispatch.ts). */
-export function ownHandlers(module: string, handlers: Handlers): Handlers {
-  owners.set(handlers, module);
-  return handlers;
-}
-
-/** The module whose handlers these are; 'unknown' for a table no module marked (a test's own). */
-export function ownerOfHandlers(handlers: Handlers): string {
-  return owners.get(handlers) ?? 'unknown';
-}
-
 // What a module's code is given.
 
 /** The core's services a module's code is given, with the module's own settings. */

@@ -11,7 +11,8 @@
 // every module ignores it, the event keeps each module's reason.
 import type { Transaction } from 'kysely';
 import type { Database, StripeEventRow } from '../db/schema.js';
-import { ownerOfHandlers, type BatchHandler, type Handler, type Handlers } from '../module-contract.js';
+import type { BatchHandler, Handler, Handlers } from '../module-contract.js';
+import { ownerOfHandlers } from './handler-owners.js';
 import { describeError, PermanentError, RetryLaterError, type FinishOutcome } from '../outcomes.js';
 import { isThinType } from '../stripe/thin-events.js';
 import { inHandlerSpan } from './handler-span.js';
