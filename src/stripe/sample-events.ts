@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Stripe } from './sdk.js';
+import { GENERATION_FAILURE_TYPE } from './thin-events.js';
 
 const FIXTURES = new URL('./fixtures/', import.meta.url);
 const fixture = (name: string): Record<string, unknown> => JSON.parse(readFileSync(new URL(`${name}.json`, FIXTURES), 'utf8')) as Record<string, unknown>;
@@ -150,6 +151,37 @@ export function thinNotification(event: SampleEvent, { withSnapshot = true } = {
     related_object: { id: object.id, type: object.object, url: objectUrl(object) },
     ...(withSnapshot && { snapshot_event: event.id }),
   };
+}
+
+/**
+ * Stripe's alert that it failed to generate `missed` (docs/operations.md, "Events Stripe failed to
+ * generate"): the thin notification as delivered, naming no object, and the event that
+ * GET /v2/core/events/:id answers with, whose `data.impact` names the missed type and object.
+ * `context`: the connected account the missed event belonged to; `url`: where the object is fetched.
+ */
+export function generationFailureAlert(
+  missed: SampleEvent,
+  { type = missed.type, url, context }: { type?: string; url?: string; context?: string } = {},
+): { notification: ThinNotification; event: Record<string, unknown> } {
+  const object = missed.data.object as { id: string; object: string };
+  const notification: ThinNotification = {
+    id: randomStripeId('evt'),
+    object: 'v2.core.event',
+    type: GENERATION_FAILURE_TYPE,
+    created: new Date().toISOString(),
+    livemode: missed.livemode,
+    related_object: null,
+  };
+  const impact = { event_type: type, related_object: { id: object.id, type: object.object, url: url ?? objectUrl(object) }, ...(context && { context }) };
+  const data = {
+    alert_id: randomStripeId('halert'),
+    grouping_key: randomStripeId('_grouping'),
+    summary: `Stripe failed to generate a ${type} event`,
+    resolved_at: new Date().toISOString(),
+    severity: 'critical',
+    impact,
+  };
+  return { notification, event: { ...notification, data } };
 }
 
 export interface SignedDelivery {

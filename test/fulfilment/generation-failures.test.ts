@@ -5,7 +5,7 @@
 // changes nothing more.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { objectUrl, randomStripeId, type SampleEvent, type ThinNotification } from '../../src/stripe/sample-events.js';
+import { generationFailureAlert, objectUrl, randomStripeId, type SampleEvent, type ThinNotification } from '../../src/stripe/sample-events.js';
 import { GENERATION_FAILURE_TYPE } from '../../src/stripe/thin-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { eventRow, finishedEvent, givenOrder, grantsOf, orderRow, paidEvent, quotaOf, retryingEvent } from '../support/factories.js';
@@ -23,36 +23,21 @@ after(async () => {
 });
 
 /**
- * The alert for `missed`, as delivered (a thin notification naming no object); (fake) Stripe
- * answers GET /v2/core/events/:id with its data. The missed event itself is never added.
+ * The alert for `missed`, as delivered; (fake) Stripe answers GET /v2/core/events/:id with its data
+ * (`known: false`: it does not). The missed event itself is never added.
  */
-function alertFor(missed: SampleEvent, { type = missed.type, url, known = true }: { type?: string; url?: string; known?: boolean } = {}): ThinNotification {
-  const object = missed.data.object as { id: string; object: string };
-  const alert: ThinNotification = {
-    id: randomStripeId('evt'),
-    object: 'v2.core.event',
-    type: GENERATION_FAILURE_TYPE,
-    created: new Date().toISOString(),
-    livemode: false,
-    related_object: null,
-  };
-  if (!known) return alert;
-  service.stripe.addThinEvent({
-    ...alert,
-    data: {
-      alert_id: randomStripeId('halert'),
-      grouping_key: randomStripeId('_grouping'),
-      summary: `Stripe failed to generate a ${type} event`,
-      resolved_at: new Date().toISOString(),
-      severity: 'critical',
-      impact: { event_type: type, related_object: { id: object.id, type: object.object, url: url ?? objectUrl(object) } },
-    },
-  });
-  return alert;
+function alertFor(
+  missed: SampleEvent,
+  { known = true, ...options }: { type?: string; url?: string; context?: string; known?: boolean } = {},
+): ThinNotification {
+  const alert = generationFailureAlert(missed, options);
+  if (known) service.stripe.addThinEvent(alert.event);
+  return alert.notification;
 }
 
-const fetchesOf = (missed: SampleEvent) =>
-  service.stripe.requests.filter((r) => r.method === 'GET' && r.path === objectUrl(missed.data.object as { id: string; object: string })).length;
+const fetchesOfObject = (missed: SampleEvent) =>
+  service.stripe.requests.filter((r) => r.method === 'GET' && r.path === objectUrl(missed.data.object as { id: string; object: string }));
+const fetchesOf = (missed: SampleEvent) => fetchesOfObject(missed).length;
 
 /** An order whose Checkout Session (fake) Stripe holds, and the checkout.session.completed it failed to generate. */
 async function missedCheckout(paymentStatus: 'paid' | 'unpaid' = 'paid') {
@@ -99,6 +84,22 @@ describe('a paid Checkout Session whose checkout.session.completed Stripe failed
     const waiting = await retryingEvent(database, alert.id);
     assert.match(waiting.last_error ?? '', /api_error|Simulated Stripe outage/);
     assert.equal((await finishedEvent(database, alert.id, { timeoutMs: 20_000 })).status, 'processed');
+    assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: alert.id, credits: order.credits }]);
+  });
+});
+
+describe('an alert for an event of a connected account', () => {
+  test('the object is fetched in the account the alert names (impact.context), and the order granted once', async () => {
+    const { order, missed } = await missedCheckout();
+    const account = randomStripeId('acct');
+    const alert = alertFor(missed, { context: account });
+    assert.equal((await service.deliver(alert)).status, 200);
+
+    assert.equal((await finishedEvent(database, alert.id)).status, 'processed');
+    assert.deepEqual(
+      fetchesOfObject(missed).map((r) => r.stripeContext),
+      [account],
+    );
     assert.deepEqual(await grantsOf(database, order.order_id), [{ event_id: alert.id, credits: order.credits }]);
   });
 });

@@ -2,16 +2,20 @@
 // notification (docs/operations.md, "Tracing"): the request span, the claim's group commit linked
 // to it, the job's CONSUMER span linked to the context stored with the event, the handler and
 // outbox spans inside it, and the delivery's CLIENT span whose context the app receives. A replay
-// links back to the first delivery; a Stripe call gets its own CLIENT span.
+// and a reclaim by the sweep link back to the first delivery; a Stripe call gets its own CLIENT span.
 import assert from 'node:assert/strict';
-import { before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { SpanKind } from '@opentelemetry/api';
+import { sql } from 'kysely';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-node';
+import { sweepStaleEvents } from '../../src/maintenance/sweep.js';
 import { startTracing } from '../../src/tracing/start-tracing.js';
 import type { Tracing } from '../../src/tracing/tracing-sdk.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { eventRow, finishedEvent, givenOrder, newAccountId, paidEvent } from '../support/factories.js';
+import { deleteJobs } from '../support/jobs.js';
 import { notifyingServiceForFile, receivedWhere } from '../support/notification-receiver.js';
-import { testConfig } from '../support/service.js';
+import { startTestService, testConfig } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
 
 const exporter = new InMemorySpanExporter();
@@ -148,5 +152,45 @@ describe('one paid checkout, from the webhook to the notification', () => {
       { method: 'POST', status: 200, key: true },
     );
     assert.match(call.name, /^stripe /);
+  });
+});
+
+// A container killed after its 2xx, its job lost with it: the sweep re-enqueues the row, and the
+// run that finally fulfils it links to the webhook that first took it, through the stored context.
+// Its own database, so that no worker of this file's service takes the job before it is lost.
+describe('an event reclaimed by the sweep', () => {
+  let database: TestDatabase;
+  before(async () => {
+    database = await createTestDatabase();
+  });
+  after(async () => {
+    await database?.close();
+  });
+
+  test("its job span links back to the first delivery's context", async () => {
+    const web = await startTestService(database, { env: { ROLE: 'web' } });
+    const order = await givenOrder(database);
+    const event = paidEvent(order);
+    try {
+      assert.equal((await web.deliver(event)).status, 200);
+    } finally {
+      await web.close();
+    }
+    const claimed = await eventRow(database, event.id);
+    await deleteJobs(database.db, [event.id]);
+    await sql`update stripe_events set enqueued_at = now() - interval '1 hour' where event_id = ${event.id}`.execute(database.db);
+    const swept = await sweepStaleEvents(database.db, { staleAfterMs: 60_000, maxAttempts: 5 });
+    assert.deepEqual(swept.event_ids, [event.id]);
+
+    const worker = await startTestService(database, { env: { ROLE: 'worker' } });
+    try {
+      assert.equal((await finishedEvent(database, event.id)).status, 'processed');
+    } finally {
+      await worker.close();
+    }
+    const all = await spans();
+    const webhook = webhookSpanOf(all, event.id);
+    one(all, (s) => s.name === 'process process_stripe_event' && linksTo(s, webhook), 'job span of the reclaimed event linked to its webhook');
+    assert.equal((await eventRow(database, event.id)).trace_context, claimed.trace_context, "the sweep keeps the first delivery's context");
   });
 });

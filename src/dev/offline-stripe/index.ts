@@ -72,6 +72,8 @@ export interface RecordedStripeRequest {
   method: string;
   path: string;
   idempotencyKey: string | undefined;
+  /** The Stripe-Context header: the connected account the call acts in. */
+  stripeContext: string | undefined;
   params: Record<string, unknown>;
 }
 
@@ -114,7 +116,8 @@ export async function startOfflineStripe(options: { port?: number; host?: string
         return;
       }
       const params = parseForm(method === 'POST' ? await readBody(req) : search.slice(1));
-      requests.push({ method, path: pathname, idempotencyKey: key, params });
+      const context = req.headers['stripe-context'];
+      requests.push({ method, path: pathname, idempotencyKey: key, stripeContext: typeof context === 'string' ? context : undefined, params });
       if (failures.remaining > 0) {
         failures.remaining -= 1;
         throw new StripeApiError(failures.status, { type: 'api_error', message: 'Simulated Stripe outage (failNext).' });
