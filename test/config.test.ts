@@ -60,6 +60,22 @@ describe('invalid values', () => {
     );
   });
 
+  test("OpenTelemetry's exporter variables the SDK would read are checked with the rest, the _TRACES_ twins too", () => {
+    const problems = problemsOf({
+      NODE_ENV: 'test',
+      ...SECRETS,
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '10s',
+      OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: 'zstd',
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'api-key',
+    });
+    assert.deepEqual(
+      problems.map((p) => p.split(' ')[0]),
+      ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'OTEL_EXPORTER_OTLP_TIMEOUT', 'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION'],
+    );
+    assert.match(problems[0]!, /must be http\/json/);
+  });
+
   test('an event retention under Stripe’s 30-day resend window is refused, 31 days is accepted', () => {
     assert.match(problemsOf({ NODE_ENV: 'test', ...SECRETS, EVENT_RETENTION_DAYS: '30' }).join('\n'), /^EVENT_RETENTION_DAYS /);
     assert.equal(loadServiceConfig({ NODE_ENV: 'test', ...SECRETS, EVENT_RETENTION_DAYS: '31' }).eventRetentionDays, 31);

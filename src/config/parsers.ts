@@ -28,6 +28,9 @@ function isStandardWebhookSecret(secret: string): boolean {
 /** OpenTelemetry's `key=value,key=value` lists (headers, resource attributes), checked and kept as written. */
 export const keyValueList = z.string().regex(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/, 'must be key=value pairs, comma-separated');
 
+/** The only OTLP protocol the exporter speaks (src/tracing/tracing-sdk.ts). */
+export const otlpProtocol = z.literal('http/json', 'must be http/json: the service sends OTLP as JSON over HTTP');
+
 /** An http or https URL (a module's setting may use it too). */
 export const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 

@@ -6,7 +6,19 @@ import { z } from 'zod';
 import type { DevSecrets } from '../dev/dev-secrets.js';
 import { devNotificationReceiverUrl } from '../dev/notification-receiver.js';
 import { DEFAULT_DELIVERY_ATTEMPTS } from '../notifications/backoff.js';
-import { appWebhookSecrets, appWebhookUrls, httpUrl, int, keyValueList, stripeKey, toMs, token, TOKEN_EXAMPLE, webhookSecrets } from './parsers.js';
+import {
+  appWebhookSecrets,
+  appWebhookUrls,
+  httpUrl,
+  int,
+  keyValueList,
+  otlpProtocol,
+  stripeKey,
+  toMs,
+  token,
+  TOKEN_EXAMPLE,
+  webhookSecrets,
+} from './parsers.js';
 
 const ROLES = ['all', 'web', 'worker'] as const;
 type Role = (typeof ROLES)[number];
@@ -191,14 +203,17 @@ export const settings = {
   otelTracesExporter: { env: 'OTEL_TRACES_EXPORTER', schema: z.enum(['otlp', 'console', 'none']), example: 'otlp' },
   otelExporterOtlpEndpoint: { env: 'OTEL_EXPORTER_OTLP_ENDPOINT', schema: httpUrl, example: 'http://otel-collector:4318' },
   otelExporterOtlpTracesEndpoint: { env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', schema: httpUrl, example: 'http://otel-collector:4318/v1/traces' },
-  /** The exporter sends OTLP as JSON over HTTP, and only that. */
-  otelExporterOtlpProtocol: {
-    env: 'OTEL_EXPORTER_OTLP_PROTOCOL',
-    schema: z.literal('http/json', 'must be http/json: the service sends OTLP as JSON over HTTP'),
-    example: 'http/json',
-  },
+  /** The exporter sends OTLP as JSON over HTTP, and only that (the traces-only variable wins, as the SDK has it). */
+  otelExporterOtlpProtocol: { env: 'OTEL_EXPORTER_OTLP_PROTOCOL', schema: otlpProtocol, example: 'http/json' },
+  otelExporterOtlpTracesProtocol: { env: 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', schema: otlpProtocol, example: 'http/json' },
   /** Sent with every export, e.g. a collector's API key: never logged. */
   otelExporterOtlpHeaders: { env: 'OTEL_EXPORTER_OTLP_HEADERS', schema: keyValueList, example: 'api-key=<the collector’s key>' },
+  otelExporterOtlpTracesHeaders: { env: 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', schema: keyValueList, example: 'api-key=<the collector’s key>' },
+  /** How long one export may take, in milliseconds (the SDK's default: 10000); spans of an export that times out are dropped, never the service's work. */
+  otelExporterOtlpTimeout: { env: 'OTEL_EXPORTER_OTLP_TIMEOUT', schema: int(1, 600_000), example: '10000' },
+  otelExporterOtlpTracesTimeout: { env: 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', schema: int(1, 600_000), example: '10000' },
+  otelExporterOtlpCompression: { env: 'OTEL_EXPORTER_OTLP_COMPRESSION', schema: z.enum(['gzip', 'none']), example: 'gzip' },
+  otelExporterOtlpTracesCompression: { env: 'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION', schema: z.enum(['gzip', 'none']), example: 'gzip' },
   otelServiceName: { env: 'OTEL_SERVICE_NAME', schema: z.string().min(1), example: 'stripe-inbox', default: 'stripe-inbox' },
   otelResourceAttributes: { env: 'OTEL_RESOURCE_ATTRIBUTES', schema: keyValueList, example: 'deployment.environment.name=production' },
   otelTracesSampler: {
