@@ -38,8 +38,8 @@ const USAGE = `usage: npm run bench -- [statements|ingest|drain|latency|sweep|ab
             25 (a count, not a time): fails when one exceeds bench/statement-budget.json
   ingest    webhook POSTs at 50 connections: Express ceiling, naive INSERT, bare group-commit INSERT,
             the service with ROLE=web and with the defaults (ROLE=all, fulfilling all it accepts),
-            and ROLE=all notifying a local receiver (all-notify), each request a unique signed event
-            (--event); req/s, p99 and CPU per event (the process and its Postgres backends) against naive
+            ROLE=all notifying a local receiver (all-notify) and doing so with tracing on, exporting its
+            spans to that receiver (all-traced), each request a unique signed event (--event); req/s, p99 and CPU per event (the process and its Postgres backends) against naive
   drain     20k checkout.session.completed events fulfilled by ROLE=worker vs bare graphile-worker,
             and by ROLE=worker notifying a local receiver, until fulfilled and until delivered
   latency   webhook 2xx → order paid at 50 events/s (ROLE=all)
@@ -62,7 +62,7 @@ options:
                        --db-setting session_preload_libraries=auto_explain --db-setting auto_explain.log_min_duration=0
                        logs the plan of every statement to the server's log (repeatable)
   --servers LIST       ingest only: run these servers, comma-separated (${SERVERS.join(', ')}; all-notify
-                       only when named); a ratio is printed when both of its servers ran, e.g. --servers naive,all
+                       and all-traced only when named); a ratio is printed when both of its servers ran, e.g. --servers naive,all
   --event checkout|payment-intent
                        ingest only: what every request carries (default checkout): checkout is a 3.3 KB
                        checkout.session.completed paying a pending order (a grant); payment-intent a 3 KB

@@ -10,7 +10,7 @@
 // a few per cent of a core at the service's delivery rate, taken from the two cores the service
 // and Postgres share. An app that fails a signature still gets 204 (and is counted): a 400 would
 // only turn the bench's figure into a timeout while the service retries.
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { announceReady, exitWithParent } from '../support/announce.js';
@@ -20,7 +20,7 @@ const SAMPLE_EVERY = 100;
 const secret = process.env.APP_WEBHOOK_SECRET;
 if (!secret) throw new Error('APP_WEBHOOK_SECRET is required');
 const verifier = new Webhook(secret);
-const counts = { received: 0, verified: 0, rejected: 0 };
+const counts = { received: 0, verified: 0, rejected: 0, traceExports: 0, traceBytes: 0 };
 
 function verify(req: IncomingMessage, body: string): void {
   const header = (name: string) => String(req.headers[name] ?? '');
@@ -36,8 +36,17 @@ function verify(req: IncomingMessage, body: string): void {
   }
 }
 
+// A service that traces (bench all-traced) exports its spans here too, as OTLP/HTTP JSON: counted
+// in bytes as they arrive and answered with OTLP's empty success, not parsed.
+function traceExport(req: IncomingMessage, res: ServerResponse): void {
+  counts.traceExports++;
+  req.on('data', (chunk: Buffer) => (counts.traceBytes += chunk.length));
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+}
+
 const server = createServer((req, res) => {
   if (req.method !== 'POST') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(counts));
+  if (req.url === '/v1/traces') return traceExport(req, res);
   const sampled = counts.received++ % SAMPLE_EVERY === 0;
   const chunks: Buffer[] = [];
   if (sampled) req.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -31,7 +31,7 @@ import { createBenchDatabase, type BenchDatabase } from '../support/database.js'
 import type { BenchOptions } from '../support/options.js';
 import { postgresCpu } from '../support/postgres-cpu.js';
 import { gcWindow, type GcCounts } from '../support/service-gc.js';
-import { notifiedOutcome, pendingDeliveries, startNotifiedApp, undeliveredFigure, type NotifiedApp } from '../support/notified-app.js';
+import { notifiedOutcome, pendingDeliveries, startNotifiedApp, undeliveredFigure, type NotifiedApp, type Received } from '../support/notified-app.js';
 import { walWindow, type WalWritten } from '../support/postgres-wal.js';
 import { spawnBaseline, spawnBenchService, spawnSplitService, type BenchChild } from '../support/processes.js';
 import { ratio, type Figure } from '../support/report.js';
@@ -49,12 +49,12 @@ const FULL = { warmupSeconds: 2, measureSeconds: 10, events: 200_000, rounds: 2,
 const SHORT = { warmupSeconds: 0.5, measureSeconds: 2, events: 20_000, rounds: 1, drainTimeoutMs: 60_000, quietSeconds: 0 };
 type Size = typeof FULL;
 
-export const SERVERS = ['ceiling', 'naive', 'group-commit', 'web', 'all', 'all-notify', 'split'] as const;
+export const SERVERS = ['ceiling', 'naive', 'group-commit', 'web', 'all', 'all-notify', 'all-traced', 'split'] as const;
 type ServerName = (typeof SERVERS)[number];
-// all-notify runs only when named (--servers): delivering the ~25k notifications of a round took
-// minutes in the first runs (docs/benchmarks.md, Outcome notifications), more than the rest of
-// the part together.
-const DEFAULT_SERVERS = SERVERS.filter((name) => name !== 'all-notify');
+// all-notify and all-traced (all-notify with tracing on, exporting to the same receiver) run only
+// when named (--servers): delivering the ~25k notifications of a round took minutes in the first
+// runs (docs/benchmarks.md, Outcome notifications), more than the rest of the part together.
+const DEFAULT_SERVERS = SERVERS.filter((name) => name !== 'all-notify' && name !== 'all-traced');
 
 interface Requests {
   /** The Stripe event type every body carries. */
@@ -306,6 +306,32 @@ function outboxFigures(all: readonly Measured[], notifying: readonly Measured[])
 }
 
 /**
+ * What tracing costs an event that is fulfilled and notified, every span made and exported to the
+ * receiver (docs/operations.md, "Tracing"): all-traced against all-notify, both until delivered.
+ */
+function tracingFigures(off: readonly Measured[], on: readonly Measured[], received: Received): Figure[] {
+  const ms = (runs: readonly Measured[], of: (m: Measured) => number) => (sum(runs, of) * 1000) / accepted(runs);
+  // The export also carries the warm-ups' spans.
+  const exported = sum(on, (m) => m.warmup2xx + m.result['2xx']);
+  return [
+    {
+      part: 'ingest',
+      name: 'all-traced ÷ all-notify: req/s, CPU per event',
+      value: ratio(rate(on), rate(off)),
+      unit: '×',
+      note: `CPU ${ratio(cpuPerEvent(on), cpuPerEvent(off)).toFixed(2)} ×: process ${(ms(on, (m) => m.serverCpu) - ms(off, (m) => m.serverCpu)).toFixed(3)} ms + Postgres ${(ms(on, (m) => m.postgresCpu) - ms(off, (m) => m.postgresCpu)).toFixed(3)} ms more an event; p99 ${ratio(latency(on, 'p99'), latency(off, 'p99')).toFixed(2)} ×`,
+    },
+    {
+      part: 'ingest',
+      name: 'all-traced export per event',
+      value: received.traceBytes / exported,
+      unit: 'bytes',
+      note: `${received.traceExports} OTLP/HTTP JSON exports for ${exported} events (warm-ups included)`,
+    },
+  ];
+}
+
+/**
  * Latency of one small durable commit from one client: the floor under anything that commits
  * serially (a NOTIFY-ing commit holds a database-wide lock through its WAL flush).
  */
@@ -389,8 +415,9 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
   const allDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
   const notifyDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
   const splitDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
+  const tracedDb = await createBenchDatabase(options.serverUrl, { maxConnections: 2, settings: options.dbSettings });
   const chosen = options.servers ? SERVERS.filter((name) => options.servers!.includes(name)) : DEFAULT_SERVERS;
-  // Started with all-notify's first run: no other server sends it anything.
+  // Started with all-notify's (or all-traced's) first run: no other server sends it anything.
   let app: NotifiedApp | undefined;
   const notifiedApp = async () => (app ??= await startNotifiedApp());
   try {
@@ -398,6 +425,7 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
     for (const [name, fulfilling] of [
       ['all', allDb],
       ['all-notify', notifyDb],
+      ['all-traced', tracedDb],
       ['split', splitDb],
     ] as const) {
       if (checkout && chosen.includes(name)) await seedOrders(fulfilling, checkout);
@@ -421,6 +449,16 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
         drains: true,
         notifies: true,
       },
+      'all-traced': {
+        start: async () => {
+          const app = await notifiedApp();
+          return spawnBenchService(serviceEnv(tracedDb.url, 'all', { ...app.env, ...app.tracingEnv, ...options.env }), options.nodeFlags);
+        },
+        db: tracedDb,
+        service: true,
+        drains: true,
+        notifies: true,
+      },
       split: {
         start: () => spawnSplitService((role) => serviceEnv(splitDb.url, role, options.env), options.nodeFlags),
         db: splitDb,
@@ -429,7 +467,7 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
       },
     };
     // Every service run gets events it has not seen; the baselines start over each time.
-    const sent: Partial<Record<ServerName, number>> = { web: 0, all: 0, 'all-notify': 0, split: 0 };
+    const sent: Partial<Record<ServerName, number>> = { web: 0, all: 0, 'all-notify': 0, 'all-traced': 0, split: 0 };
     const runs = Object.fromEntries(SERVERS.map((name) => [name, [] as Measured[]])) as Record<ServerName, Measured[]>;
     for (let round = 0; round < size.rounds; round++) {
       for (const name of round % 2 === 0 ? chosen : [...chosen].reverse()) {
@@ -438,7 +476,7 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
         if (name in sent) sent[name] = requests.next;
       }
     }
-    const { ceiling, naive, 'group-commit': groupCommit, web, all, 'all-notify': allNotify, split } = runs;
+    const { ceiling, naive, 'group-commit': groupCommit, web, all, 'all-notify': allNotify, 'all-traced': allTraced, split } = runs;
     const cycled = Object.values(sent).some((n) => n > events.count)
       ? `; REQUESTS CYCLED: raise ${options.short ? 'SHORT' : 'FULL'}.events in bench/parts/ingest.ts`
       : '';
@@ -447,12 +485,23 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
     const when = (names: ServerName[], figures: () => Figure[]): Figure[] => (ran(...names) ? figures() : []);
     const peak = (of: readonly Measured[]) => Math.max(...of.map((m) => m.rssMb!.peakMb));
     const idle = (of: readonly Measured[]) => Math.max(...of.map((m) => m.rssMb!.startMb));
-    const left = (await storedCounts(allDb)).processing + (await storedCounts(notifyDb)).processing + (await storedCounts(splitDb)).processing;
+    let left = 0;
+    for (const fulfilling of [allDb, notifyDb, tracedDb, splitDb]) left += (await storedCounts(fulfilling)).processing;
     const stored = await Promise.all(
-      (['web', 'all', 'all-notify', 'split'] as const).filter((name) => ran(name)).map((name) => unstored(name, runs[name], servers[name].db!, cycled)),
+      (['web', 'all', 'all-notify', 'all-traced', 'split'] as const)
+        .filter((name) => ran(name))
+        .map((name) => unstored(name, runs[name], servers[name].db!, cycled)),
     );
-    const notified = app
-      ? [undeliveredFigure('ingest', 'all-notify notifications not delivered', [await notifiedOutcome(notifyDb)], await app.received())]
+    const received = await app?.received();
+    const notified = received
+      ? [
+          undeliveredFigure(
+            'ingest',
+            'all-notify, all-traced notifications not delivered',
+            [await notifiedOutcome(notifyDb), await notifiedOutcome(tracedDb)],
+            received,
+          ),
+        ]
       : [];
     return [
       {
@@ -529,10 +578,11 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
         },
       ]),
       ...when(['all', 'all-notify'], () => outboxFigures(all, allNotify)),
+      ...when(['all-notify', 'all-traced'], () => tracingFigures(allNotify, allTraced, received!)),
       {
         part: 'ingest',
-        name: 'web, all, all-notify, split non-2xx/errors',
-        value: failures(web) + failures(all) + failures(allNotify) + failures(split),
+        name: 'web, all, all-notify, all-traced, split non-2xx/errors',
+        value: failures(web) + failures(all) + failures(allNotify) + failures(allTraced) + failures(split),
         unit: '',
         target: { op: '≤', value: 0 },
       },
@@ -558,12 +608,13 @@ export async function benchIngest(options: BenchOptions): Promise<Figure[]> {
             ]
           : []),
       ]),
-      { part: 'ingest', name: 'all, all-notify, split events left processing', value: left, unit: '', target: { op: '≤', value: 0 } },
+      { part: 'ingest', name: 'all, all-notify, all-traced, split events left processing', value: left, unit: '', target: { op: '≤', value: 0 } },
       ...stored,
       ...notified,
     ];
   } finally {
     await app?.stop();
+    await tracedDb.drop();
     await splitDb.drop();
     await notifyDb.drop();
     await allDb.drop();

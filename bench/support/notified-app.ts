@@ -13,11 +13,16 @@ export interface Received {
   /** Of those sampled, verified by standardwebhooks, and not. */
   verified: number;
   rejected: number;
+  /** OTLP exports a tracing service sent to its /v1/traces, and their bytes. */
+  traceExports: number;
+  traceBytes: number;
 }
 
 export interface NotifiedApp {
   /** APP_WEBHOOK_URL and APP_WEBHOOK_SECRET for a service that notifies it. */
   readonly env: Readonly<Record<string, string>>;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT for a service that traces: the app counts the spans' bytes at /v1/traces. */
+  readonly tracingEnv: Readonly<Record<string, string>>;
   readonly pid: number;
   received(): Promise<Received>;
   stop(): Promise<void>;
@@ -29,6 +34,7 @@ export async function startNotifiedApp(): Promise<NotifiedApp> {
   });
   return {
     env: { APP_WEBHOOK_URL: `${child.url}/notifications`, APP_WEBHOOK_SECRET: BENCH_APP_WEBHOOK_SECRET },
+    tracingEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: child.url },
     pid: child.pid,
     received: async () => (await (await fetch(child.url)).json()) as Received,
     stop: () => child.stop(),

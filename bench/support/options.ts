@@ -16,7 +16,7 @@ export interface BenchOptions {
   warmupSeconds?: number;
   /** ingest only: the event every request carries (`--event`); checkout.session.completed when unset. */
   event?: BenchEvent;
-  /** ingest only: the servers to run (`--servers naive,all`); all but all-notify when unset. */
+  /** ingest only: the servers to run (`--servers naive,all`); all but all-notify and all-traced when unset. */
   servers?: readonly string[];
   /** Extra environment for every service process (`--env KEY=VALUE`). */
   env: Record<string, string>;
