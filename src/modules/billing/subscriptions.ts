@@ -4,8 +4,8 @@
 // cancellation) kept by subscription-state.ts.
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import type { Wake } from '../../business-module.js';
-import type { BillingDatabase, PlanRow, SubscriptionRow } from './tables.js';
+import type { Database, Wake } from '../../business-module.js';
+import { withBillingTables, type BillingDatabase, type PlanRow, type SubscriptionRow } from './tables.js';
 
 export async function listPlans(db: Kysely<BillingDatabase>): Promise<PlanRow[]> {
   return db.selectFrom('plans').selectAll().where('active', '=', true).orderBy('amount').execute();
@@ -44,6 +44,23 @@ export async function createSubscription(
 
 export async function findSubscription(db: Kysely<BillingDatabase>, subscriptionId: string): Promise<SubscriptionRow | undefined> {
   return db.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirst();
+}
+
+/**
+ * Whether a Checkout Session POST /api/subscriptions opened since `since` has not completed yet:
+ * its completion would link a Stripe customer to one of our accounts (the ledger's
+ * customer-links.ts), so an event about a customer we do not know may be waiting for it.
+ */
+export async function subscriptionCheckoutOpenSince(db: Kysely<Database>, since: Date): Promise<boolean> {
+  const open = await withBillingTables(db)
+    .selectFrom('subscriptions')
+    .select('subscription_id')
+    .where('checkout_session_id', 'is not', null)
+    .where('stripe_subscription_id', 'is', null)
+    .where('created_at', '>', since)
+    .limit(1)
+    .executeTakeFirst();
+  return open !== undefined;
 }
 
 /** Our subscription, locked, so that whatever changes it (events, a refresh, a cancel) runs one after the other. */
