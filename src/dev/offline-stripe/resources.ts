@@ -1,12 +1,14 @@
 // The objects the offline Stripe stand-in keeps in memory, and its endpoints over them: Checkout
 // Sessions (payment and subscription mode), refunds, subscriptions (retrieve, and update for
-// cancel_at_period_end), the event list; Prices and Products in prices.ts.
+// cancel_at_period_end), the event list; Prices and Products in prices.ts, active entitlements in
+// entitlements.ts.
 import { CHECKOUT_PAGE_PATH } from './checkout-page.js';
+import { ActiveEntitlements } from './entitlements.js';
 import { Catalogue } from './prices.js';
 import { invalid, isRecord, integer, missing, ok, randomId, StripeApiError, type Params, type Reply } from './wire.js';
 
 export const IMPLEMENTED =
-  'Checkout Session create and retrieve, refund create, subscription retrieve and update, event list and retrieve, thin event (v2) list and retrieve, price and product retrieve and list, and retrieve of any object added to it';
+  'Checkout Session create and retrieve, refund create, subscription retrieve and update, event list and retrieve, thin event (v2) list and retrieve, price and product retrieve and list, active entitlements list, and retrieve of any object added to it';
 
 export class Resources {
   readonly sessions = new Map<string, Params>();
@@ -14,6 +16,7 @@ export class Resources {
   readonly subscriptions = new Map<string, Params>();
   readonly events: Array<{ event: Params; delivered: boolean }> = [];
   readonly catalogue = new Catalogue();
+  readonly entitlements = new ActiveEntitlements();
   /** Thin notifications, as GET /v2/core/events lists them. */
   readonly thinEvents: Params[] = [];
   /** Any other object by id (an invoice, a charge): what a thin notification's related_object.url fetches. */
@@ -41,6 +44,8 @@ export class Resources {
     const subscription = /^\/v1\/subscriptions\/([^/]+)$/.exec(path)?.[1];
     if (method === 'GET' && subscription !== undefined) return ok(found(this.subscriptions, subscription, 'subscription', 'id'));
     if (method === 'POST' && subscription !== undefined) return ok(this.updateSubscription(subscription, params));
+    const entitled = this.entitlements.route(method, path, params);
+    if (entitled) return ok(entitled);
     const catalogued = this.catalogue.route(method, path, params);
     return catalogued && ok(catalogued);
   }
