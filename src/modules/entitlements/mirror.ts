@@ -27,9 +27,6 @@ export interface CustomerSet {
   notifications: Notifications;
 }
 
-/** The type of the notification a change of an account's set is told as (docs/notifications.md). */
-export const ENTITLEMENTS_UPDATED = 'account.entitlements_updated';
-
 /**
  * Applies a customer's set, and tells the account's app of a change of the account's set once.
  * The account's customers are locked first, so one account's set changes one transaction at a time.
@@ -82,9 +79,9 @@ async function notifyChange(tx: Transaction<Database>, set: CustomerSet, when: n
     .slice(0, 22);
   await notifyAccounts(tx, set.notifications, [
     {
-      type: ENTITLEMENTS_UPDATED,
+      type: 'account.entitlements_updated',
       // One change: from the set held to this one, true from this second.
-      key: `${ENTITLEMENTS_UPDATED}:${set.accountId}:${when / 1000}:${change}`,
+      key: `account.entitlements_updated:${set.accountId}:${when / 1000}:${change}`,
       accountId: set.accountId,
       creditsDelta: 0,
       eventId: set.eventId,
