@@ -5,6 +5,8 @@
 // order that stored its id (metadata.order_id must agree with it, or be absent). A batch handler:
 // the payments of all such events in a job are recorded by one statement (order-payment.ts), and
 // each grant is told to the app as order.paid in the same transaction (docs/notifications.md).
+// A session that names a customer links it to the order's account (the ledger's customer-links.ts):
+// that customer's Stripe entitlements become the account's.
 import { z } from 'zod';
 import {
   objectOrError,

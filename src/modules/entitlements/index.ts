@@ -8,6 +8,7 @@
 // set at its second, ordered by that second: mirror.ts), and its thin form, which reaches the
 // handler as the snapshot it names.
 import { defineModule } from '../../business-module.js';
+import { entitlementRecords } from './account-entitlements.js';
 import { FULL_READ_TASK, fullReadTask } from './full-read.js';
 import { entitlementsApiRoutes } from './routes.js';
 import { summaryUpdated } from './summary-updated.js';
@@ -22,4 +23,5 @@ export const entitlementsModule = defineModule({
   }),
   tasks: (context) => ({ [FULL_READ_TASK]: fullReadTask(context) }),
   apiRoutes: entitlementsApiRoutes,
+  accountRecords: entitlementRecords,
 });

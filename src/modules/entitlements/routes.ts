@@ -1,44 +1,12 @@
-// The entitlements' HTTP, under /api: what an app gates a feature on. An account's entitlements
-// are the union of those of the Stripe customers linked to it; `as_of` is the Stripe time of the
-// newest summary they reflect (null when none was ever applied). An unknown account has none.
+// The entitlements' HTTP, under /api: what an app gates a feature on (account-entitlements.ts).
 import { Router } from 'express';
-import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import { badRequest, checkIdParam, type Database, type ModuleRouteContext } from '../../business-module.js';
-import { accountId, customersOfAccount } from '../ledger/index.js';
-import { withEntitlementTables } from './tables.js';
+import { badRequest, checkIdParam, type ModuleRouteContext } from '../../business-module.js';
+import { accountId } from '../ledger/index.js';
+import { entitlementsOfAccount } from './account-entitlements.js';
 
 // Stripe's rule for a Feature's lookup_key: at most 80 characters.
 const lookupKey = z.string().regex(/^[\x21-\x7e]{1,80}$/, "must be a Feature's lookup_key: 1-80 printable ASCII characters, no spaces");
-
-interface AccountEntitlements {
-  entitlements: Array<{ lookup_key: string; feature_id: string; name: string | null }>;
-  as_of: string | null;
-}
-
-async function entitlementsOfAccount(db: Kysely<Database>, account: string): Promise<AccountEntitlements> {
-  const customers = await customersOfAccount(db, account);
-  if (customers.length === 0) return { entitlements: [], as_of: null };
-  const tables = withEntitlementTables(db);
-  const [rows, summary] = await Promise.all([
-    tables
-      .selectFrom('customer_entitlements')
-      .select(['lookup_key', 'feature_id', 'name'])
-      .where('customer_id', 'in', customers)
-      .orderBy('lookup_key')
-      .orderBy('customer_id')
-      .execute(),
-    tables
-      .selectFrom('entitlement_summaries')
-      .select((eb) => eb.fn.max('as_of').as('as_of'))
-      .where('customer_id', 'in', customers)
-      .executeTakeFirst(),
-  ]);
-  // Two customers of one account may hold the same Feature: the account holds it once.
-  const byKey = new Map(rows.map((row) => [row.lookup_key, row]));
-  const asOf = summary?.as_of ? new Date(summary.as_of) : null;
-  return { entitlements: [...byKey.values()], as_of: asOf?.toISOString() ?? null };
-}
 
 export function entitlementsApiRoutes({ db }: ModuleRouteContext<unknown>): Router {
   const router = Router();

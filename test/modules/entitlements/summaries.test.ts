@@ -91,6 +91,11 @@ describe('a summary', () => {
     const one = async (key: string) => (await file.service.call('GET', `/api/accounts/${accountId}/entitlements/${key}`)).body;
     assert.deepEqual(await one('dashboard'), { account_id: accountId, lookup_key: 'dashboard', active: true, as_of: iso(at + 1) });
     assert.deepEqual(await one('export'), { account_id: accountId, lookup_key: 'export', active: false, as_of: iso(at + 1) });
+    const view = await file.service.call('GET', `/admin/api/accounts/${accountId}`);
+    assert.deepEqual(
+      (view.body.records as Array<{ kind: string }>).filter((r) => r.kind === 'entitlement'),
+      [{ kind: 'entitlement', id: 'dashboard', fields: { feature_id: 'feat_test_dashboard', name: null, as_of: iso(at + 1) } }],
+    );
     assert.equal(updatesOf(accountId)().length, 2);
   });
 
