@@ -55,6 +55,9 @@ export const summaryUpdated =
  * any more. Waits (RetryLaterError) while a subscription's Checkout Session that may still link a
  * customer is open: its completion links and wakes. Found unlinked, the wait key is locked before
  * the look again, as src/events/event-waits.ts wants; a link that commits meanwhile is then seen.
+ * Holding the key, the handler then locks rows a waker may hold (the account's balance, to tell
+ * the app): safe, because the one waker of this key is the transaction that inserts the
+ * customer's link, and the link is seen only once that transaction has committed.
  */
 async function linkedAccount(tx: Transaction<Database>, customerId: string): Promise<string | undefined> {
   const linked = await accountOfCustomer(tx, customerId);
