@@ -86,3 +86,14 @@ export async function storeCheckoutSession(db: Kysely<BillingDatabase>, subscrip
     if (stored.numUpdatedRows > 0n) await wake(tx, [sessionWaitKey(subscriptionId)]);
   });
 }
+
+/** The Stripe Features the plan subscribed through this Checkout Session grants; undefined for a session no subscription of ours opened. */
+export async function planFeaturesOfCheckoutSession(db: Kysely<Database>, checkoutSessionId: string): Promise<string[] | undefined> {
+  const row = await withBillingTables(db)
+    .selectFrom('subscriptions')
+    .innerJoin('plans', 'plans.plan_id', 'subscriptions.plan_id')
+    .select('plans.features')
+    .where('subscriptions.checkout_session_id', '=', checkoutSessionId)
+    .executeTakeFirst();
+  return row?.features;
+}

@@ -1,7 +1,11 @@
 // Realistic Entitlements events built from Stripe's published example object of an active
-// entitlement summary (src/stripe/fixtures/), overriding only what matters: for the tests (and
-// `npm run send-event`), never the service.
-import { exampleObject, randomStripeId, sampleEvent, type SampleEvent } from '../../business-module.js';
+// entitlement summary (src/stripe/fixtures/), overriding only what matters: for the tests and
+// `npm run send-event -- --entitlements`, never the service.
+import type { Kysely } from 'kysely';
+import { exampleObject, randomStripeId, sampleEvent, type Database, type SampleEvent } from '../../business-module.js';
+import { planFeaturesOfCheckoutSession } from '../billing/index.js';
+import { featuresOfCheckoutSession } from '../credits/index.js';
+import { linksOfAccount } from '../ledger/index.js';
 
 /** One active entitlement: a Feature by lookup_key, with the ids Stripe would give it. */
 export interface SampleEntitlement {
@@ -48,3 +52,18 @@ export function summaryUpdatedEvent(customerId: string, lookupKeys: readonly str
 }
 
 export const randomCustomerId = () => randomStripeId('cus');
+
+/**
+ * What Stripe would send for each Stripe customer linked to the account: a summary of the Features
+ * of the package or plan bought through the Checkout Session that linked it (npm run send-event
+ * --entitlements). None when the account has no linked customer.
+ */
+export async function accountSummaries(db: Kysely<Database>, accountId: string, at: number): Promise<SampleEvent[]> {
+  const links = await linksOfAccount(db, accountId);
+  return Promise.all(
+    links.map(async (link) => {
+      const features = (await featuresOfCheckoutSession(db, link.checkoutSessionId)) ?? (await planFeaturesOfCheckoutSession(db, link.checkoutSessionId)) ?? [];
+      return summaryUpdatedEvent(link.customerId, features, at);
+    }),
+  );
+}

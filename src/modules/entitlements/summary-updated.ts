@@ -11,6 +11,7 @@
 import type { Transaction } from 'kysely';
 import { lockWaitKeys, objectOf, RetryLaterError, type Database, type EventHandler, type Notifications } from '../../business-module.js';
 import { subscriptionCheckoutOpenSince } from '../billing/index.js';
+import { customerCheckoutOpenSince } from '../credits/index.js';
 import { accountOfCustomer, customerWaitKey } from '../ledger/index.js';
 import { requestFullRead } from './full-read.js';
 import { applyCustomerSet } from './mirror.js';
@@ -52,8 +53,8 @@ export const summaryUpdated =
 
 /**
  * The account the customer is linked to; undefined when nothing this service opened can link it
- * any more. Waits (RetryLaterError) while a subscription's Checkout Session that may still link a
- * customer is open: its completion links and wakes. Found unlinked, the wait key is locked before
+ * any more. Waits (RetryLaterError) while a Checkout Session that may still link a customer is
+ * open (a subscription's, or a package's that names features): its completion links and wakes. Found unlinked, the wait key is locked before
  * the look again, as src/events/event-waits.ts wants; a link that commits meanwhile is then seen.
  * Holding the key, the handler then locks rows a waker may hold (the account's balance, to tell
  * the app): safe, because the one waker of this key is the transaction that inserts the
@@ -66,7 +67,8 @@ async function linkedAccount(tx: Transaction<Database>, customerId: string): Pro
   await lockWaitKeys(tx, [key]);
   const linkedMeanwhile = await accountOfCustomer(tx, customerId);
   if (linkedMeanwhile !== undefined) return linkedMeanwhile;
-  if (!(await subscriptionCheckoutOpenSince(tx, new Date(Date.now() - LINK_HORIZON_MS)))) return undefined;
+  const since = new Date(Date.now() - LINK_HORIZON_MS);
+  if (!(await subscriptionCheckoutOpenSince(tx, since)) && !(await customerCheckoutOpenSince(tx, since))) return undefined;
   throw new RetryLaterError(
     `customer ${customerId} is not linked to an account yet: waiting for a Checkout Session this service opened to complete and link it (one is still open)`,
     { waitsFor: [key], ignoreWhenExhausted: true },

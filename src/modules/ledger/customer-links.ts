@@ -102,3 +102,14 @@ export async function lockCustomersOfAccount(tx: Transaction<Database>, accountI
     .execute();
   return rows.map((row) => row.customer_id);
 }
+
+/** The account's customers and the Checkout Session that linked each (npm run send-event --entitlements). */
+export async function linksOfAccount(db: Kysely<Database>, accountId: string): Promise<CustomerLink[]> {
+  const rows = await withLedgerTables(db)
+    .selectFrom('stripe_customers')
+    .select(['customer_id', 'linked_by'])
+    .where('account_id', '=', accountId)
+    .orderBy('linked_at')
+    .execute();
+  return rows.map((row) => ({ customerId: row.customer_id, accountId, checkoutSessionId: row.linked_by }));
+}

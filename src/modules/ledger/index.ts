@@ -37,6 +37,7 @@ export {
   customerWaitKey,
   linkCustomer,
   linkCustomers,
+  linksOfAccount,
   lockCustomersOfAccount,
   type CustomerLink,
 } from './customer-links.js';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { billingModule } from '../../../src/modules/billing/index.js';
-import { creditsModule } from '../../../src/modules/credits/index.js';
+import { creditsModule, packageCatalog } from '../../../src/modules/credits/index.js';
 import { entitlementsModule } from '../../../src/modules/entitlements/index.js';
 import { randomCustomerId, summaryUpdatedEvent } from '../../../src/modules/entitlements/sample-events.js';
 import { withEntitlementTables } from '../../../src/modules/entitlements/tables.js';
@@ -74,4 +74,21 @@ test("while a subscription's Checkout Session is open a summary of an unknown cu
   assert.equal(gaveUp!.row.status, 'ignored');
   assert.match(gaveUp!.row.last_error ?? '', new RegExp(`gave up waiting after 96 h: customer ${customerId} is not linked to an account yet`));
   assert.deepEqual(await mirrored(customerId), []);
+});
+
+test("a package's Checkout that makes a customer (it names features) holds an unknown customer's summary too; paid, it links and wakes it", async () => {
+  await packageCatalog.insert(database.db, { id: 'featured', name: 'Featured', amount: 900, currency: 'chf', credits: 5, features: ['export'] }, null);
+  const order = await givenOrder(database, { packageId: 'featured' });
+  const customerId = randomCustomerId();
+  const summary = summaryUpdatedEvent(customerId, ['export'], now());
+  const [waiting] = await fulfilWith(database, entitlements, [summary]);
+  assert.equal(waiting!.row.status, 'processing');
+  const paid = paidEvent(order);
+  const [granted] = await fulfilWith(database, credits, [sampleEvent(paid.type, { ...paid.data.object, customer: customerId })]);
+  assert.equal(granted!.row.status, 'processed');
+  const woken = await database.db.selectFrom('stripe_events').select(['waits_for', 'job_key']).where('event_id', '=', summary.id).executeTakeFirstOrThrow();
+  assert.deepEqual([woken.waits_for, woken.job_key !== null], [null, true]);
+  const [applied] = await fulfilWith(database, entitlements, [summary]);
+  assert.equal(applied!.row.status, 'processed');
+  assert.deepEqual(await mirrored(customerId), [{ lookup_key: 'export' }]);
 });
