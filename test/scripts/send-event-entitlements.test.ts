@@ -2,28 +2,13 @@
 // that names Stripe Features was bought (its checkout links the Stripe customer), the summary
 // Stripe would send makes those features the account's, told to the app once.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
 import { newAccountId } from '../support/factories.js';
 import { notifyingServiceForFile, receivedWhere } from '../support/notification-receiver.js';
-import { API_TOKEN, WEBHOOK_SECRET } from '../support/service.js';
+import { sendEvent } from '../support/send-event.js';
 import { waitFor } from '../support/wait-for.js';
 
 const file = notifyingServiceForFile();
-const run = promisify(execFile);
-
-async function sendEvent(args: string[]): Promise<void> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: 'test',
-    DATABASE_URL: file.database.url,
-    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    API_TOKEN,
-    LOG_LEVEL: 'silent',
-  };
-  await run(process.execPath, ['--import', 'tsx', 'scripts/send-event.ts', ...args, '--url', file.service.url], { env });
-}
 
 test("a plan with features, bought and paid, then --entitlements: the account holds the plan's features, told once", async () => {
   const plan = { id: 'team', name: 'Team', amount: 4900, currency: 'chf', credits: 100, interval: 'month', features: ['priority_support', 'sso'] };
@@ -31,13 +16,13 @@ test("a plan with features, bought and paid, then --entitlements: the account ho
   const accountId = newAccountId();
   const reply = await file.service.call('POST', '/api/subscriptions', { body: { plan_id: 'team', account_id: accountId } });
   assert.equal(reply.status, 201);
-  await sendEvent(['--subscription', reply.body.subscription_id as string, '--in-order']);
+  await sendEvent(file, ['--subscription', reply.body.subscription_id as string, '--in-order']);
   await waitFor(
     'the first period paid',
     receivedWhere(file.receiver, (n) => n.type === 'subscription.period_paid' && n.data.account_id === accountId),
   );
 
-  await sendEvent(['--entitlements', accountId]);
+  await sendEvent(file, ['--entitlements', accountId]);
   const [told] = await waitFor(
     'account.entitlements_updated',
     receivedWhere(file.receiver, (n) => n.type === 'account.entitlements_updated' && n.data.account_id === accountId),
@@ -51,5 +36,5 @@ test("a plan with features, bought and paid, then --entitlements: the account ho
 });
 
 test('--entitlements for an account with no linked Stripe customer says so', async () => {
-  await assert.rejects(sendEvent(['--entitlements', newAccountId()]), /has no linked Stripe customer/);
+  await assert.rejects(sendEvent(file, ['--entitlements', newAccountId()]), /has no linked Stripe customer/);
 });
