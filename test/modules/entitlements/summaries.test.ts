@@ -35,7 +35,7 @@ async function deliverProcessed(event: { id: string }, service: TestService = fi
 
 const updatesOf = (accountId: string) => () => file.receiver.unique().filter((r) => r.type === UPDATED && r.data.account_id === accountId);
 
-/** The account's notifications once there are `count`, after which none more arrives while the API already answers. */
+/** The account's notifications, once `count` have arrived, in `sequence` order. */
 async function told(accountId: string, count: number): Promise<ReceivedNotification[]> {
   const found = await waitFor(
     `${count} ${UPDATED} of ${accountId}`,
