@@ -11,17 +11,19 @@ import { StripeCalls } from '../src/stripe/stripe-calls.js';
 type Kind = keyof typeof catalogKinds;
 
 const usage = `usage: npm run catalog -- list [--json]
-       npm run catalog -- add-package --id <id> --name <name> --amount <minor units> --currency <iso> --credits <n> [--price <price_…>] [--json]
+       npm run catalog -- add-package --id <id> --name <name> --amount <minor units> --currency <iso> --credits <n> [--price <price_…>] [--features <a,b>] [--json]
        npm run catalog -- add-plan --id <id> --name <name> --amount <minor units> --currency <iso> --credits <n>
-                         --interval day|week|month|year [--interval-count <n>] [--price <price_…>] [--json]
+                         --interval day|week|month|year [--interval-count <n>] [--price <price_…>] [--features <a,b>] [--json]
        npm run catalog -- archive <id> [--kind package|plan] [--json]
        npm run catalog -- import-stripe --product <prod_…> | --all [--json]
 
 list shows every package and plan, archived ones too. add-package and add-plan create one
 (amount in the currency's minor unit: 1900 = CHF 19.00; a plan's credits are per period); with
 --price, Checkout sells that Stripe Price, which must say the same amount, currency, one-time or
-recurring and interval (needs STRIPE_SECRET_KEY). Amount, currency, credits, interval and price
-never change afterwards: add a new one and archive the old. archive takes it off sale: the app
+recurring and interval (needs STRIPE_SECRET_KEY); --features names the Stripe Features (lookup
+keys, comma-separated) its Product grants, shown in the catalog (a package with features has
+Checkout make a Stripe customer, whose entitlements become the account's). Amount, currency,
+credits, interval, price and features never change afterwards: add a new one and archive the old. archive takes it off sale: the app
 no longer lists it and new checkouts are refused, while orders and subscriptions already made
 keep granting and renewing. import-stripe makes an item of every active Price of the Product (or
 of every active Product) whose metadata.credits says how many credits it grants: a package for a
@@ -42,6 +44,7 @@ runScript({
     currency: { type: 'string' },
     credits: { type: 'string' },
     price: { type: 'string' },
+    features: { type: 'string' },
     interval: { type: 'string' },
     'interval-count': { type: 'string' },
     kind: { type: 'string' },
@@ -84,7 +87,8 @@ function noMore(rest: string[]): void {
 function listed([packages, plans]: [CatalogItem[], CatalogItem[]]) {
   const line = (item: CatalogItem) =>
     `  ${item.active ? ' ' : 'archived '}${item.id}  ${item.name}  ${item.amount} ${item.currency}  ${item.credits} credits` +
-    `${item.interval ? ` every ${item.interval_count} ${item.interval}` : ''}${item.stripe_price_id ? `  Price ${item.stripe_price_id}` : ''}`;
+    `${item.interval ? ` every ${item.interval_count} ${item.interval}` : ''}${item.stripe_price_id ? `  Price ${item.stripe_price_id}` : ''}` +
+    `${item.features.length > 0 ? `  features ${item.features.join(', ')}` : ''}`;
   const lines = [`packages:${packages.length ? '' : ' none'}`, ...packages.map(line), `plans:${plans.length ? '' : ' none'}`, ...plans.map(line)];
   return { json: { packages, plans }, text: lines.join('\n') };
 }
@@ -98,6 +102,7 @@ async function add(kind: Kind, values: Record<string, unknown>, ctx: ScriptConte
     currency: values.currency,
     credits: number(values.credits),
     ...(values.price !== undefined && { stripe_price_id: values.price }),
+    ...(typeof values.features === 'string' && { features: values.features.split(',').filter((key) => key !== '') }),
     ...(kind === 'plan' && { interval: values.interval, ...(values['interval-count'] !== undefined && { interval_count: number(values['interval-count']) }) }),
   };
   if (kind === 'package' && (values.interval !== undefined || values['interval-count'] !== undefined))

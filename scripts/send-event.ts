@@ -2,6 +2,8 @@
 // Stripe's example objects, signs each with the configured webhook secret (as Stripe signs each
 // delivery) and posts them to a running instance: one event, or a subscription's whole period.
 import { periodEvents } from '../src/modules/billing/sample-events.js';
+import { featuresOfCheckoutSession } from '../src/modules/credits/index.js';
+import { accountSummaries } from '../src/modules/entitlements/sample-events.js';
 import { billingPeriodEnd, type BillingInterval } from '../src/stripe/billing-period.js';
 import {
   randomStripeId,
@@ -33,6 +35,7 @@ const EXAMPLES: Record<string, Parameters<typeof exampleObject>[0]> = {
 runScript({
   usage: `usage: npm run send-event -- <type> [--order <order_id>] [--event-id <evt_…>] [--times <n>] [--thin [--stripe-url <base>]] [--url <base>] [--json]
        npm run send-event -- --subscription <subscription_id> [--cycle <n>] [--in-order] [--thin [--stripe-url <base>]] [--url <base>] [--json]
+       npm run send-event -- --entitlements <account_id> [--thin [--stripe-url <base>]] [--url <base>] [--json]
 
 Signs and posts one event to a running stripe-inbox (default ${'http://localhost:$PORT'}).
   ${CHECKOUT_TYPES.join(', ')}
@@ -50,10 +53,15 @@ Stripe, use a thin event destination instead.
 --subscription sends every event of one paid period of that subscription (from POST
 /api/subscriptions), shuffled as Stripe may deliver them: --cycle 1 (the default) is the first
 period (the subscription's creation, its checkout, the first invoice paid), --cycle 2 and on
-renewals. --in-order keeps Stripe's order.`,
+renewals. --in-order keeps Stripe's order.
+
+--entitlements sends, for each Stripe customer linked to the account (by a completed checkout of
+a plan, or of a package that names features), the entitlements.active_entitlement_summary.updated
+Stripe would send: the features of the plan or package bought through that customer's checkout.`,
   options: {
     order: { type: 'string' },
     subscription: { type: 'string' },
+    entitlements: { type: 'string' },
     cycle: { type: 'string', default: '1' },
     'in-order': { type: 'boolean' },
     'event-id': { type: 'string' },
@@ -63,7 +71,8 @@ renewals. --in-order keeps Stripe's order.`,
     'stripe-url': { type: 'string' },
   },
   positionals: true,
-  async run({ values, positionals }, { config }) {
+  async run({ values, positionals }, ctx) {
+    const { config } = ctx;
     const base = typeof values.url === 'string' ? values.url : `http://localhost:${config.port}`;
     const secret = config.webhookSecrets[0]!;
     const stripeUrl = typeof values['stripe-url'] === 'string' ? values['stripe-url'] : (config.stripeApiBase ?? `http://127.0.0.1:${OFFLINE_STRIPE_PORT}`);
@@ -73,6 +82,22 @@ renewals. --in-order keeps Stripe's order.`,
       await tellStandIn(stripeUrl, event);
       return thinNotification(event);
     };
+    if (typeof values.entitlements === 'string') {
+      if (positionals.length > 0) throw new UsageError("--entitlements sends the account's summaries: give no event type with it");
+      const events = await accountSummaries((await ctx.database()).db, values.entitlements, Math.floor(Date.now() / 1000));
+      if (events.length === 0)
+        throw new UsageError(`account ${values.entitlements} has no linked Stripe customer: complete a checkout of a plan first (--subscription)`);
+      const replies = [];
+      for (const event of events) {
+        const delivery = await deliveryOf(event);
+        replies.push({ event_id: delivery.id, type: delivery.type, ...(await post(base, delivery, secret)) });
+      }
+      return {
+        json: { account_id: values.entitlements, replies },
+        text: replies.map((r) => `${r.event_id} ${r.type} → ${r.status} ${JSON.stringify(r.body)}`).join('\n'),
+        exitCode: replies.every((r) => r.status === 200) ? 0 : 1,
+      };
+    }
     if (typeof values.subscription === 'string') {
       if (positionals.length > 0) throw new UsageError('--subscription sends a whole period: give no event type with it');
       const cycle = wholeNumberOption(values.cycle, '--cycle', { min: 1, max: 1000, example: '2' });
@@ -109,6 +134,9 @@ renewals. --in-order keeps Stripe's order.`,
         currency: order.currency,
         ...(order.checkout_session_id && { sessionId: order.checkout_session_id }),
       });
+      // A package that grants features asked Checkout for a customer: the one the stand-in named.
+      const features = order.checkout_session_id && (await featuresOfCheckoutSession((await ctx.database()).db, order.checkout_session_id));
+      if (features && features.length > 0) object.customer = `cus_test_${order.order_id}`;
     } else {
       object = EXAMPLES[type] ? exampleObject(EXAMPLES[type]) : { id: randomStripeId('obj'), object: type.split('.')[0] };
     }
@@ -189,6 +217,8 @@ async function subscriptionPeriod(base: string, apiToken: string, subscription: 
     stripeSubscriptionId: subscription.stripe_subscription_id ?? `sub_test_${subscription.subscription_id}`,
     // The session POST /api/subscriptions stored: its completion is what links the Stripe subscription.
     checkoutSessionId: subscription.checkout_session_id ?? undefined,
+    // The customer the stand-in's subscription Checkout named (src/dev/offline-stripe/resources.ts).
+    customerId: `cus_test_${subscription.subscription_id}`,
     amount: plan.amount,
     currency: plan.currency,
   };

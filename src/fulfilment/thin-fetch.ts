@@ -84,9 +84,7 @@ export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate, livemode: 
       return 'finish' in missed ? missed : asCurrentState(event, missed);
     }
     const type = snapshotTypeOf(event.type);
-    if (type === undefined || !notification.success || !notification.data.related_object) {
-      throw new PermanentError(`thin event: ${event.type} names no related object to fetch`);
-    }
+    if (type === undefined || !notification.success) throw new PermanentError(`thin event: ${event.type} names no related object to fetch`);
     const { snapshot_event: snapshotEvent, related_object: related, context } = notification.data;
     if (snapshotEvent) {
       const snapshot = await get('thin_fetch_event', `/v1/events/${encodeURIComponent(snapshotEvent)}`, event, context);
@@ -94,6 +92,8 @@ export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate, livemode: 
       refuseOtherMode(`snapshot event ${snapshotEvent}`, snapshot.livemode, livemode);
       return { ...event, type, payload: snapshot };
     }
+    // An object without a URL of its own (an active entitlement summary) is named by its snapshot event only.
+    if (!related) throw new PermanentError(`thin event: ${event.type} names no related object to fetch`);
     const began = Math.floor(Date.now() / 1000);
     const object = await getOwnMode(event)('thin_fetch_related_object', related.url, context, `the object at ${quoted(related.url)}`);
     return asCurrentState(event, { type, eventId: event.event_id, objectId: event.object_id, began, object });

@@ -112,7 +112,17 @@ export function disputeObject(input: {
 
 /** The example object for a type we do not act on (telemetry, ignored types). */
 export function exampleObject(
-  name: 'charge' | 'payment_intent' | 'refund' | 'checkout.session' | 'invoice' | 'subscription' | 'price' | 'product' | 'dispute',
+  name:
+    | 'charge'
+    | 'payment_intent'
+    | 'refund'
+    | 'checkout.session'
+    | 'invoice'
+    | 'subscription'
+    | 'price'
+    | 'product'
+    | 'dispute'
+    | 'entitlements.active_entitlement_summary',
 ): Record<string, unknown> {
   return fixture(name);
 }
@@ -141,14 +151,16 @@ export function objectUrl(object: { id: string; object: string }): string {
  * (`withSnapshot: false`: without it, as Stripe sends when there is no snapshot to name).
  */
 export function thinNotification(event: SampleEvent, { withSnapshot = true } = {}): ThinNotification {
-  const object = event.data.object as { id: string; object: string };
+  const object = event.data.object as { id?: string; object: string };
   return {
     id: randomStripeId('evt'),
     object: 'v2.core.event',
     type: `v1.${event.type}`,
     created: new Date(event.created * 1000).toISOString(),
     livemode: event.livemode,
-    related_object: { id: object.id, type: object.object, url: objectUrl(object) },
+    // An object without an id of its own (an active entitlement summary, the customer's) has no
+    // URL: Stripe's thin event of it names only its snapshot event.
+    related_object: object.id === undefined ? null : { id: object.id, type: object.object, url: objectUrl({ id: object.id, object: object.object }) },
     ...(withSnapshot && { snapshot_event: event.id }),
   };
 }

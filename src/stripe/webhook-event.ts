@@ -45,7 +45,8 @@ const eventShape = z.object({
 /**
  * A thin notification (an event destination's thin payload): what happened and to which object,
  * without the object. Fulfilment fetches what the handlers need (src/fulfilment/thin-fetch.ts).
- * A v1 type always names its related object (Stripe's `v1.<type>` thin events of v1 resources).
+ * A v1 type names its related object (Stripe's `v1.<type>` thin events of v1 resources), or only its
+ * snapshot event when the object has no URL of its own.
  */
 const thinShape = z
   .object({
@@ -65,7 +66,9 @@ const thinShape = z
       .nullish(),
     snapshot_event: printable(MAX_ID_LENGTH).nullish(),
   })
-  .refine((thin) => !isV1ThinType(thin.type) || thin.related_object, { path: ['related_object'] });
+  // A v1 type names its related object, or (an object without a URL of its own, such as an active
+  // entitlement summary) only its snapshot event: fulfilment fetches one of them.
+  .refine((thin) => !isV1ThinType(thin.type) || thin.related_object || thin.snapshot_event, { path: ['related_object'] });
 
 export type ThinNotification = z.infer<typeof thinShape>;
 

@@ -152,7 +152,11 @@ describe('types no module handles', () => {
 
 describe('a malformed thin notification', () => {
   const cases: Array<[string, (thin: ThinNotification) => unknown, string]> = [
-    ['a v1 type without related_object', (thin) => ({ ...thin, related_object: null }), 'malformed event: related_object is missing or invalid'],
+    [
+      'a v1 type without related_object nor snapshot_event',
+      (thin) => ({ ...thin, related_object: null, snapshot_event: undefined }),
+      'malformed event: related_object is missing or invalid',
+    ],
     [
       'a related object URL of another host',
       (thin) => ({ ...thin, related_object: { ...thin.related_object, url: 'https://example.com/v1/x' } }),

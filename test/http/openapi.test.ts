@@ -189,7 +189,9 @@ test("the notification types the modules send are the document's webhooks, and e
     );
   // `type: 'order.paid'` in a notifyAccounts call; the dispute types by their role (ledger/disputes.ts).
   const sent = new Set(
-    sources('src/modules').flatMap((text) => [...text.matchAll(/\b(?:type|disputed|reinstated):\s*'((?:order|subscription)\.[a-z_]+)'/g)].map((m) => m[1]!)),
+    sources('src/modules').flatMap((text) =>
+      [...text.matchAll(/\b(?:type|disputed|reinstated):\s*'((?:order|subscription|account)\.[a-z_]+)'/g)].map((m) => m[1]!),
+    ),
   );
   assert.deepEqual(Object.keys(openApi.webhooks).sort(), [...sent].sort());
   t.diagnostic(`${sent.size} notification types, ${compileComponents()} component schemas compiled`);

@@ -320,6 +320,8 @@ describe('catalog', () => {
       'week',
       '--interval-count',
       '2',
+      '--features',
+      'sso,audit_log',
       '--json',
     ]);
     assert.equal(plan.code, 0, plan.stderr);
@@ -331,6 +333,7 @@ describe('catalog', () => {
       credits: 5,
       active: true,
       stripe_price_id: null,
+      features: ['sso', 'audit_log'],
       interval: 'week',
       interval_count: 2,
     });

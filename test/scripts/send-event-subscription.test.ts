@@ -1,29 +1,14 @@
 // `npm run send-event -- --subscription` as a developer runs it against `npm start`: the app is
 // told of real periods, the first from now for the plan's interval, each renewal the next one.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
 import { billingPeriodEnd } from '../../src/stripe/billing-period.js';
 import { newAccountId } from '../support/factories.js';
 import { notifyingServiceForFile, receivedWhere } from '../support/notification-receiver.js';
-import { API_TOKEN, WEBHOOK_SECRET } from '../support/service.js';
+import { sendEvent } from '../support/send-event.js';
 import { waitFor } from '../support/wait-for.js';
 
 const file = notifyingServiceForFile();
-const run = promisify(execFile);
-
-async function sendEvent(args: string[]): Promise<void> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: 'test',
-    DATABASE_URL: file.database.url,
-    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    API_TOKEN,
-    LOG_LEVEL: 'silent',
-  };
-  await run(process.execPath, ['--import', 'tsx', 'scripts/send-event.ts', ...args, '--url', file.service.url], { env });
-}
 
 const seconds = (iso: unknown) => Date.parse(iso as string) / 1000;
 
@@ -38,7 +23,7 @@ test('each subscription.period_paid tells a real period: the first from now for 
     );
 
   const sentFrom = Math.floor(Date.now() / 1000);
-  await sendEvent(['--subscription', subscriptionId]);
+  await sendEvent(file, ['--subscription', subscriptionId]);
   const sentBy = Math.ceil(Date.now() / 1000);
   const [first] = await periodsPaid(1);
   const start = seconds(first!.data.period_start);
@@ -49,7 +34,7 @@ test('each subscription.period_paid tells a real period: the first from now for 
   await waitFor('the subscription active', async () =>
     (await file.service.call('GET', `/api/subscriptions/${subscriptionId}`)).body.current_period_end ? true : undefined,
   );
-  await sendEvent(['--subscription', subscriptionId, '--cycle', '2']);
+  await sendEvent(file, ['--subscription', subscriptionId, '--cycle', '2']);
   const renewal = (await periodsPaid(2)).find((n) => n.id !== first!.id)!;
   assert.equal(seconds(renewal.data.period_start), seconds(first!.data.period_end));
   assert.equal(seconds(renewal.data.period_end), billingPeriodEnd(seconds(first!.data.period_end), 'month'));

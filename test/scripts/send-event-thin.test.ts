@@ -5,20 +5,14 @@ import { execFile } from 'node:child_process';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { finishedEvent, givenOrder, grantsOf } from '../support/factories.js';
-import { API_TOKEN, serviceForFile, WEBHOOK_SECRET } from '../support/service.js';
+import { sendEventEnv } from '../support/send-event.js';
+import { serviceForFile } from '../support/service.js';
 
 const file = serviceForFile();
 const run = promisify(execFile);
 
 async function sendEvent(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: 'test',
-    DATABASE_URL: file.database.url,
-    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    API_TOKEN,
-    LOG_LEVEL: 'silent',
-  };
+  const env = sendEventEnv(file.database);
   delete env.STRIPE_API_BASE;
   try {
     const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'scripts/send-event.ts', ...args], { env });

@@ -26,6 +26,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CHECKOUT_PAGE_PATH, checkoutPage } from './checkout-page.js';
+import type { OfflineEntitlement } from './entitlements.js';
 import { IMPLEMENTED, Resources } from './resources.js';
 import {
   authenticate,
@@ -63,6 +64,8 @@ export interface OfflineStripe {
   /** Makes a Price (or Product) retrievable and listable, and a Price sellable by Checkout; adding one again replaces it. */
   addPrice(price: Record<string, unknown>): void;
   addProduct(product: Record<string, unknown>): void;
+  /** Sets the customer's active entitlements, as GET /v1/entitlements/active_entitlements lists them. */
+  setActiveEntitlements(customerId: string, entitlements: readonly OfflineEntitlement[]): void;
   failNext(count: number, status?: number): void;
   setDelay(ms: number): void;
   close(): Promise<void>;
@@ -214,6 +217,9 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     },
     addProduct(product) {
       resources.catalogue.products.set(product.id as string, product);
+    },
+    setActiveEntitlements(customerId, entitlements) {
+      resources.entitlements.byCustomer.set(customerId, entitlements);
     },
     failNext(count, status = 500) {
       failures = { remaining: count, status };

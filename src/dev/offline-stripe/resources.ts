@@ -1,12 +1,14 @@
 // The objects the offline Stripe stand-in keeps in memory, and its endpoints over them: Checkout
 // Sessions (payment and subscription mode), refunds, subscriptions (retrieve, and update for
-// cancel_at_period_end), the event list; Prices and Products in prices.ts.
+// cancel_at_period_end), the event list; Prices and Products in prices.ts, active entitlements in
+// entitlements.ts.
 import { CHECKOUT_PAGE_PATH } from './checkout-page.js';
+import { ActiveEntitlements } from './entitlements.js';
 import { Catalogue } from './prices.js';
 import { invalid, isRecord, integer, missing, ok, randomId, StripeApiError, type Params, type Reply } from './wire.js';
 
 export const IMPLEMENTED =
-  'Checkout Session create and retrieve, refund create, subscription retrieve and update, event list and retrieve, thin event (v2) list and retrieve, price and product retrieve and list, and retrieve of any object added to it';
+  'Checkout Session create and retrieve, refund create, subscription retrieve and update, event list and retrieve, thin event (v2) list and retrieve, price and product retrieve and list, active entitlements list, and retrieve of any object added to it';
 
 export class Resources {
   readonly sessions = new Map<string, Params>();
@@ -14,6 +16,7 @@ export class Resources {
   readonly subscriptions = new Map<string, Params>();
   readonly events: Array<{ event: Params; delivered: boolean }> = [];
   readonly catalogue = new Catalogue();
+  readonly entitlements = new ActiveEntitlements();
   /** Thin notifications, as GET /v2/core/events lists them. */
   readonly thinEvents: Params[] = [];
   /** Any other object by id (an invoice, a charge): what a thin notification's related_object.url fetches. */
@@ -41,6 +44,8 @@ export class Resources {
     const subscription = /^\/v1\/subscriptions\/([^/]+)$/.exec(path)?.[1];
     if (method === 'GET' && subscription !== undefined) return ok(found(this.subscriptions, subscription, 'subscription', 'id'));
     if (method === 'POST' && subscription !== undefined) return ok(this.updateSubscription(subscription, params));
+    const entitled = this.entitlements.route(method, path, params);
+    if (entitled) return ok(entitled);
     const catalogued = this.catalogue.route(method, path, params);
     return catalogued && ok(catalogued);
   }
@@ -58,6 +63,12 @@ export class Resources {
       metadataOf(params[param], `${param}[metadata]`);
     }
     metadataOf(params, 'metadata');
+    // Stripe's rule: customer_creation is for payment mode (a subscription always has a customer).
+    if (params.customer_creation !== undefined) {
+      if (params.mode !== 'payment') throw invalid('`customer_creation` can only be used in `payment` mode.', 'customer_creation');
+      if (!['always', 'if_required'].includes(params.customer_creation as string))
+        throw invalid('Invalid customer_creation: must be one of always or if_required', 'customer_creation');
+    }
     const lineItems = params.line_items;
     if (!Array.isArray(lineItems) || lineItems.length === 0) throw missing('line_items');
     let amount = 0;
@@ -94,7 +105,7 @@ export class Resources {
       client_secret: null,
       created,
       expires_at: created + 24 * 60 * 60,
-      customer: null,
+      customer: customerOf(params),
       customer_details: null,
       customer_email: params.customer_email ?? null,
       invoice: null,
@@ -134,7 +145,7 @@ export class Resources {
       object: 'subscription',
       created,
       currency: session.currency,
-      customer: null,
+      customer: session.customer,
       livemode: false,
       status: 'active',
       cancel_at_period_end: false,
@@ -224,6 +235,16 @@ function listThin(events: readonly Params[], params: Params): Params {
     .sort((a, b) => Date.parse(b.created as string) - Date.parse(a.created as string));
   const end = start + limit;
   return { data: matching.slice(start, end), next_page_url: end < matching.length ? `/v2/core/events?page=${end}` : null, previous_page_url: null };
+}
+
+/**
+ * The customer a session makes: a subscription's always, a payment's when customer_creation is
+ * 'always'. Stripe makes it when the buyer pays; nobody pays offline, so it is named at once,
+ * `cus_test_<client_reference_id>`, which `npm run send-event` names in the session's completion.
+ */
+function customerOf(params: Params): string | null {
+  if (params.mode !== 'subscription' && params.customer_creation !== 'always') return null;
+  return `cus_test_${typeof params.client_reference_id === 'string' ? params.client_reference_id : randomId(14)}`;
 }
 
 /** Metadata is a map of strings (Stripe refuses a nested value), or absent. */

@@ -8,7 +8,7 @@ import { refresh } from './refresh.js';
 
 /**
  * @typedef {{ id: string, name: string, amount: number, currency: string, credits: number, active: boolean, stripe_price_id: string | null,
- *   interval?: string, interval_count?: number }} CatalogItem
+ *   features: string[], interval?: string, interval_count?: number }} CatalogItem
  */
 
 /**
@@ -20,7 +20,7 @@ export function catalogTable(packages, plans) {
   const items = [...packages.map((item) => ({ kind: 'packages', item })), ...plans.map((item) => ({ kind: 'plans', item }))];
   const body = tableBody(
     $('catalog'),
-    ['kind', 'id', 'name', 'price', 'credits', 'every', 'Stripe Price', 'status', ''],
+    ['kind', 'id', 'name', 'price', 'credits', 'every', 'Stripe Price', 'features', 'status', ''],
     items.length,
     'Nothing in the catalog.',
   );
@@ -34,6 +34,7 @@ export function catalogTable(packages, plans) {
     cell(row, item.credits);
     cell(row, item.interval ? item.interval_count + ' ' + item.interval : '');
     cell(row, item.stripe_price_id);
+    cell(row, item.features.join(', '));
     cell(row, item.active ? 'on sale' : 'archived', 'status');
     buttonCell(row, item.active ? 'archive' : 'restore', item.active ? 'Archive' : 'Put back on sale', async () => {
       await api('PATCH', '/' + kind + '/' + encodeURIComponent(item.id), { active: !item.active });

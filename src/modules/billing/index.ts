@@ -22,6 +22,8 @@ import type { BillingTables } from './tables.js';
 
 // Plans as catalog items, for the admin API's routes, npm run catalog and the start-up check.
 export { newPlan, planCatalog } from './plan-catalog.js';
+// Whether a subscription's Checkout Session may still link a Stripe customer (the entitlements module).
+export { planFeaturesOfCheckoutSession, subscriptionCheckoutOpenSince } from './subscriptions.js';
 
 export const billingModule = defineModule({
   name: 'billing',

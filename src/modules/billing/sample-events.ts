@@ -15,6 +15,8 @@ export interface SampleSubscription {
    * subscription to ours. A session of another id (the default, a random one) links nothing.
    */
   checkoutSessionId?: string | undefined;
+  /** The Stripe customer its Checkout Session made (cus_…); none unless given. */
+  customerId?: string | undefined;
   amount: number;
   currency: string;
 }
@@ -236,5 +238,6 @@ export function checkoutSessionObject(subscription: SampleSubscription): Record<
     metadata: { [SUBSCRIPTION_ID_KEY]: subscription.subscriptionId },
     payment_intent: null,
     subscription: subscription.stripeSubscriptionId,
+    customer: subscription.customerId ?? null,
   };
 }

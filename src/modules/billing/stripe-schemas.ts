@@ -75,6 +75,8 @@ export const subscriptionCheckoutSession = z.object({
   object: z.literal('checkout.session'),
   mode: z.string(),
   subscription: z.string().nullable(),
+  // The customer Checkout made (or was given) for the subscription: linked to our account.
+  customer: z.string().nullish(),
   metadata,
 });
 

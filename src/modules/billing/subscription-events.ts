@@ -1,9 +1,11 @@
 // Events that keep our subscription true to Stripe; none of them grants (invoice.paid does, in
 // invoice-paid.ts). checkout.session.completed of the Checkout Session we opened links our row to
-// Stripe's subscription, and nothing else does (subscription-links.ts); customer.subscription.
+// Stripe's subscription, and nothing else does (subscription-links.ts), and its customer to our
+// account (the ledger's customer-links.ts); customer.subscription.
 // created|updated|deleted carry the subscription itself; invoice.payment_failed means the status
 // is changing, so the subscription is fetched from Stripe.
 import { objectOf, type EventHandler, type Notifications, type Wake } from '../../business-module.js';
+import { linkCustomer } from '../ledger/index.js';
 import { stripeInvoice, stripeSubscription, subscriptionCheckoutSession, SUBSCRIPTION_ID_KEY } from './stripe-schemas.js';
 import { linkCheckoutSession, lockLinkedSubscription } from './subscription-links.js';
 import { applyState, requestRefresh, stateOf } from './subscription-state.js';
@@ -35,6 +37,8 @@ export const subscriptionCheckoutCompleted =
       named: session.metadata?.[SUBSCRIPTION_ID_KEY],
     });
     if (!subscription) return notOurs(`subscription Checkout Session ${session.id}`);
+    // The session's customer is the account's too: its entitlements become the account's.
+    if (session.customer) await linkCustomer(tx, wake, { customerId: session.customer, accountId: subscription.account_id, checkoutSessionId: session.id });
     return { status: 'processed' };
   };
 

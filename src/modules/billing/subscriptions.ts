@@ -4,8 +4,8 @@
 // cancellation) kept by subscription-state.ts.
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import type { Wake } from '../../business-module.js';
-import type { BillingDatabase, PlanRow, SubscriptionRow } from './tables.js';
+import type { Database, Wake } from '../../business-module.js';
+import { withBillingTables, type BillingDatabase, type PlanRow, type SubscriptionRow } from './tables.js';
 
 export async function listPlans(db: Kysely<BillingDatabase>): Promise<PlanRow[]> {
   return db.selectFrom('plans').selectAll().where('active', '=', true).orderBy('amount').execute();
@@ -46,6 +46,23 @@ export async function findSubscription(db: Kysely<BillingDatabase>, subscription
   return db.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).executeTakeFirst();
 }
 
+/**
+ * Whether a Checkout Session POST /api/subscriptions opened since `since` has not completed yet:
+ * its completion would link a Stripe customer to one of our accounts (the ledger's
+ * customer-links.ts), so an event about a customer we do not know may be waiting for it.
+ */
+export async function subscriptionCheckoutOpenSince(db: Kysely<Database>, since: Date): Promise<boolean> {
+  const open = await withBillingTables(db)
+    .selectFrom('subscriptions')
+    .select('subscription_id')
+    .where('checkout_session_id', 'is not', null)
+    .where('stripe_subscription_id', 'is', null)
+    .where('created_at', '>', since)
+    .limit(1)
+    .executeTakeFirst();
+  return open !== undefined;
+}
+
 /** Our subscription, locked, so that whatever changes it (events, a refresh, a cancel) runs one after the other. */
 export async function lockSubscription(tx: Transaction<BillingDatabase>, subscriptionId: string): Promise<SubscriptionRow | undefined> {
   return tx.selectFrom('subscriptions').selectAll().where('subscription_id', '=', subscriptionId).forUpdate().executeTakeFirst();
@@ -68,4 +85,15 @@ export async function storeCheckoutSession(db: Kysely<BillingDatabase>, subscrip
       .executeTakeFirst();
     if (stored.numUpdatedRows > 0n) await wake(tx, [sessionWaitKey(subscriptionId)]);
   });
+}
+
+/** The Stripe Features the plan subscribed through this Checkout Session grants; undefined for a session no subscription of ours opened. */
+export async function planFeaturesOfCheckoutSession(db: Kysely<Database>, checkoutSessionId: string): Promise<string[] | undefined> {
+  const row = await withBillingTables(db)
+    .selectFrom('subscriptions')
+    .innerJoin('plans', 'plans.plan_id', 'subscriptions.plan_id')
+    .select('plans.features')
+    .where('subscriptions.checkout_session_id', '=', checkoutSessionId)
+    .executeTakeFirst();
+  return row?.features;
 }

@@ -15,6 +15,8 @@ export interface CatalogItem {
   credits: number;
   active: boolean;
   stripe_price_id: string | null;
+  /** The Stripe Features (lookup keys) it grants. */
+  features: string[];
   /** Plans only. */
   interval?: string;
   interval_count?: number;
@@ -28,6 +30,7 @@ export interface NewCatalogItem {
   currency: string;
   credits: number;
   stripe_price_id?: string | undefined;
+  features?: string[] | undefined;
 }
 
 /** One kind of catalog item and the writes of its table, which its module owns. */

@@ -17,6 +17,8 @@ export interface CatalogColumns {
   stripe_price_id: Defaulted<string | null>;
   /** The Price's Product, which product.updated names. */
   stripe_product_id: Defaulted<string | null>;
+  /** The Stripe Features (lookup keys) it grants (sql/credits/0036, sql/billing/0037). */
+  features: Defaulted<string[]>;
 }
 
 interface CatalogTable<K extends string, R extends CatalogColumns & Record<K, string>, I extends NewCatalogItem> {
@@ -28,7 +30,7 @@ interface CatalogTable<K extends string, R extends CatalogColumns & Record<K, st
   /** What an insert writes beyond the columns every catalog table has (a plan's period). */
   ownColumns: (input: I) => Omit<Insertable<R>, keyof CatalogColumns | K>;
   /** What its items show beyond what every catalog item shows (a plan's period). */
-  ownView?: (row: Selectable<R>) => Omit<CatalogItem, 'id' | 'name' | 'amount' | 'currency' | 'credits' | 'active' | 'stripe_price_id'>;
+  ownView?: (row: Selectable<R>) => Omit<CatalogItem, 'id' | 'name' | 'amount' | 'currency' | 'credits' | 'active' | 'stripe_price_id' | 'features'>;
 }
 
 /** The columns a change sets (name and active, under those names in every catalog table); undefined when it changes nothing. */
@@ -57,6 +59,7 @@ export function catalogKind<K extends string, R extends CatalogColumns & Record<
       credits: item.credits,
       active: item.active,
       stripe_price_id: item.stripe_price_id,
+      features: item.features,
       ...spec.ownView?.(row),
     };
   };
@@ -81,6 +84,7 @@ export function catalogKind<K extends string, R extends CatalogColumns & Record<
         credits: input.credits,
         stripe_price_id: input.stripe_price_id ?? null,
         stripe_product_id: stripeProductId,
+        features: input.features ?? [],
         ...spec.ownColumns(input),
         // As Kysely's values(): a column left undefined takes its default rather than null.
       }).filter(([, value]) => value !== undefined);

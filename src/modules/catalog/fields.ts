@@ -39,6 +39,15 @@ const positiveInteger = (what: string, max = 2_147_483_647) =>
 const catalogName = postgresText.trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
 const stripePriceId = z.string().regex(/^price_[A-Za-z0-9_]{1,250}$/, 'must be a Stripe Price id (price_…)');
 
+// A Stripe Feature's lookup_key: at most 80 characters, Stripe says.
+const featureKey = z.string().regex(/^[\x21-\x7e]{1,80}$/, 'must be Stripe Feature lookup keys: 1-80 printable ASCII characters each, no spaces');
+const MAX_FEATURES = 100;
+const features = z
+  .array(featureKey, { error: 'must be a list of Stripe Feature lookup keys' })
+  .max(MAX_FEATURES, `must name at most ${MAX_FEATURES} features`)
+  .refine((keys) => new Set(keys).size === keys.length, 'must name each feature once')
+  .default([]);
+
 /** What every package and plan has: POST /admin/api/packages takes exactly these. */
 export const catalogFields = {
   id: catalogId,
@@ -50,6 +59,8 @@ export const catalogFields = {
     .refine((c) => STRIPE_CURRENCIES.has(c), 'must be an ISO currency code Stripe accepts (chf, eur, usd, …)'),
   credits: positiveInteger('a positive integer', MAX_CREDITS),
   stripe_price_id: stripePriceId.optional(),
+  /** The Stripe Features (lookup keys) it grants, as attached to its Product at Stripe: shown in the catalog. */
+  features,
 };
 
 export const PLAN_INTERVALS = ['day', 'week', 'month', 'year'] as const;
@@ -75,4 +86,6 @@ export const checkPlanPeriod = (plan: { interval: PlanInterval; interval_count: 
 /** What PATCH may change: the rest never changes in place. */
 export const catalogChange = z.strictObject({ name: catalogName.optional(), active: z.boolean({ error: 'must be true or false' }).optional() });
 /** What PATCH refuses with 409 rather than 400: fields that exist, but never change in place. */
-export const FIXED_FIELDS = ['id', 'amount', 'currency', 'credits', 'stripe_price_id', 'interval', 'interval_count'] as const;
+// features too: a package's decide what its checkout asks Stripe (customer_creation), which a
+// retry under the same outbound Idempotency-Key must not change.
+export const FIXED_FIELDS = ['id', 'amount', 'currency', 'credits', 'stripe_price_id', 'features', 'interval', 'interval_count'] as const;

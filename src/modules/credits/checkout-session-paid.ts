@@ -5,6 +5,8 @@
 // order that stored its id (metadata.order_id must agree with it, or be absent). A batch handler:
 // the payments of all such events in a job are recorded by one statement (order-payment.ts), and
 // each grant is told to the app as order.paid in the same transaction (docs/notifications.md).
+// A session that names a customer links it to the order's account (the ledger's customer-links.ts):
+// that customer's Stripe entitlements become the account's.
 import { z } from 'zod';
 import {
   objectOrError,
@@ -16,7 +18,7 @@ import {
   type HandlerContext,
   type StripeEventRow,
 } from '../../business-module.js';
-import { notifyAccounts, paymentWaitKey } from '../ledger/index.js';
+import { linkCustomers, notifyAccounts, paymentWaitKey, type CustomerLink } from '../ledger/index.js';
 import { orderWaitKey } from './orders.js';
 import { recordOrderPayments, type OrderGrant, type OrderPayment, type PaymentResult } from './order-payment.js';
 import { withCreditTables } from './tables.js';
@@ -31,6 +33,9 @@ const checkoutSession = z.object({
   currency: z.string().nullable(),
   metadata: z.record(z.string(), z.string()).nullable(),
   payment_intent: z.string().nullable(),
+  // Null unless the session made or was given a customer (a package that grants features asks
+  // Checkout to make one: customer_creation 'always').
+  customer: z.string().nullish(),
 });
 
 type CheckoutSession = z.infer<typeof checkoutSession>;
@@ -120,14 +125,40 @@ export const checkoutSessionPaid =
       notifications,
       recorded.flatMap((result, i) => (result.outcome === 'granted' ? [orderPaid(result.grant, payments[i]!)] : [])),
     );
+    const refusedLinks = await linkSessionCustomers(tx, wake, asks, recorded, payments);
     const results = new Map(recorded.map((result, i) => [payments[i]!.eventId, result]));
     return asks.map((ask, i) => {
       if (ask instanceof Error) return ask;
+      const refused = refusedLinks.get(events[i]!.event_id);
+      if (refused) return refused;
       if (ask.notOurs) return { status: 'ignored' };
       const result = results.get(events[i]!.event_id);
       return ask.payment && result ? outcomeOf(events[i]!, ask.session, ask.payment, result) : { status: 'processed' };
     });
   };
+
+/**
+ * The customer of each session that granted, linked to the order's account (the ledger's
+ * customer-links.ts): what makes its entitlements this account's. By event id, the refusals of a
+ * customer that is another account's.
+ */
+async function linkSessionCustomers(
+  tx: Parameters<BatchHandler>[0],
+  wake: HandlerContext['wake'],
+  asks: ReadonlyArray<{ session: CheckoutSession } | PermanentError>,
+  recorded: readonly PaymentResult[],
+  payments: readonly OrderPayment[],
+): Promise<Map<string, PermanentError>> {
+  const customers = new Map(asks.flatMap((ask) => (ask instanceof Error || !ask.session.customer ? [] : [[ask.session.id, ask.session.customer] as const])));
+  const links: Array<CustomerLink & { eventId: string }> = recorded.flatMap((result, i) => {
+    const customerId = customers.get(payments[i]!.checkoutSessionId);
+    return result.outcome === 'granted' && customerId
+      ? [{ customerId, accountId: result.grant.accountId, checkoutSessionId: payments[i]!.checkoutSessionId, eventId: payments[i]!.eventId }]
+      : [];
+  });
+  const refusals = await linkCustomers(tx, wake, links);
+  return new Map(refusals.flatMap((refused, i) => (refused ? [[links[i]!.eventId, refused] as const] : [])));
+}
 
 /** The order.paid notification of a grant: once per order, as the grant is. */
 function orderPaid(grant: OrderGrant, payment: OrderPayment) {

@@ -21,7 +21,11 @@ export interface CheckoutDeps {
 export type CheckoutOutcome = { outcome: 'created'; checkoutSessionId: string; url: string | null } | StripeCallFailure;
 
 export async function openCheckoutSession(deps: CheckoutDeps, order: OrderRow): Promise<CheckoutOutcome> {
-  const pkg = await deps.db.selectFrom('packages').select(['name', 'stripe_price_id']).where('package_id', '=', order.package_id).executeTakeFirstOrThrow();
+  const pkg = await deps.db
+    .selectFrom('packages')
+    .select(['name', 'stripe_price_id', 'features'])
+    .where('package_id', '=', order.package_id)
+    .executeTakeFirstOrThrow();
   const call = await deps.stripeCalls.attempt('checkout_session_create', (stripe) =>
     stripe.checkout.sessions.create(
       {
@@ -39,6 +43,11 @@ export async function openCheckoutSession(deps: CheckoutDeps, order: OrderRow): 
         // (the ledger's chargeOwnership); the account is for whoever reads it in the Dashboard.
         payment_intent_data: { metadata: { order_id: order.order_id, account_id: order.account_id } },
         client_reference_id: order.order_id,
+        // Stripe's rule: in payment mode Checkout makes a Customer only when asked. A package that
+        // grants Features needs one (Stripe's entitlements are a customer's), linked to the account
+        // when the session is paid; the others' requests stay as they were, so a retry under the
+        // same Idempotency-Key across a deploy sends the same parameters.
+        ...(pkg.features.length > 0 && { customer_creation: 'always' as const }),
         ...(order.email && { customer_email: order.email }),
         success_url: deps.successUrl,
         cancel_url: deps.cancelUrl,

@@ -22,6 +22,9 @@ import type { CreditTables } from './tables.js';
 
 // Packages as catalog items, for the admin API's routes, npm run catalog and the start-up check.
 export { newPackage, packageCatalog } from './package-catalog.js';
+// Whether a package's Checkout may still link a Stripe customer (the entitlements module), and what
+// a package sold through a Checkout Session grants (npm run send-event --entitlements).
+export { customerCheckoutOpenSince, featuresOfCheckoutSession } from './orders.js';
 
 export const creditsModule = defineModule({
   name: 'credits',

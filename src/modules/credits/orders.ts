@@ -1,9 +1,9 @@
 // Packages and orders: an order is one checkout attempt of a package by an account, created before
 // Stripe is called, so a session Stripe knows about always names an order we know about.
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
-import type { Wake } from '../../business-module.js';
-import type { CreditsDatabase, OrderRow, PackageRow } from './tables.js';
+import { sql, type Kysely } from 'kysely';
+import type { Database, Wake } from '../../business-module.js';
+import { withCreditTables, type CreditsDatabase, type OrderRow, type PackageRow } from './tables.js';
 
 export async function listPackages(db: Kysely<CreditsDatabase>): Promise<PackageRow[]> {
   return db.selectFrom('packages').selectAll().where('active', '=', true).orderBy('amount').execute();
@@ -58,4 +58,34 @@ export async function attachCheckoutSession(db: Kysely<CreditsDatabase>, orderId
       .executeTakeFirst();
     if (stored.numUpdatedRows > 0n) await wake(tx, [orderWaitKey(orderId)]);
   });
+}
+
+/** The Stripe Features the package sold through this Checkout Session grants; undefined for a session no order of ours opened. */
+export async function featuresOfCheckoutSession(db: Kysely<Database>, checkoutSessionId: string): Promise<string[] | undefined> {
+  const row = await withCreditTables(db)
+    .selectFrom('orders')
+    .innerJoin('packages', 'packages.package_id', 'orders.package_id')
+    .select('packages.features')
+    .where('orders.checkout_session_id', '=', checkoutSessionId)
+    .executeTakeFirst();
+  return row?.features;
+}
+
+/**
+ * Whether a Checkout Session POST /api/checkout opened since `since` for a package that names
+ * features (so asks Checkout to make a customer) is not paid yet: its payment would link a Stripe
+ * customer to one of our accounts, so an event about a customer we do not know may wait for it.
+ */
+export async function customerCheckoutOpenSince(db: Kysely<Database>, since: Date): Promise<boolean> {
+  const open = await withCreditTables(db)
+    .selectFrom('orders')
+    .innerJoin('packages', 'packages.package_id', 'orders.package_id')
+    .select('orders.order_id')
+    .where('orders.status', '=', 'pending')
+    .where('orders.checkout_session_id', 'is not', null)
+    .where('orders.created_at', '>', since)
+    .where(sql<boolean>`cardinality(packages.features) > 0`)
+    .limit(1)
+    .executeTakeFirst();
+  return open !== undefined;
 }

@@ -5,7 +5,9 @@
 // (credits, billing) record what they granted for what, and move the balance in the same
 // transaction through the functions below, and tell the app of it (notifyAccounts: the
 // account's balance and sequence in every outcome notification). It also keeps the one record of
-// each dispute of a purchase (disputes.ts), which either selling module writes.
+// each dispute of a purchase (disputes.ts), which either selling module writes, and which account
+// each Stripe customer belongs to (customer-links.ts), linked by the module that fulfils a
+// Checkout Session this service opened.
 import { defineModule } from '../../business-module.js';
 import { ledgerOfAccount } from './account-records.js';
 import { ledgerApiRoutes } from './routes.js';
@@ -15,7 +17,7 @@ export const ledgerModule = defineModule({
   name: 'ledger',
   // account_credits was created by the core's sql/0001, before modules had migrations; its changes are here.
   migrations: new URL('../../../sql/ledger/', import.meta.url),
-  tables: ['account_credits', 'disputes', 'account_runs'] satisfies Array<keyof LedgerTables>,
+  tables: ['account_credits', 'disputes', 'account_runs', 'stripe_customers'] satisfies Array<keyof LedgerTables>,
   apiRoutes: ledgerApiRoutes,
   accountRecords: ledgerOfAccount,
 });
@@ -28,4 +30,15 @@ export { moveRevocation, type CreditsMoved, type Revocation } from './revocation
 export { paymentWaitKey } from './payment-waits.js';
 export { chargeOwnership, ORDER_ID_KEY, SUBSCRIPTION_ID_KEY, type ChargeClues, type ChargeOwnership } from './charge-ownership.js';
 export { notifyAccounts, type AccountNotification } from './account-notifications.js';
+// Which account a Stripe customer belongs to: linked by the modules that fulfil a Checkout Session this service opened.
+export {
+  accountOfCustomer,
+  customersOfAccount,
+  customerWaitKey,
+  linkCustomer,
+  linkCustomers,
+  linksOfAccount,
+  lockCustomersOfAccount,
+  type CustomerLink,
+} from './customer-links.js';
 export { refundPolicySettings, revocationTarget, type RefundPolicy } from './refund-policy.js';

@@ -2,7 +2,8 @@
 // their own migrations; its changes go in sql/ledger/), which only account-credits.ts (grants and
 // revocations), runs.ts (credits used and given back) and account-notifications.ts (the count of
 // notifications) write; disputes (sql/ledger/0022), which only disputes.ts writes; and
-// account_runs (sql/ledger/0027), which only runs.ts writes.
+// account_runs (sql/ledger/0027), which only runs.ts writes; stripe_customers (sql/ledger/0034), which
+// only customer-links.ts writes.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Defaulted } from '../../business-module.js';
 
@@ -38,6 +39,14 @@ export interface AccountRunsTable {
   reversed_at: Date | null;
 }
 
+export interface StripeCustomersTable {
+  customer_id: string;
+  account_id: string;
+  /** The Checkout Session whose fulfilment linked it. */
+  linked_by: string;
+  linked_at: Defaulted<Date>;
+}
+
 // A type, not an interface: Kysely's withTables wants a record type.
 export type LedgerTables = {
   /** The running balance: grants and revocations by account-credits.ts, runs by runs.ts. */
@@ -46,6 +55,8 @@ export type LedgerTables = {
   disputes: DisputesTable;
   /** Written by runs.ts only, with the balance it moves. */
   account_runs: AccountRunsTable;
+  /** Written by customer-links.ts only: a Stripe customer's account, linked once (sql/ledger/0034). */
+  stripe_customers: StripeCustomersTable;
 };
 
 export type LedgerDatabase = Database & LedgerTables;

@@ -57,6 +57,25 @@ describe('POST /admin/api/packages', () => {
     assert.equal((await file.service.call('GET', '/admin/api/plans', { token: null })).status, 401);
   });
 
+  test('a package that names Stripe Features shows them, keeps them, and has Checkout make a customer; one without does not', async () => {
+    const created = await admin('POST', '/packages', { ...thesis, id: 'with_features', features: ['export', 'reports'] });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.deepEqual(created.body.features, ['export', 'reports']);
+    assert.equal((await admin('PATCH', '/packages/with_features', { features: [] })).status, 409);
+    const refused = await admin('POST', '/packages', { ...thesis, id: 'twice', features: ['export', 'export'] });
+    assert.deepEqual([refused.status, refused.body.error], [400, 'features: must name each feature once']);
+    const asked = async (packageId: string) => {
+      const checkout = await file.service.call('POST', '/api/checkout', { body: { package_id: packageId, account_id: newAccountId() } });
+      assert.equal(checkout.status, 201);
+      const request = file.service.stripe.requests.findLast(
+        (r) => r.path === '/v1/checkout/sessions' && r.params.client_reference_id === checkout.body.order_id,
+      );
+      return request!.params.customer_creation;
+    };
+    assert.equal(await asked('with_features'), 'always');
+    assert.equal(await asked('starter'), undefined);
+  });
+
   test('a package created through the API is listed, bought and granted', async () => {
     const created = await admin('POST', '/packages', thesis);
     assert.equal(created.status, 201, JSON.stringify(created.body));
@@ -68,6 +87,7 @@ describe('POST /admin/api/packages', () => {
       credits: 10,
       active: true,
       stripe_price_id: null,
+      features: [],
     });
     assert.equal((await admin('POST', '/packages', thesis)).status, 409, 'an id is taken once');
     const listed = (await file.service.call('GET', '/api/packages')).body as unknown as Array<{ id: string }>;
@@ -134,7 +154,7 @@ describe('archiving', () => {
     assert.match((await admin('POST', '/plans', { ...plan, interval: 'fortnight' })).body.error as string, /^interval: /);
     const created = await admin('POST', '/plans', plan);
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    assert.deepEqual(created.body, { ...plan, active: true, stripe_price_id: null });
+    assert.deepEqual(created.body, { ...plan, active: true, stripe_price_id: null, features: [] });
 
     const subscription = await subscribedThroughApi(file, { plan });
     const session = file.service.stripe.requests.findLast(
