@@ -22,6 +22,8 @@ import type { BillingTables } from './tables.js';
 
 // Plans as catalog items, for the admin API's routes, npm run catalog and the start-up check.
 export { newPlan, planCatalog } from './plan-catalog.js';
+// What the usage module records a run against (src/modules/usage/).
+export { activeMeteredSubscription, type MeteredSubscription } from './metered-subscriptions.js';
 
 export const billingModule = defineModule({
   name: 'billing',

@@ -17,6 +17,8 @@ export interface SampleSubscription {
   checkoutSessionId?: string | undefined;
   amount: number;
   currency: string;
+  /** The customer its checkout made (cus_…); none in Stripe's example session. */
+  stripeCustomerId?: string | undefined;
 }
 
 const DAY_SECONDS = 24 * 60 * 60;
@@ -236,5 +238,6 @@ export function checkoutSessionObject(subscription: SampleSubscription): Record<
     metadata: { [SUBSCRIPTION_ID_KEY]: subscription.subscriptionId },
     payment_intent: null,
     subscription: subscription.stripeSubscriptionId,
+    customer: subscription.stripeCustomerId ?? null,
   };
 }

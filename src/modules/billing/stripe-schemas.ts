@@ -75,6 +75,7 @@ export const subscriptionCheckoutSession = z.object({
   object: z.literal('checkout.session'),
   mode: z.string(),
   subscription: z.string().nullable(),
+  customer: z.string().nullable(),
   metadata,
 });
 

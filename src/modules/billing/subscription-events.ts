@@ -32,6 +32,7 @@ export const subscriptionCheckoutCompleted =
     const subscription = await linkCheckoutSession(tx, wake, {
       id: session.id,
       subscription: session.subscription,
+      customer: session.customer,
       named: session.metadata?.[SUBSCRIPTION_ID_KEY],
     });
     if (!subscription) return notOurs(`subscription Checkout Session ${session.id}`);

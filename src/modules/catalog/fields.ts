@@ -75,4 +75,4 @@ export const checkPlanPeriod = (plan: { interval: PlanInterval; interval_count: 
 /** What PATCH may change: the rest never changes in place. */
 export const catalogChange = z.strictObject({ name: catalogName.optional(), active: z.boolean({ error: 'must be true or false' }).optional() });
 /** What PATCH refuses with 409 rather than 400: fields that exist, but never change in place. */
-export const FIXED_FIELDS = ['id', 'amount', 'currency', 'credits', 'stripe_price_id', 'interval', 'interval_count'] as const;
+export const FIXED_FIELDS = ['id', 'amount', 'currency', 'credits', 'stripe_price_id', 'interval', 'interval_count', 'meter_event_name'] as const;
