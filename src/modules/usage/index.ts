@@ -1,0 +1,17 @@
+// Usage-billed plans (docs/billing.md, "Usage-billed plans"): a run of an account under an active
+// subscription to a plan that names a meter is recorded as usage (usage-records.ts, the ledger's
+// first run recorder) instead of drawing credits, and reported to the plan's Stripe meter by a
+// pump of its own (report-pump.ts), never in the request: each use billed once, also after
+// Stripe's 24-hour identifier window (docs/operations.md, "Usage reports").
+import { defineModule } from '../../business-module.js';
+import { usageReportPump } from './report-pump.js';
+import type { UsageTables } from './tables.js';
+
+export const usageModule = defineModule({
+  name: 'usage',
+  migrations: new URL('../../../sql/usage/', import.meta.url),
+  tables: ['usage_records', 'usage_reports'] satisfies Array<keyof UsageTables>,
+  pumps: (context) => ({ usage_reports: usageReportPump(context) }),
+});
+
+export { recordUsage } from './usage-records.js';
