@@ -111,7 +111,8 @@ export function disputeObject(input: {
 
 /** The example object for a type we do not act on (telemetry, ignored types). */
 export function exampleObject(
-  name: 'charge' | 'payment_intent' | 'refund' | 'checkout.session' | 'invoice' | 'subscription' | 'price' | 'product' | 'dispute',
+  // v2.core.event: Stripe's published example of a v2 event as GET /v2/core/events/:id answers it (a meter's error report).
+  name: 'charge' | 'payment_intent' | 'refund' | 'checkout.session' | 'invoice' | 'subscription' | 'price' | 'product' | 'dispute' | 'v2.core.event',
 ): Record<string, unknown> {
   return fixture(name);
 }

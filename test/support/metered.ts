@@ -1,11 +1,13 @@
 // A usage-billed plan in tests, made as an operator makes one (a metered Stripe Price on a meter,
 // then POST /admin/api/plans naming both), and an account subscribed to it as production
 // subscribes one: POST /api/subscriptions, then its checkout.session.completed (which stores the
-// customer) and the subscription's state, fulfilled by the billing module's handlers.
+// customer) and the subscription's state, fulfilled by the service's worker when it runs one, else
+// by the billing module's handlers.
 import assert from 'node:assert/strict';
 import { billingModule } from '../../src/modules/billing/index.js';
 import { PERIOD_SECONDS, subscriptionObject } from '../../src/modules/billing/sample-events.js';
 import { randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
+import { finishedEvent } from './factories.js';
 import { fulfilWith, handlersOf } from './handlers.js';
 import type { FileService } from './service.js';
 import { checkoutCompleted, subscribedThroughApi, type GivenSubscription } from './subscriptions.js';
@@ -45,7 +47,17 @@ export async function meteredAccount(file: FileService): Promise<MeteredAccount>
     'customer.subscription.updated',
     subscriptionObject(subscription, { status: 'active', periodEnd: Math.floor(Date.now() / 1000) + PERIOD_SECONDS }),
   );
-  const done = await fulfilWith(file.database, handlersOf(billingModule), [checkoutCompleted(subscription), active]);
-  for (const { row } of done) assert.equal(row.status, 'processed', `${row.type}: ${row.last_error}`);
+  const events = [checkoutCompleted(subscription), active];
+  if (file.service.worker) {
+    // The service's worker fulfils them, in order.
+    for (const event of events) {
+      assert.equal((await file.service.deliver(event)).status, 200);
+      const row = await finishedEvent(file.database, event.id);
+      assert.equal(row.status, 'processed', `${row.type}: ${row.last_error}`);
+    }
+  } else {
+    const done = await fulfilWith(file.database, handlersOf(billingModule), events);
+    for (const { row } of done) assert.equal(row.status, 'processed', `${row.type}: ${row.last_error}`);
+  }
   return { ...subscription, eventName };
 }

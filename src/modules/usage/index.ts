@@ -4,6 +4,7 @@
 // pump of its own (report-pump.ts), never in the request: each use billed once, also after
 // Stripe's 24-hour identifier window (docs/operations.md, "Usage reports").
 import { defineModule } from '../../business-module.js';
+import { meterErrorReport } from './meter-error-reports.js';
 import { usageReportPump } from './report-pump.js';
 import type { UsageTables } from './tables.js';
 
@@ -11,6 +12,8 @@ export const usageModule = defineModule({
   name: 'usage',
   migrations: new URL('../../../sql/usage/', import.meta.url),
   tables: ['usage_records', 'usage_reports'] satisfies Array<keyof UsageTables>,
+  // Thin only: the worker fetches each one's data (src/fulfilment/thin-fetch.ts). Never collapsed.
+  handlers: () => ({ 'billing.meter.error_report_triggered': meterErrorReport, 'billing.meter.no_meter_found': meterErrorReport }),
   pumps: (context) => ({ usage_reports: usageReportPump(context) }),
 });
 

@@ -40,10 +40,10 @@ test('a worker killed while Stripe records its send: the report is sent again af
   // Stripe slow: the next send is in flight, at Stripe, when the worker dies.
   file.service.stripe.setDelay(1_500);
   const killed = await use(account, 5);
-  await waitFor('the send to reach Stripe', async () => sendsOf(killed) === 1);
+  await waitFor('the send to reach Stripe', () => Promise.resolve(sendsOf(killed) === 1));
   first.process.kill('SIGKILL');
   await first.exited;
-  await waitFor('Stripe to record the event whose answer nobody read', async () => meterTotal(account) === 7);
+  await waitFor('Stripe to record the event whose answer nobody read', () => Promise.resolve(meterTotal(account) === 7));
   file.service.stripe.setDelay(0);
   assert.deepEqual(await statusOf(killed), { status: 'pending', attempts: 1 });
 
