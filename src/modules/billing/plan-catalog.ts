@@ -27,5 +27,6 @@ export const planCatalog = catalogKind<'plan_id', PlansTable, NewPlan>({
     recurring: { interval: input.interval, interval_count: input.interval_count, usage_type: input.meter_event_name ? 'metered' : 'licensed' },
   }),
   ownColumns: (input) => ({ interval: input.interval, interval_count: input.interval_count, meter_event_name: input.meter_event_name ?? null }),
-  ownView: (p) => ({ interval: p.interval, interval_count: p.interval_count, meter_event_name: p.meter_event_name }),
+  // A usage-billed plan shows its meter; the others look as they did before meters.
+  ownView: (p) => ({ interval: p.interval, interval_count: p.interval_count, ...(p.meter_event_name !== null && { meter_event_name: p.meter_event_name }) }),
 });

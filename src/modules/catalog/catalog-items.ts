@@ -19,7 +19,7 @@ export interface CatalogItem {
   interval?: string;
   interval_count?: number;
   /** Usage-billed plans only: the meter their runs are reported to (src/modules/usage/). */
-  meter_event_name?: string | null;
+  meter_event_name?: string;
 }
 
 /** What every new item has, whatever its kind adds. */

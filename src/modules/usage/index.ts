@@ -18,3 +18,5 @@ export const usageModule = defineModule({
 });
 
 export { recordUsage } from './usage-records.js';
+// For npm run usage and the metrics.
+export { listUsageReports, replayUsageReports, USAGE_ID, usageSummary, type UsageReportView, type UsageSummary } from './report-store.js';

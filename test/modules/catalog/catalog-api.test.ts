@@ -134,7 +134,7 @@ describe('archiving', () => {
     assert.match((await admin('POST', '/plans', { ...plan, interval: 'fortnight' })).body.error as string, /^interval: /);
     const created = await admin('POST', '/plans', plan);
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    assert.deepEqual(created.body, { ...plan, active: true, stripe_price_id: null, meter_event_name: null });
+    assert.deepEqual(created.body, { ...plan, active: true, stripe_price_id: null });
 
     const subscription = await subscribedThroughApi(file, { plan });
     const session = file.service.stripe.requests.findLast(
