@@ -103,10 +103,20 @@ export interface ModuleDefinition<T extends SettingsTable> extends EventLookups,
    * the runners, for an outbox of the module's own that sends to Stripe (src/worker/module-pumps.ts).
    */
   readonly pumps?: (context: ModuleContext<SettingValues<T>>) => Readonly<Record<string, ModulePump>>;
+  /** Its gauges on /metrics, built once with the API pool; the values of one scrape may share one query. */
+  readonly gauges?: (db: Kysely<Database>) => readonly ModuleGauge[];
   /** Mounted under /api, behind API_TOKEN, with JSON bodies parsed. Paths are relative to /api. */
   readonly apiRoutes?: (context: ModuleRouteContext<SettingValues<T>>) => Router;
   /** Mounted under /admin/api, behind ADMIN_TOKEN (bearer or dashboard session). Paths are relative to /admin/api. */
   readonly adminRoutes?: (context: ModuleRouteContext<SettingValues<T>>) => Router;
+}
+
+/** A gauge a module adds to /metrics, read from Postgres on each scrape (src/metrics/metrics.ts). */
+export interface ModuleGauge {
+  /** stripe_inbox_<module>_…, in Prometheus' form. */
+  readonly name: string;
+  readonly help: string;
+  value(): Promise<number>;
 }
 
 /**
@@ -154,6 +164,7 @@ export interface BusinessModule extends EventLookups, AccountLookups {
   handlers(config: Config, notifications: Notifications): Handlers;
   tasks?(context: TaskContext): Readonly<Record<string, Task>>;
   pumps?(context: TaskContext): Readonly<Record<string, ModulePump>>;
+  gauges?(db: Kysely<Database>): readonly ModuleGauge[];
   apiRoutes?(context: RouteContext): Router;
   adminRoutes?(context: RouteContext): Router;
 }

@@ -10,6 +10,7 @@ import type { Kysely } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PoolObserver } from '../db/pools.js';
 import type { Database } from '../db/schema.js';
+import type { BusinessModule } from '../module-contract.js';
 import { inboxStatusReader, type InboxStatus } from '../events/read-model.js';
 import type { AttemptObserver } from '../notifications/delivery-pump.js';
 import { notificationSummary } from '../notifications/notification-store.js';
@@ -134,11 +135,26 @@ export class Metrics {
 
   #jobLoops: () => Partial<Record<string, JobLoopStatus>> = () => ({});
 
-  constructor(db: Kysely<Database>) {
+  constructor(db: Kysely<Database>, modules: readonly Pick<BusinessModule, 'name' | 'gauges'>[] = []) {
     for (const outcome of WEBHOOK_OUTCOMES) this.webhookRequests.inc({ outcome }, 0);
     collectDefaultMetrics({ register: this.registry, prefix: 'stripe_inbox_' });
 
     this.inboxStatus = inboxStatusReader(db);
+    for (const module of modules) {
+      for (const gauge of module.gauges?.(db) ?? []) {
+        // A module's gauges carry its name, so two modules can never register one twice.
+        if (!gauge.name.startsWith(`stripe_inbox_${module.name}_`))
+          throw new Error(`gauge ${gauge.name} of module ${module.name} must start with stripe_inbox_${module.name}_`);
+        new Gauge({
+          name: gauge.name,
+          help: gauge.help,
+          registers: [this.registry],
+          async collect() {
+            this.set(await gauge.value());
+          },
+        });
+      }
+    }
     // One query set per scrape feeds all database gauges.
     let pending: Promise<InboxStatus> | undefined;
     const status = () => (pending ??= this.inboxStatus().finally(() => setTimeout(() => (pending = undefined), 0)));

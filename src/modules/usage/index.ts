@@ -6,6 +6,7 @@
 import { defineModule } from '../../business-module.js';
 import { meterErrorReport } from './meter-error-reports.js';
 import { usageReportPump } from './report-pump.js';
+import { usageGauges } from './usage-gauges.js';
 import type { UsageTables } from './tables.js';
 
 export const usageModule = defineModule({
@@ -15,6 +16,7 @@ export const usageModule = defineModule({
   // Thin only: the worker fetches each one's data (src/fulfilment/thin-fetch.ts). Never collapsed.
   handlers: () => ({ 'billing.meter.error_report_triggered': meterErrorReport, 'billing.meter.no_meter_found': meterErrorReport }),
   pumps: (context) => ({ usage_reports: usageReportPump(context) }),
+  gauges: usageGauges,
 });
 
 export { recordUsage } from './usage-records.js';

@@ -15,7 +15,7 @@ import { createStripeClient } from '../../../src/stripe/client.js';
 import { StripeCalls } from '../../../src/stripe/stripe-calls.js';
 import { quotaOf } from '../../support/factories.js';
 import { meteredAccount, type MeteredAccount } from '../../support/metered.js';
-import { serviceForFile, STRIPE_SECRET_KEY } from '../../support/service.js';
+import { ADMIN_TOKEN, serviceForFile, STRIPE_SECRET_KEY } from '../../support/service.js';
 
 // No worker: the tests drive the pump themselves, one round at a time.
 const file = serviceForFile({ env: { ROLE: 'web' } });
@@ -193,5 +193,29 @@ test('two pumps at once send each report once', async () => {
   assert.equal(reports.length, quantities.length);
   assert.ok(reports.every((r) => r.status === 'sent' && r.attempts === 1));
   for (const report of reports) assert.equal(sendsOf(report.usage_id), 1, report.usage_id);
+  await assertBilledExactly(account);
+});
+
+test('/metrics: reports pending and failed, and the age of the oldest pending use', async () => {
+  const account = await meteredAccount(file);
+  const { usage_id } = await use(account, 1);
+  await sql`update usage_records set used_at = now() - interval '2 hours' where usage_id = ${usage_id}`.execute(file.database.db);
+  const response = await fetch(`${file.service.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  const text = await response.text();
+  const sample = (metric: string) =>
+    Number(
+      text
+        .split('\n')
+        .find((line) => line.startsWith(`${metric} `))
+        ?.slice(metric.length + 1),
+    );
+  const { rows } = await sql<{ status: string; n: number }>`select status, count(*)::int as n from usage_reports group by status`.execute(file.database.db);
+  const count = (status: string) => rows.find((row) => row.status === status)?.n ?? 0;
+  assert.equal(sample('stripe_inbox_usage_reports_pending'), count('pending'));
+  assert.equal(sample('stripe_inbox_usage_reports_failed'), count('failed'));
+  assert.ok(count('pending') >= 1);
+  const age = sample('stripe_inbox_usage_reports_oldest_pending_age_seconds');
+  assert.ok(age >= 7200 && age < 7300, `oldest pending age ${age}`);
+  await pump().pumpOnce();
   await assertBilledExactly(account);
 });
