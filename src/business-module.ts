@@ -28,6 +28,8 @@ export { objectOf, objectOrError, refundedCharge, stripeDispute, type RefundedCh
 export { quoted } from './quoted.js';
 // A module's own job, queued in the caller's transaction.
 export { addJob as addModuleJob } from './queue/job-queue.js';
+// A module's retention deletes as the core's does: in batches, each its own short statement.
+export { deleteInBatches } from './maintenance/batched-delete.js';
 // What the dashboard shows of a module beside an event, and how its search reads payloads.
 export { payloadHolds, type BusinessRecord } from './events/read-model.js';
 // What the dashboard's accounts view shows of a module under an account.

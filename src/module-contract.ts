@@ -103,12 +103,20 @@ export interface ModuleDefinition<T extends SettingsTable> extends EventLookups,
    * the runners, for an outbox of the module's own that sends to Stripe (src/worker/module-pumps.ts).
    */
   readonly pumps?: (context: ModuleContext<SettingValues<T>>) => Readonly<Record<string, ModulePump>>;
+  /** Its share of the daily retention (src/maintenance/prune.ts): deletes its own finished outbox rows older than the cutoff; how many. */
+  readonly retention?: (db: Kysely<Database>, cutoff: RetentionCutoff) => Promise<number>;
   /** Its gauges on /metrics, built once with the API pool; the values of one scrape may share one query. */
   readonly gauges?: (db: Kysely<Database>) => readonly ModuleGauge[];
   /** Mounted under /api, behind API_TOKEN, with JSON bodies parsed. Paths are relative to /api. */
   readonly apiRoutes?: (context: ModuleRouteContext<SettingValues<T>>) => Router;
   /** Mounted under /admin/api, behind ADMIN_TOKEN (bearer or dashboard session). Paths are relative to /admin/api. */
   readonly adminRoutes?: (context: ModuleRouteContext<SettingValues<T>>) => Router;
+}
+
+/** What retention deletes before (the events' cutoff, EVENT_RETENTION_DAYS), and how many rows a statement takes. */
+export interface RetentionCutoff {
+  readonly before: Date;
+  readonly batchSize: number;
 }
 
 /** A gauge a module adds to /metrics, read from Postgres on each scrape (src/metrics/metrics.ts). */
@@ -165,6 +173,7 @@ export interface BusinessModule extends EventLookups, AccountLookups {
   tasks?(context: TaskContext): Readonly<Record<string, Task>>;
   pumps?(context: TaskContext): Readonly<Record<string, ModulePump>>;
   gauges?(db: Kysely<Database>): readonly ModuleGauge[];
+  retention?(db: Kysely<Database>, cutoff: RetentionCutoff): Promise<number>;
   apiRoutes?(context: RouteContext): Router;
   adminRoutes?(context: RouteContext): Router;
 }

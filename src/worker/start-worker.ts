@@ -64,7 +64,7 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
   let pump: DeliveryPump | undefined;
   let modulePumps: ModulePumps | undefined;
   try {
-    const maintenance = maintainer(config, { db, stripe: stripeCalls.stripe, logger, metrics });
+    const maintenance = maintainer(config, { db, stripe: stripeCalls.stripe, logger, metrics, modules });
     const { fulfilment, loop } = await startFulfilmentRunner(runners, { config, stripeCalls, db, handlers, logger, metrics, intake, maintenance });
     await maintenance.start(loop.events);
     const moduleContext = { config, db, stripeCalls, logger, notifications };

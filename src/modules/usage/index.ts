@@ -7,6 +7,7 @@ import { defineModule } from '../../business-module.js';
 import { meterErrorReport } from './meter-error-reports.js';
 import { usageReportPump } from './report-pump.js';
 import { usageGauges } from './usage-gauges.js';
+import { pruneSentReports } from './usage-retention.js';
 import type { UsageTables } from './tables.js';
 
 export const usageModule = defineModule({
@@ -17,6 +18,7 @@ export const usageModule = defineModule({
   handlers: () => ({ 'billing.meter.error_report_triggered': meterErrorReport, 'billing.meter.no_meter_found': meterErrorReport }),
   pumps: (context) => ({ usage_reports: usageReportPump(context) }),
   gauges: usageGauges,
+  retention: pruneSentReports,
 });
 
 export { recordUsage } from './usage-records.js';
