@@ -10,7 +10,6 @@ import type { Kysely } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PoolObserver } from '../db/pools.js';
 import type { Database } from '../db/schema.js';
-import type { BusinessModule } from '../module-contract.js';
 import { inboxStatusReader, type InboxStatus } from '../events/read-model.js';
 import type { AttemptObserver } from '../notifications/delivery-pump.js';
 import { notificationSummary } from '../notifications/notification-store.js';
@@ -18,6 +17,15 @@ import type { JobLoopStatus } from '../queue/job-loop-watchdog.js';
 
 const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'busy', 'unavailable'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
+
+/**
+ * A business module as its gauges are read (its ModuleGauges, src/module-contract.ts, which imports
+ * this file's types: spelled out here, so that the two do not import each other).
+ */
+interface GaugeSource {
+  readonly name: string;
+  gauges?(db: Kysely<Database>): ReadonlyArray<{ readonly name: string; readonly help: string; value(): Promise<number> }>;
+}
 
 export class Metrics {
   readonly registry = new Registry();
@@ -135,7 +143,7 @@ export class Metrics {
 
   #jobLoops: () => Partial<Record<string, JobLoopStatus>> = () => ({});
 
-  constructor(db: Kysely<Database>, modules: readonly Pick<BusinessModule, 'name' | 'gauges'>[] = []) {
+  constructor(db: Kysely<Database>, modules: readonly GaugeSource[] = []) {
     for (const outcome of WEBHOOK_OUTCOMES) this.webhookRequests.inc({ outcome }, 0);
     collectDefaultMetrics({ register: this.registry, prefix: 'stripe_inbox_' });
 

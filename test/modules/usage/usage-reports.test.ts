@@ -219,3 +219,22 @@ test('/metrics: reports pending and failed, and the age of the oldest pending us
   await pump().pumpOnce();
   await assertBilledExactly(account);
 });
+
+test("a use older than Stripe's 35 days is refused with its code: failed, listed for the operator with the reason, and replayed only on request", async () => {
+  const account = await meteredAccount(file);
+  const { usage_id } = await use(account, 2);
+  await sql`update usage_records set used_at = now() - interval '36 days' where usage_id = ${usage_id}`.execute(file.database.db);
+  await pump().pumpOnce();
+  const listed = await file.service.call('GET', '/admin/api/usage-reports?status=failed&limit=500');
+  assert.equal(listed.status, 200);
+  const report = (listed.body.reports as Array<Record<string, unknown>>).find((r) => r.usage_id === usage_id);
+  assert.equal(report?.status, 'failed');
+  assert.equal(report?.last_error, 'Stripe refused the meter event: timestamp_too_far_in_past (timestamp)');
+  assert.ok((listed.body.summary as { failed: number }).failed >= 1);
+
+  const replay = await file.service.call('POST', '/admin/api/usage-reports/replay', { body: { ids: [usage_id] } });
+  assert.deepEqual(replay.body, { replayed: [usage_id], skipped: [] });
+  assert.equal((await reportsOf(account))[0]!.status, 'pending');
+  assert.equal((await file.service.call('POST', '/admin/api/usage-reports/replay', { body: { ids: ['usage_1'] } })).status, 400);
+  assert.equal(file.service.stripe.meterTotal(account.eventName, account.stripeCustomerId), 0, 'Stripe recorded none of it');
+});
