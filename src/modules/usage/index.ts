@@ -24,5 +24,5 @@ export const usageModule = defineModule({
 });
 
 export { recordUsage } from './usage-records.js';
-// For npm run usage and the metrics.
+// For npm run usage (scripts/usage.ts).
 export { listUsageReports, replayUsageReports, USAGE_ID, usageSummary, type UsageReportView, type UsageSummary } from './report-store.js';
