@@ -28,11 +28,15 @@ export { objectOf, objectOrError, refundedCharge, stripeDispute, type RefundedCh
 export { quoted } from './quoted.js';
 // A module's own job, queued in the caller's transaction.
 export { addJob as addModuleJob } from './queue/job-queue.js';
+// A module's retention deletes as the core's does: in batches, each its own short statement.
+export { deleteInBatches } from './maintenance/batched-delete.js';
 // What the dashboard shows of a module beside an event, and how its search reads payloads.
 export { payloadHolds, type BusinessRecord } from './events/read-model.js';
 // What the dashboard's accounts view shows of a module under an account.
 export type { AccountGrant, AccountRecords, AccountRun } from './accounts/account-view.js';
 export type { StripeCallFailure, StripeCalls } from './stripe/stripe-calls.js';
+// For a module's outbox pump, which calls run() and must tell a call never sent from one that may have reached Stripe.
+export { isStripeBusy } from './stripe/stripe-calls.js';
 export type { Logger } from './logger.js';
 // Outcome notifications to the app (docs/notifications.md), written in the outcome's transaction.
 export type { NewNotification, Notifications } from './notifications/outbox.js';
@@ -47,13 +51,20 @@ export { countKeys, createThenCall, runIdempotent, sendResult, stripeCallFailed,
 export { exampleObject, randomStripeId, sampleEvent, type SampleEvent } from './stripe/sample-events.js';
 
 export function defineModule<const T extends SettingsTable = Record<never, Setting>>(definition: ModuleDefinition<T>): BusinessModule {
-  const { name, settings, handlers, tasks, apiRoutes, adminRoutes, ...declared } = definition;
+  const { name, settings, handlers, tasks, pumps, apiRoutes, adminRoutes, ...declared } = definition;
   const own = (config: Config): SettingValues<T> => {
     const values = config.moduleSettings[name];
     if (values) return values as SettingValues<T>;
     if (!settings || Object.keys(settings).length === 0) return {} as SettingValues<T>;
     throw new Error(`the settings of module ${name} were not read: load the configuration with the modules (loadServiceConfig, src/modules/index.ts)`);
   };
+  const moduleContext = (context: TaskContext) => ({
+    settings: own(context.config),
+    db: context.db,
+    stripeCalls: context.stripeCalls,
+    logger: context.logger,
+    notifications: context.notifications,
+  });
   const routes = (build: (context: ModuleRouteContext<SettingValues<T>>) => Router) => (context: RouteContext) =>
     build({
       settings: own(context.config),
@@ -69,16 +80,8 @@ export function defineModule<const T extends SettingsTable = Record<never, Setti
     name,
     ...(settings && { settings }),
     handlers: (config, notifications) => ownHandlers(name, handlers?.(own(config), { notifications, wake: waker({ maxAttempts: config.maxAttempts }) }) ?? {}),
-    ...(tasks && {
-      tasks: (context: TaskContext) =>
-        tasks({
-          settings: own(context.config),
-          db: context.db,
-          stripeCalls: context.stripeCalls,
-          logger: context.logger,
-          notifications: context.notifications,
-        }),
-    }),
+    ...(tasks && { tasks: (context: TaskContext) => tasks(moduleContext(context)) }),
+    ...(pumps && { pumps: (context: TaskContext) => pumps(moduleContext(context)) }),
     ...(apiRoutes && { apiRoutes: routes(apiRoutes) }),
     ...(adminRoutes && { adminRoutes: routes(adminRoutes) }),
   };

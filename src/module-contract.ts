@@ -98,10 +98,44 @@ export interface ModuleDefinition<T extends SettingsTable> extends EventLookups,
    * addModuleJob in its transaction.
    */
   readonly tasks?: (context: ModuleContext<SettingValues<T>>) => Readonly<Record<string, Task>>;
+  /**
+   * Its pumps, by name (prefixed with the module's name): loops each worker process runs beside
+   * the runners, for an outbox of the module's own that sends to Stripe (src/worker/module-pumps.ts).
+   */
+  readonly pumps?: (context: ModuleContext<SettingValues<T>>) => Readonly<Record<string, ModulePump>>;
+  /** Its share of the daily retention (src/maintenance/prune.ts): deletes its own finished outbox rows older than the cutoff; how many. */
+  readonly retention?: (db: Kysely<Database>, cutoff: RetentionCutoff) => Promise<number>;
+  /** Its gauges on /metrics, built once with the API pool; the values of one scrape may share one query. */
+  readonly gauges?: (db: Kysely<Database>) => readonly ModuleGauge[];
   /** Mounted under /api, behind API_TOKEN, with JSON bodies parsed. Paths are relative to /api. */
   readonly apiRoutes?: (context: ModuleRouteContext<SettingValues<T>>) => Router;
   /** Mounted under /admin/api, behind ADMIN_TOKEN (bearer or dashboard session). Paths are relative to /admin/api. */
   readonly adminRoutes?: (context: ModuleRouteContext<SettingValues<T>>) => Router;
+}
+
+/** What retention deletes before (the events' cutoff, EVENT_RETENTION_DAYS), and how many rows a statement takes. */
+export interface RetentionCutoff {
+  readonly before: Date;
+  readonly batchSize: number;
+}
+
+/** A gauge a module adds to /metrics, read from Postgres on each scrape (src/metrics/metrics.ts). */
+export interface ModuleGauge {
+  /** stripe_inbox_<module>_…, in Prometheus' form. */
+  readonly name: string;
+  readonly help: string;
+  value(): Promise<number>;
+}
+
+/**
+ * A module's outbox pump: an outbox table is its own queue, and a pump claims its due rows (FOR
+ * UPDATE SKIP LOCKED, so any number of processes pump at once), sends them outside any
+ * transaction and records the answers. The worker calls pumpOnce again at once while it answers
+ * 'more', and after idleMs when it answers 'idle'; a throw is logged and counts as idle.
+ */
+export interface ModulePump {
+  readonly idleMs: number;
+  pumpOnce(): Promise<'more' | 'idle'>;
 }
 
 // What the core runs a module as, and hands it; defineModule narrows each to the module's view.
@@ -137,6 +171,9 @@ export interface BusinessModule extends EventLookups, AccountLookups {
   /** Built once at start-up; the module's own part is given its settings and the outbox (src/notifications/outbox.ts). */
   handlers(config: Config, notifications: Notifications): Handlers;
   tasks?(context: TaskContext): Readonly<Record<string, Task>>;
+  pumps?(context: TaskContext): Readonly<Record<string, ModulePump>>;
+  gauges?(db: Kysely<Database>): readonly ModuleGauge[];
+  retention?(db: Kysely<Database>, cutoff: RetentionCutoff): Promise<number>;
   apiRoutes?(context: RouteContext): Router;
   adminRoutes?(context: RouteContext): Router;
 }

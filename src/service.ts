@@ -46,7 +46,7 @@ const runsWorker = (config: Config) => config.role !== 'web';
 export async function startService({ config, pools, stripe, modules, logger, workerOptions }: ServiceDeps): Promise<Service> {
   const readiness = new Readiness(pools.intake.pool);
   readiness.markMigrated();
-  const metrics = new Metrics(pools.api.db);
+  const metrics = new Metrics(pools.api.db, modules);
   pools.instrument(metrics.poolObserver);
   const handlers = modules.map((module) => module.handlers(config, createOutbox(config)));
   const intake = intakeRule(handlers, config.stripeLivemode);

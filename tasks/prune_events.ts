@@ -5,13 +5,13 @@ import type { Config } from '../src/config.js';
 import type { MaintenanceTaskDeps } from '../src/maintenance/maintenance-service.js';
 import { pruneEvents, pruneService } from '../src/maintenance/prune.js';
 
-type Deps = Pick<MaintenanceTaskDeps, 'db' | 'logger'> & { config: Pick<Config, 'eventRetentionDays'> };
+type Deps = Pick<MaintenanceTaskDeps, 'db' | 'logger' | 'modules'> & { config: Pick<Config, 'eventRetentionDays'> };
 
 export const pruneTask = {
   ...pruneService,
   task:
-    ({ db, logger, config }: Deps): Task =>
+    ({ db, logger, config, modules }: Deps): Task =>
     async () => {
-      await pruneEvents(db, { retentionDays: config.eventRetentionDays, logger });
+      await pruneEvents(db, { retentionDays: config.eventRetentionDays, logger, modules });
     },
 };

@@ -15,7 +15,7 @@ import type { CallRate } from '../stripe/call-rate.js';
 import type { StripeCalls } from '../stripe/stripe-calls.js';
 import { quoted } from '../quoted.js';
 import { Stripe } from '../stripe/sdk.js';
-import { apiPathOf, GENERATION_FAILURE_TYPE, snapshotTypeOf } from '../stripe/thin-events.js';
+import { apiPathOf, EVENT_DATA_TYPES, GENERATION_FAILURE_TYPE, snapshotTypeOf } from '../stripe/thin-events.js';
 import { PermanentError, type FinishOutcome } from '../outcomes.js';
 import { fetchMissedEvent, type CurrentState, type OwnModeGet } from './missed-event.js';
 
@@ -86,6 +86,12 @@ export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate, livemode: 
     const type = snapshotTypeOf(event.type);
     if (type === undefined || !notification.success) throw new PermanentError(`thin event: ${event.type} names no related object to fetch`);
     const { snapshot_event: snapshotEvent, related_object: related, context } = notification.data;
+    if (EVENT_DATA_TYPES.has(event.type)) {
+      const full = await getOwnMode(event)('thin_fetch_event', `/v2/core/events/${encodeURIComponent(event.event_id)}`, context, `event ${event.event_id}`);
+      const data = typeof full.data === 'object' && full.data !== null ? full.data : {};
+      const object = { ...data, related_object: full.related_object ?? related };
+      return { ...event, type, payload: { id: event.event_id, object: 'event', type, created: full.created, livemode: event.livemode, data: { object } } };
+    }
     if (snapshotEvent) {
       const snapshot = await get('thin_fetch_event', `/v1/events/${encodeURIComponent(snapshotEvent)}`, event, context);
       // Every Stripe event says its mode; one that does not cannot show it is ours.

@@ -5,7 +5,8 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
 
 export interface BatchedDelete {
-  table: keyof Database;
+  /** One of the core's tables, or a module's (its retention). */
+  table: string;
   /** The table's primary key: what `chosen` carries and the delete joins on. */
   key: string;
   /** Which rows may go; columns named unqualified or as `<table>.<column>`. */

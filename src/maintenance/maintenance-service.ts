@@ -8,6 +8,7 @@ import type Stripe from 'stripe';
 import type { Config } from '../config.js';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
+import type { BusinessModule } from '../module-contract.js';
 import type { Metrics } from '../metrics/metrics.js';
 
 export interface MaintenanceService<K extends keyof Config> {
@@ -26,6 +27,8 @@ export interface MaintenanceTaskDeps {
   stripe: Stripe;
   logger: Logger;
   metrics: Metrics;
+  /** The modules whose own retention runs with the core's (src/maintenance/prune.ts). */
+  modules: readonly Pick<BusinessModule, 'name' | 'retention'>[];
 }
 
 /**

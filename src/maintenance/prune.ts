@@ -1,7 +1,8 @@
 // Retention: once a day, deletes what is older than EVENT_RETENTION_DAYS, one table per file:
 // finished events (prune-events.ts), snapshot claims (prune-snapshot-claims.ts), spent fulfilment
 // jobs (prune-jobs.ts), the API's Idempotency-Keys (prune-idempotency-keys.ts) and delivered
-// outcome notifications (prune-notifications.ts). Used by the daily `prune_events` cron task
+// outcome notifications (prune-notifications.ts), and each module's own outbox rows (its
+// `retention`: the usage module's sent reports). Used by the daily `prune_events` cron task
 // (tasks/prune_events.ts) and `npm run prune`; one run, one cutoff, one record of what went.
 //
 // Never fewer than 31 days: Stripe resends events for up to 30 days (the Dashboard for 15, the
@@ -11,6 +12,7 @@ import type { Kysely } from 'kysely';
 import { recordMaintenanceRun } from '../db/maintenance-runs.js';
 import type { Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
+import type { BusinessModule } from '../module-contract.js';
 import type { MaintenanceService } from './maintenance-service.js';
 import { pruneFinishedEvents } from './prune-events.js';
 import { pruneIdempotencyKeys } from './prune-idempotency-keys.js';
@@ -42,6 +44,8 @@ export interface PruneOptions {
   retentionDays: number;
   batchSize?: number;
   logger?: Logger;
+  /** Each runs its own retention with the same cutoff. */
+  modules?: readonly Pick<BusinessModule, 'name' | 'retention'>[];
 }
 
 export interface PruneResult {
@@ -56,6 +60,8 @@ export interface PruneResult {
   deleted_keys: number;
   /** Outcome notifications delivered to every endpoint, written before the same cutoff. */
   deleted_notifications: number;
+  /** Rows each module's retention deleted, by module (those with a retention only). */
+  deleted_by_module: Record<string, number>;
   finished_before: string;
 }
 
@@ -71,12 +77,16 @@ export async function pruneEvents(db: Kysely<Database>, options: PruneOptions): 
   const deleted_jobs = await pruneSpentJobs(db);
   const { deleted: deleted_keys } = await pruneIdempotencyKeys(db, cutoff);
   const { deleted: deleted_notifications } = await pruneDeliveredNotifications(db, cutoff);
-  await recordMaintenanceRun(db, 'prune', { deleted, batches, deleted_jobs, deleted_keys, deleted_notifications });
-  if (deleted > 0 || deleted_keys > 0 || deleted_notifications > 0) {
+  const deleted_by_module: Record<string, number> = {};
+  for (const module of options.modules ?? []) if (module.retention) deleted_by_module[module.name] = await module.retention(db, cutoff);
+  const moduleCounts = Object.fromEntries(Object.entries(deleted_by_module).map(([name, n]) => [`deleted_${name}_rows`, n]));
+  await recordMaintenanceRun(db, 'prune', { deleted, batches, deleted_jobs, deleted_keys, deleted_notifications, ...moduleCounts });
+  const byModule = Object.values(deleted_by_module).reduce((sum, n) => sum + n, 0);
+  if (deleted > 0 || deleted_keys > 0 || deleted_notifications > 0 || byModule > 0) {
     options.logger?.info(
-      { deleted, batches, deletedKeys: deleted_keys, deletedNotifications: deleted_notifications, finishedBefore },
+      { deleted, batches, deletedKeys: deleted_keys, deletedNotifications: deleted_notifications, deletedByModule: deleted_by_module, finishedBefore },
       'pruned finished events',
     );
   }
-  return { deleted, batches, deleted_jobs, deleted_keys, deleted_notifications, finished_before: finishedBefore.toISOString() };
+  return { deleted, batches, deleted_jobs, deleted_keys, deleted_notifications, deleted_by_module, finished_before: finishedBefore.toISOString() };
 }

@@ -18,6 +18,15 @@ import type { JobLoopStatus } from '../queue/job-loop-watchdog.js';
 const WEBHOOK_OUTCOMES = ['accepted', 'duplicate', 'bad_signature', 'malformed', 'too_large', 'rate_limited', 'busy', 'unavailable'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 
+/**
+ * A business module as its gauges are read (its ModuleGauges, src/module-contract.ts, which imports
+ * this file's types: spelled out here, so that the two do not import each other).
+ */
+interface GaugeSource {
+  readonly name: string;
+  gauges?(db: Kysely<Database>): ReadonlyArray<{ readonly name: string; readonly help: string; value(): Promise<number> }>;
+}
+
 export class Metrics {
   readonly registry = new Registry();
   /**
@@ -134,11 +143,26 @@ export class Metrics {
 
   #jobLoops: () => Partial<Record<string, JobLoopStatus>> = () => ({});
 
-  constructor(db: Kysely<Database>) {
+  constructor(db: Kysely<Database>, modules: readonly GaugeSource[] = []) {
     for (const outcome of WEBHOOK_OUTCOMES) this.webhookRequests.inc({ outcome }, 0);
     collectDefaultMetrics({ register: this.registry, prefix: 'stripe_inbox_' });
 
     this.inboxStatus = inboxStatusReader(db);
+    for (const module of modules) {
+      for (const gauge of module.gauges?.(db) ?? []) {
+        // A module's gauges carry its name, so two modules can never register one twice.
+        if (!gauge.name.startsWith(`stripe_inbox_${module.name}_`))
+          throw new Error(`gauge ${gauge.name} of module ${module.name} must start with stripe_inbox_${module.name}_`);
+        new Gauge({
+          name: gauge.name,
+          help: gauge.help,
+          registers: [this.registry],
+          async collect() {
+            this.set(await gauge.value());
+          },
+        });
+      }
+    }
     // One query set per scrape feeds all database gauges.
     let pending: Promise<InboxStatus> | undefined;
     const status = () => (pending ??= this.inboxStatus().finally(() => setTimeout(() => (pending = undefined), 0)));

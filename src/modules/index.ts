@@ -1,7 +1,8 @@
 // The business modules this service runs, in order: where two list the same event type, the
 // first that does not answer 'ignored' gives the event its outcome (src/fulfilment/dispatch.ts).
-// The ledger first: credits and billing grant into it; entitlements last, as they follow from
-// what the others linked. Only the entry points (src/main.ts,
+// The ledger first: credits and billing grant into it; its runs are recorded as usage under a
+// usage-billed plan (the usage module's recorder, given to the ledger here); entitlements after
+// billing, as they follow from what the others linked. Only the entry points (src/main.ts,
 // scripts/, tests, benchmarks) import this file.
 import type { Kysely } from 'kysely';
 import type { BusinessModule, Database } from '../business-module.js';
@@ -10,9 +11,16 @@ import { readMigrations } from '../db/migrate.js';
 import { billingModule, newPlan, planCatalog } from './billing/index.js';
 import { creditsModule, newPackage, packageCatalog } from './credits/index.js';
 import { entitlementsModule } from './entitlements/index.js';
-import { ledgerModule } from './ledger/index.js';
+import { defineLedger } from './ledger/index.js';
+import { recordUsage, usageModule } from './usage/index.js';
 
-export const businessModules: readonly BusinessModule[] = [ledgerModule, creditsModule, billingModule, entitlementsModule];
+export const businessModules: readonly BusinessModule[] = [
+  defineLedger({ runRecorders: [recordUsage] }),
+  creditsModule,
+  billingModule,
+  entitlementsModule,
+  usageModule,
+];
 
 /** Every migration this service applies: the core's and its modules'. */
 export const serviceMigrations = () => readMigrations(businessModules);

@@ -122,7 +122,9 @@ export function exampleObject(
     | 'price'
     | 'product'
     | 'dispute'
-    | 'entitlements.active_entitlement_summary',
+    | 'entitlements.active_entitlement_summary'
+    // Stripe's published example of a v2 event as GET /v2/core/events/:id answers it (a meter's error report).
+    | 'v2.core.event',
 ): Record<string, unknown> {
   return fixture(name);
 }

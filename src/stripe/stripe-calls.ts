@@ -97,6 +97,9 @@ export class StripeCalls {
   }
 }
 
+/** True for a call refused before anything was sent: no slot was free (run()'s throw). */
+export const isStripeBusy = (error: unknown): boolean => error instanceof StripeBusyError;
+
 /** The SDK reports its own timeout as a connection error naming the timeout. */
 function isStripeTimeout(error: unknown): boolean {
   return error instanceof Stripe.errors.StripeConnectionError && /timeout/i.test(error.message);

@@ -10,6 +10,13 @@ const V1_PREFIX = 'v1.';
  */
 export const GENERATION_FAILURE_TYPE = 'v2.core.health.event_generation_failure.resolved';
 
+/**
+ * v1-typed thin notifications with no snapshot event and no object state to fetch: what happened
+ * is the event's own `data`, which only GET /v2/core/events/:id carries (Billing Meters' reports of
+ * meter events they refused after accepting them). Handlers see that data as the event's object.
+ */
+export const EVENT_DATA_TYPES: ReadonlySet<string> = new Set(['v1.billing.meter.error_report_triggered', 'v1.billing.meter.no_meter_found']);
+
 export function isV1ThinType(type: string): boolean {
   return type.startsWith(V1_PREFIX);
 }

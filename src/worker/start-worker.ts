@@ -1,7 +1,8 @@
 // The worker, assembled from a few starters, as River starts its services from one client: the
 // fulfilment runner with the maintenance services on its crontab (fulfilment-runner.ts,
 // src/worker/maintainer.ts), the modules' runner (module-jobs-runner.ts) and the pump that
-// delivers outcome notifications (notification-pump.ts). Each runner fetches only its own tasks,
+// delivers outcome notifications (notification-pump.ts), and the modules' own outbox pumps
+// (module-pumps.ts). Each runner fetches only its own tasks,
 // so a slow Stripe or a slow app holds the slots of the work that waits on it, never fulfilment's.
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
@@ -18,6 +19,7 @@ import type { StripeCalls } from '../stripe/stripe-calls.js';
 import { startFulfilmentRunner } from './fulfilment-runner.js';
 import type { JobLoopStatus } from '../queue/job-loop-watchdog.js';
 import { startModuleJobsRunner } from './module-jobs-runner.js';
+import { startModulePumps, type ModulePumps } from './module-pumps.js';
 import { startNotificationPump } from './notification-pump.js';
 import { Runners, type RunnerName, type RunnersOptions } from './runners.js';
 
@@ -60,11 +62,14 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
   const notifications = createOutbox(config);
   const runners = new Runners(pool, logger, options);
   let pump: DeliveryPump | undefined;
+  let modulePumps: ModulePumps | undefined;
   try {
-    const maintenance = maintainer(config, { db, stripe: stripeCalls.stripe, logger, metrics });
+    const maintenance = maintainer(config, { db, stripe: stripeCalls.stripe, logger, metrics, modules });
     const { fulfilment, loop } = await startFulfilmentRunner(runners, { config, stripeCalls, db, handlers, logger, metrics, intake, maintenance });
     await maintenance.start(loop.events);
-    await startModuleJobsRunner(runners, { modules, context: { config, db, stripeCalls, logger, notifications }, concurrency: config.moduleJobConcurrency });
+    const moduleContext = { config, db, stripeCalls, logger, notifications };
+    await startModuleJobsRunner(runners, { modules, context: moduleContext, concurrency: config.moduleJobConcurrency });
+    modulePumps = startModulePumps(modules, moduleContext);
     const givesWayTo = intake ? [fulfilment, intake] : [fulfilment];
     pump = startNotificationPump({
       db: notificationDb,
@@ -77,12 +82,12 @@ export async function startWorker(deps: WorkerDeps, options: WorkerOptions = {})
       retryDelayMs: options.notificationRetryDelayMs,
     });
   } catch (error) {
-    await runners.abandon();
+    await Promise.allSettled([runners.abandon(), modulePumps?.stop()]);
     throw error;
   }
-  const stopPump = async () => pump?.stop();
+  const stopPump = async () => Promise.all([pump?.stop(), modulePumps?.stop()]);
   return {
-    promise: Promise.all([...runners.promises(), pump?.promise]).then(() => undefined),
+    promise: Promise.all([...runners.promises(), pump?.promise, modulePumps.promise]).then(() => undefined),
     // A runner that already failed rejects these with its failure, which `promise` reports.
     async stop() {
       await Promise.allSettled([runners.stop(), stopPump()]);

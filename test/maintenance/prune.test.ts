@@ -8,6 +8,7 @@ import { sql } from 'kysely';
 import { claimEvents } from '../../src/events/event-store.js';
 import { createOutbox } from '../../src/notifications/outbox.js';
 import { pruneEvents } from '../../src/maintenance/prune.js';
+import { businessModules } from '../../src/modules/index.js';
 import { databaseForFile } from '../support/database.js';
 import { finishedEvent, givenOrder, grantsOf, incomingEvent, paidEvent, paidOrder, quotaOf } from '../support/factories.js';
 import { deleteJobs, fulfilmentJobs, holdJobs, jobOf } from '../support/jobs.js';
@@ -186,4 +187,32 @@ test('delivered notifications past the window go; pending and failed ones stay h
     select count(*) filter (where d.delivery_id is null)::int as orphaned, count(d.delivery_id)::int as kept
     from notification_attempts a left join notification_deliveries d using (delivery_id)`.execute(database.db);
   assert.deepEqual(attempts.rows[0], { orphaned: 0, kept: 8 }, 'the attempts went with their delivery, and only those');
+});
+
+test("a module's outbox rows go with the same cutoff: usage reports sent before it, never pending or failed ones, and their usage records stay", async () => {
+  const reports = [
+    { status: 'sent', daysAgo: 40 },
+    { status: 'sent', daysAgo: 10 },
+    { status: 'failed', daysAgo: 40 },
+    { status: 'pending', daysAgo: 40 },
+  ].map((report, i) => ({ ...report, usageId: `usage_${String(i + 1).padStart(32, 'a')}` }));
+  for (const { status, daysAgo, usageId } of reports) {
+    await sql`insert into usage_records (usage_id, account_id, subscription_id, event_name, quantity, used_at)
+      values (${usageId}, 'acct_prune', 'subscr_prune', 'api_calls', 1, now() - ${daysAgo} * interval '1 day')`.execute(database.db);
+    await sql`insert into usage_reports (usage_id, stripe_customer_id, status, sent_at, created_at)
+      values (${usageId}, 'cus_prune', ${status}, ${status === 'sent' ? sql`now() - ${daysAgo} * interval '1 day'` : null}, now() - ${daysAgo} * interval '1 day')`.execute(
+      database.db,
+    );
+  }
+  const result = await pruneEvents(database.db, { retentionDays: 31, modules: businessModules });
+  assert.deepEqual(result.deleted_by_module, { usage: 1 });
+  const { rows } = await sql<{ usage_id: string }>`select usage_id from usage_reports where stripe_customer_id = 'cus_prune' order by usage_id`.execute(
+    database.db,
+  );
+  assert.deepEqual(
+    rows.map((row) => row.usage_id),
+    reports.slice(1).map((report) => report.usageId),
+  );
+  const records = await sql<{ n: number }>`select count(*)::int as n from usage_records where account_id = 'acct_prune'`.execute(database.db);
+  assert.equal(records.rows[0]!.n, 4);
 });

@@ -46,7 +46,7 @@ async function script(
 }
 
 describe('every script', () => {
-  for (const name of ['status', 'sweep', 'replay', 'notifications', 'reconcile', 'prune', 'migrate', 'send-event', 'catalog']) {
+  for (const name of ['status', 'sweep', 'replay', 'notifications', 'reconcile', 'prune', 'migrate', 'send-event', 'catalog', 'usage']) {
     test(`${name}: --help, and exit 2 naming a bad option`, async () => {
       const help = await script(name, ['--help']);
       assert.equal(help.code, 0);
@@ -145,6 +145,12 @@ test('bad values are refused with the flag named and an example', async () => {
     ['notifications', ['--replay-failed', '--limit', '5'], /--status and --limit choose what to list/],
     ['notifications', ['--status', 'lost'], /--status must be one of pending, delivered, failed/],
     ['notifications', ['--limit', '501'], /--limit must be a whole number from 1 to 500/],
+    ['usage', [], /give one of --status, --replay <usage_id…> or --replay-failed/],
+    ['usage', ['--status', '--replay-failed'], /give one of --status/],
+    ['usage', ['--replay'], /--replay needs at least one usage id/],
+    ['usage', ['--replay', 'usage_1'], /--replay takes usage ids \(usage_ and 32 hex digits\); got "usage_1"/],
+    ['usage', ['--status', '--list', 'lost'], /--list must be one of pending, sent, failed/],
+    ['usage', ['--replay-failed', '--limit', '5'], /--list and --limit go with --status/],
   ];
   for (const [name, args, message] of cases) {
     const result = await script(name, args);
@@ -429,4 +435,31 @@ test("catalog import-stripe makes a package and a plan of a Product's active Pri
   } finally {
     await stripe.close();
   }
+});
+
+test('usage: --status counts and lists the failed reports with their reason; --replay sends a failed one again, and exits 1 naming one that is not failed', async () => {
+  const ids = ['failed', 'sent'].map((status, i) => ({ status, usageId: `usage_${String(i + 1).padStart(32, 'c')}` }));
+  for (const { status, usageId } of ids) {
+    await sql`insert into usage_records (usage_id, account_id, subscription_id, event_name, quantity) values (${usageId}, 'acct_cli', 'subscr_cli', 'api_calls', 2)`.execute(
+      database.db,
+    );
+    await sql`insert into usage_reports (usage_id, stripe_customer_id, status, sent_at, last_error)
+      values (${usageId}, 'cus_cli', ${status}, ${status === 'sent' ? sql`now()` : null}, ${status === 'failed' ? 'Stripe refused the meter event: timestamp_too_far_in_past (timestamp)' : null})`.execute(
+      database.db,
+    );
+  }
+  const [failed, sent] = ids.map((id) => id.usageId);
+  const status = await script('usage', ['--status']);
+  assert.equal(status.code, 0);
+  assert.match(status.stdout, /^usage reports: 0 pending \(oldest used 0 s ago\), 1 failed, 1 sent$/m);
+  assert.match(status.stdout, new RegExp(`^${failed}  failed  api_calls 2 .*timestamp_too_far_in_past`, 'm'));
+
+  const refused = await script('usage', ['--replay', failed!, sent!, '--json']);
+  assert.equal(refused.code, 1);
+  assert.deepEqual(JSON.parse(refused.stdout), { replayed: [failed], not_failed: [sent], not_found: [] });
+  const { rows } = await sql<{
+    status: string;
+    first_sent_at: Date | null;
+  }>`select status, first_sent_at from usage_reports where usage_id = ${failed!}`.execute(database.db);
+  assert.deepEqual(rows, [{ status: 'pending', first_sent_at: null }]);
 });

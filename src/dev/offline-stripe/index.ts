@@ -66,6 +66,14 @@ export interface OfflineStripe {
   addProduct(product: Record<string, unknown>): void;
   /** Sets the customer's active entitlements, as GET /v1/entitlements/active_entitlements lists them. */
   setActiveEntitlements(customerId: string, entitlements: readonly OfflineEntitlement[]): void;
+  /** Adds an active sum meter for the event_name (Billing Meters: meters.ts); its id. */
+  addMeter(eventName: string): string;
+  /** What the meter of the event_name recorded for the customer: each identifier once per 24 hours of the stand-in's clock. */
+  meterTotal(eventName: string, customer: string): number;
+  /** Moves the stand-in's clock (meter identifiers' window, meter event timestamps) forward. */
+  advanceClock(ms: number): void;
+  /** The next `count` requests to `path` are executed, and their answers lost: the connection drops after the work is done. */
+  loseAnswers(path: string, count: number): void;
   failNext(count: number, status?: number): void;
   setDelay(ms: number): void;
   close(): Promise<void>;
@@ -93,6 +101,7 @@ export async function startOfflineStripe(options: { port?: number; host?: string
   const idempotency = new Map<string, IdempotencyRecord>();
   const closing = new AbortController();
   let failures = { remaining: 0, status: 500 };
+  let lost = { path: '', remaining: 0 };
   let delayMs = 0;
   let url = '';
   let closed: Promise<void> | undefined;
@@ -131,6 +140,11 @@ export async function startOfflineStripe(options: { port?: number; host?: string
         method === 'POST' && key !== undefined
           ? await idempotent(key, params, () => execute(method, pathname, params))
           : await execute(method, pathname, params);
+      if (pathname === lost.path && lost.remaining > 0) {
+        lost.remaining -= 1;
+        res.destroy();
+        return;
+      }
       send(res, reply, echo);
     } catch (err) {
       if (!(err instanceof StripeApiError)) throw err;
@@ -220,6 +234,14 @@ export async function startOfflineStripe(options: { port?: number; host?: string
     },
     setActiveEntitlements(customerId, entitlements) {
       resources.entitlements.byCustomer.set(customerId, entitlements);
+    },
+    addMeter: (eventName) => resources.meters.addMeter(eventName),
+    meterTotal: (eventName, customer) => resources.meters.total(eventName, customer),
+    advanceClock(ms) {
+      resources.meters.clockOffsetMs += ms;
+    },
+    loseAnswers(path, count) {
+      lost = { path, remaining: count };
     },
     failNext(count, status = 500) {
       failures = { remaining: count, status };

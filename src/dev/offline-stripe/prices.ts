@@ -23,11 +23,12 @@ export class Catalogue {
   }
 
   /** What a line item's Price charges, refused as Stripe refuses an archived one. */
-  lineItem(id: string, at: string): { currency: string; unitAmount: number; recurring: boolean } {
+  lineItem(id: string, at: string): { currency: string; unitAmount: number; recurring: boolean; metered?: boolean } {
     const price = this.price(id, `${at}[price]`);
     if (price.active !== true) throw invalid(`The price specified is inactive. This field only accepts active prices.`, `${at}[price]`);
     if (typeof price.unit_amount !== 'number') throw invalid(`The offline Stripe sells only Prices with a unit_amount.`, `${at}[price]`);
-    return { currency: String(price.currency), unitAmount: price.unit_amount, recurring: isRecord(price.recurring) };
+    const metered = isRecord(price.recurring) && price.recurring.usage_type === 'metered';
+    return { currency: String(price.currency), unitAmount: price.unit_amount, recurring: isRecord(price.recurring), metered };
   }
 }
 

@@ -4,11 +4,12 @@
 // entitlements.ts.
 import { CHECKOUT_PAGE_PATH } from './checkout-page.js';
 import { ActiveEntitlements } from './entitlements.js';
+import { Meters } from './meters.js';
 import { Catalogue } from './prices.js';
 import { invalid, isRecord, integer, missing, ok, randomId, StripeApiError, type Params, type Reply } from './wire.js';
 
 export const IMPLEMENTED =
-  'Checkout Session create and retrieve, refund create, subscription retrieve and update, event list and retrieve, thin event (v2) list and retrieve, price and product retrieve and list, active entitlements list, and retrieve of any object added to it';
+  'Checkout Session create and retrieve, refund create, subscription retrieve and update, event list and retrieve, thin event (v2) list and retrieve, price and product retrieve and list, active entitlements list, meter list, meter event create and meter event summaries, and retrieve of any object added to it';
 
 export class Resources {
   readonly sessions = new Map<string, Params>();
@@ -17,6 +18,7 @@ export class Resources {
   readonly events: Array<{ event: Params; delivered: boolean }> = [];
   readonly catalogue = new Catalogue();
   readonly entitlements = new ActiveEntitlements();
+  readonly meters = new Meters();
   /** Thin notifications, as GET /v2/core/events lists them. */
   readonly thinEvents: Params[] = [];
   /** Any other object by id (an invoice, a charge): what a thin notification's related_object.url fetches. */
@@ -46,6 +48,8 @@ export class Resources {
     if (method === 'POST' && subscription !== undefined) return ok(this.updateSubscription(subscription, params));
     const entitled = this.entitlements.route(method, path, params);
     if (entitled) return ok(entitled);
+    const metered = this.meters.route(method, path, params);
+    if (metered) return metered;
     const catalogued = this.catalogue.route(method, path, params);
     return catalogued && ok(catalogued);
   }
@@ -89,6 +93,11 @@ export class Resources {
       }
       if (currency !== undefined && charged.currency !== currency) throw invalid('All line_items must use the same currency.', at);
       currency = charged.currency;
+      // Stripe's rule: a metered Price bills what its meter records, and refuses a quantity.
+      if (charged.metered) {
+        if ((item as Params).quantity !== undefined) throw invalid('Quantity should not be specified where usage_type is `metered`.', `${at}[quantity]`);
+        return;
+      }
       amount += charged.unitAmount * integer((item as Params).quantity, `${at}[quantity]`);
     });
     const id = `cs_test_${randomId(58)}`;
@@ -208,7 +217,7 @@ export class Resources {
 }
 
 /** What a line item's inline price_data charges (a Price id is the catalogue's). */
-function inlinePrice(item: unknown, at: string): { currency: string; unitAmount: number; recurring: boolean } {
+function inlinePrice(item: unknown, at: string): { currency: string; unitAmount: number; recurring: boolean; metered?: boolean } {
   const priceData = isRecord(item) ? item.price_data : undefined;
   if (!isRecord(priceData)) throw invalid(`${at} needs [price] or [price_data].`, `${at}[price_data]`);
   if (typeof priceData.currency !== 'string') throw missing(`${at}[price_data][currency]`);

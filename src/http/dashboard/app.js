@@ -9,6 +9,7 @@ import { drawChart } from './chart.js';
 import { $, act } from './dom.js';
 import { eventTable, showDetail } from './events-view.js';
 import { notificationFacts, notificationTable, replayNotifications } from './notifications-view.js';
+import { usageTable } from './usage-view.js';
 import { refreshWith } from './refresh.js';
 
 /**
@@ -16,6 +17,7 @@ import { refreshWith } from './refresh.js';
  * @import { MinuteCounts } from './chart.js'
  * @import { EventSummary } from './events-view.js'
  * @import { NotificationStatus, NotificationView } from './notifications-view.js'
+ * @import { UsageReports } from './usage-view.js'
  * @typedef {{ counts: Record<string, number>, history_counted_at: string, waiting: number, oldest_processing_age_seconds: number | null, jobs_queued: number, events_queued: number, last_sweep_at: string | null,
  *   notifications: NotificationStatus }} InboxStatus
  */
@@ -24,10 +26,12 @@ import { refreshWith } from './refresh.js';
 const hours = $('hours');
 /** @type {HTMLSelectElement} */
 const notificationStatus = $('notification-status');
+/** @type {HTMLSelectElement} */
+const usageStatus = $('usage-status');
 
 async function drawPage() {
-  /** @type {[InboxStatus, EventSummary[], EventSummary[], MinuteCounts[], NotificationView[], CatalogItem[], CatalogItem[]]} */
-  const [status, failed, stuck, timeline, notifications, packages, plans] = await Promise.all([
+  /** @type {[InboxStatus, EventSummary[], EventSummary[], MinuteCounts[], NotificationView[], CatalogItem[], CatalogItem[], UsageReports]} */
+  const [status, failed, stuck, timeline, notifications, packages, plans, usage] = await Promise.all([
     api('GET', '/status'),
     api('GET', '/events?status=failed'),
     api('GET', '/events?status=stuck'),
@@ -35,6 +39,7 @@ async function drawPage() {
     api('GET', '/notifications?status=' + notificationStatus.value),
     api('GET', '/packages'),
     api('GET', '/plans'),
+    api('GET', '/usage-reports?status=' + usageStatus.value),
   ]);
   // The statuses, in their order, are the server's (EVENT_STATUSES): the dashboard keeps no list.
   $('counts').replaceChildren(
@@ -62,6 +67,7 @@ async function drawPage() {
   });
   drawChart(timeline);
   catalogTable(packages, plans);
+  usageTable(usage, { status: usageStatus.value, afterReplay: drawPage });
   await refreshAccount();
   $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
 }
@@ -86,6 +92,7 @@ $('replay-failed').addEventListener(
 );
 hours.addEventListener('change', () => void drawPage());
 notificationStatus.addEventListener('change', () => void drawPage());
+usageStatus.addEventListener('change', () => void drawPage());
 $('catalog-add').addEventListener('submit', (event) => {
   event.preventDefault();
   const kind = /** @type {HTMLSelectElement} */ ($('catalog-kind')).value;

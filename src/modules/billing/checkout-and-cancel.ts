@@ -37,7 +37,7 @@ export type SubscriptionCheckoutOutcome = { outcome: 'created'; checkoutSessionI
 export async function openSubscriptionCheckout(deps: BillingCallDeps, subscription: SubscriptionRow): Promise<SubscriptionCheckoutOutcome> {
   const plan = await deps.db
     .selectFrom('plans')
-    .select(['name', 'interval', 'interval_count', 'stripe_price_id'])
+    .select(['name', 'interval', 'interval_count', 'stripe_price_id', 'meter_event_name'])
     .where('plan_id', '=', subscription.plan_id)
     .executeTakeFirstOrThrow();
   const metadata = { [SUBSCRIPTION_ID_KEY]: subscription.subscription_id };
@@ -46,7 +46,8 @@ export async function openSubscriptionCheckout(deps: BillingCallDeps, subscripti
       {
         mode: 'subscription',
         // The plan's Stripe Price when it names one (checked against the plan when it was created,
-        // and never changed since); else the plan inline, at the subscription's snapshot.
+        // and never changed since); else the plan inline, at the subscription's snapshot. Stripe
+        // refuses a quantity on a metered Price's line item: its meter says what is billed.
         line_items: [
           plan.stripe_price_id === null
             ? {
@@ -58,7 +59,7 @@ export async function openSubscriptionCheckout(deps: BillingCallDeps, subscripti
                   product_data: { name: plan.name },
                 },
               }
-            : { quantity: 1, price: plan.stripe_price_id },
+            : { price: plan.stripe_price_id, ...(plan.meter_event_name === null && { quantity: 1 }) },
         ],
         metadata,
         subscription_data: { metadata },

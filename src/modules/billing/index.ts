@@ -24,6 +24,8 @@ import type { BillingTables } from './tables.js';
 export { newPlan, planCatalog } from './plan-catalog.js';
 // Whether a subscription's Checkout Session may still link a Stripe customer (the entitlements module).
 export { planFeaturesOfCheckoutSession, subscriptionCheckoutOpenSince } from './subscriptions.js';
+// What the usage module records a run against (src/modules/usage/).
+export { activeMeteredSubscription, type MeteredSubscription } from './metered-subscriptions.js';
 
 export const billingModule = defineModule({
   name: 'billing',

@@ -34,6 +34,7 @@ export const subscriptionCheckoutCompleted =
     const subscription = await linkCheckoutSession(tx, wake, {
       id: session.id,
       subscription: session.subscription,
+      customer: session.customer ?? null,
       named: session.metadata?.[SUBSCRIPTION_ID_KEY],
     });
     if (!subscription) return notOurs(`subscription Checkout Session ${session.id}`);

@@ -72,6 +72,8 @@ export interface CompletedCheckout {
   id: string;
   /** The Stripe subscription the session started; null before Stripe made one. */
   subscription: string | null;
+  /** The Stripe customer it made or used: whom the subscription's meter events bill. */
+  customer: string | null;
   /** Our id from the session's metadata, if any. */
   named: string | undefined;
 }
@@ -92,7 +94,11 @@ export async function linkCheckoutSession(tx: Transaction<BillingDatabase>, wake
   const other = await tx.selectFrom('subscriptions').select('subscription_id').where('stripe_subscription_id', '=', session.subscription).executeTakeFirst();
   if (other) throw new PermanentError(refused(`that is linked to ${other.subscription_id}`));
   try {
-    await tx.updateTable('subscriptions').set({ stripe_subscription_id: session.subscription }).where('subscription_id', '=', row.subscription_id).execute();
+    await tx
+      .updateTable('subscriptions')
+      .set({ stripe_subscription_id: session.subscription, stripe_customer_id: session.customer })
+      .where('subscription_id', '=', row.subscription_id)
+      .execute();
   } catch (error) {
     // Another transaction linked it to a row of ours between the look above and this write: the
     // unique key decided, and retrying would only meet it again.
@@ -101,7 +107,7 @@ export async function linkCheckoutSession(tx: Transaction<BillingDatabase>, wake
     throw error;
   }
   await wake(tx, [linkWaitKey(session.subscription)]);
-  return { ...row, stripe_subscription_id: session.subscription };
+  return { ...row, stripe_subscription_id: session.subscription, stripe_customer_id: session.customer };
 }
 
 /** Our subscription that stored this Checkout Session's id, locked; checked against the metadata. */

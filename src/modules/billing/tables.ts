@@ -9,6 +9,8 @@ export interface PlansTable extends CatalogColumns {
   interval: PlanInterval;
   /** Bills every interval_count intervals (sql/billing/0021). */
   interval_count: Defaulted<number>;
+  /** A usage-billed plan's meter (sql/billing/0040): its subscriptions' runs are reported there (src/modules/usage/). */
+  meter_event_name: Defaulted<string | null>;
 }
 
 export interface SubscriptionsTable {
@@ -25,6 +27,8 @@ export interface SubscriptionsTable {
   checkout_session_id: string | null;
   /** The link: set once, by that session's checkout.session.completed (subscription-links.ts). */
   stripe_subscription_id: string | null;
+  /** The customer that session made, stored with the link: whom a meter event bills (sql/billing/0040). */
+  stripe_customer_id: Defaulted<string | null>;
   current_period_end: Date | null;
   cancel_at_period_end: Defaulted<boolean>;
   /** Stripe's pause_collection.behavior while collection is paused; null while it collects. */

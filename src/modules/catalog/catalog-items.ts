@@ -20,6 +20,8 @@ export interface CatalogItem {
   /** Plans only. */
   interval?: string;
   interval_count?: number;
+  /** Usage-billed plans only: the meter their runs are reported to (src/modules/usage/). */
+  meter_event_name?: string;
 }
 
 /** What every new item has, whatever its kind adds. */

@@ -88,4 +88,4 @@ export const catalogChange = z.strictObject({ name: catalogName.optional(), acti
 /** What PATCH refuses with 409 rather than 400: fields that exist, but never change in place. */
 // features too: a package's decide what its checkout asks Stripe (customer_creation), which a
 // retry under the same outbound Idempotency-Key must not change.
-export const FIXED_FIELDS = ['id', 'amount', 'currency', 'credits', 'stripe_price_id', 'features', 'interval', 'interval_count'] as const;
+export const FIXED_FIELDS = ['id', 'amount', 'currency', 'credits', 'stripe_price_id', 'features', 'interval', 'interval_count', 'meter_event_name'] as const;

@@ -14,7 +14,10 @@ const stripeProduct = z.object({ id: z.string(), object: z.literal('product'), a
 const termsOf = (item: CatalogItem): PriceTerms => ({
   amount: item.amount,
   currency: item.currency,
-  recurring: item.interval === undefined ? null : { interval: item.interval, interval_count: item.interval_count ?? 1 },
+  recurring:
+    item.interval === undefined
+      ? null
+      : { interval: item.interval, interval_count: item.interval_count ?? 1, usage_type: item.meter_event_name ? 'metered' : 'licensed' },
 });
 
 /** The handlers of one kind's module: each module archives its own table's items. */

@@ -9,7 +9,8 @@ import type { StripeCallFailure, StripeCalls } from '../../business-module.js';
 export interface PriceTerms {
   amount: number;
   currency: string;
-  recurring: { interval: string; interval_count: number } | null;
+  /** A usage-billed plan's Price is metered: Stripe bills what its meter recorded, not a quantity. */
+  recurring: { interval: string; interval_count: number; usage_type: 'licensed' | 'metered' } | null;
 }
 
 /** The fields of a Price the terms depend on, as the API and price.updated's data.object carry them. */
@@ -21,7 +22,7 @@ export const stripePrice = z.object({
   // null for a tiered or customer-chosen price: never what a fixed row sells.
   unit_amount: z.number().int().nullable(),
   type: z.enum(['one_time', 'recurring']),
-  recurring: z.object({ interval: z.string(), interval_count: z.number().int() }).nullable(),
+  recurring: z.object({ interval: z.string(), interval_count: z.number().int(), usage_type: z.string().default('licensed') }).nullable(),
   product: z.union([z.string(), z.object({ id: z.string() })]),
   lookup_key: z.string().nullish(),
 });
@@ -42,6 +43,10 @@ export function priceMismatches(price: StripePrice, terms: PriceTerms): string[]
     if (interval !== terms.recurring.interval || interval_count !== terms.recurring.interval_count) {
       reasons.push(`it bills every ${interval_count} ${interval}, the plan every ${terms.recurring.interval_count} ${terms.recurring.interval}`);
     }
+    if (price.recurring.usage_type !== terms.recurring.usage_type)
+      reasons.push(
+        `its usage_type is ${price.recurring.usage_type}, and the plan is ${terms.recurring.usage_type === 'metered' ? 'usage-billed (metered)' : 'not usage-billed (licensed)'}`,
+      );
   }
   return reasons;
 }

@@ -11,16 +11,26 @@
 import { defineModule } from '../../business-module.js';
 import { ledgerOfAccount } from './account-records.js';
 import { ledgerApiRoutes } from './routes.js';
+import type { RunRecorder } from './runs.js';
 import type { LedgerTables } from './tables.js';
 
-export const ledgerModule = defineModule({
-  name: 'ledger',
-  // account_credits was created by the core's sql/0001, before modules had migrations; its changes are here.
-  migrations: new URL('../../../sql/ledger/', import.meta.url),
-  tables: ['account_credits', 'disputes', 'account_runs', 'stripe_customers'] satisfies Array<keyof LedgerTables>,
-  apiRoutes: ledgerApiRoutes,
-  accountRecords: ledgerOfAccount,
-});
+/**
+ * The ledger, with the recorders of runs that draw no credits (a usage-billed plan's), asked in
+ * order before the credits: given here by src/modules/index.ts, so that the ledger depends on no
+ * module that records runs, and those depend on the ledger only through this file.
+ */
+export const defineLedger = ({ runRecorders }: { runRecorders: readonly RunRecorder[] }) =>
+  defineModule({
+    name: 'ledger',
+    // account_credits was created by the core's sql/0001, before modules had migrations; its changes are here.
+    migrations: new URL('../../../sql/ledger/', import.meta.url),
+    tables: ['account_credits', 'disputes', 'account_runs', 'stripe_customers'] satisfies Array<keyof LedgerTables>,
+    apiRoutes: (context) => ledgerApiRoutes(context, runRecorders),
+    accountRecords: ledgerOfAccount,
+  });
+
+// What another way of recording a run implements.
+export type { RecordedRun, RunRecorder } from './runs.js';
 
 // What the modules that sell credits use.
 export { addGrants, getQuota, grantsAdded, takeBackCredits, type Quota } from './account-credits.js';

@@ -16,7 +16,7 @@ import {
 } from '../../business-module.js';
 import { getQuota } from './account-credits.js';
 import { accountId } from './account-id.js';
-import { consumeCredits, listRuns, reverseRun, type ConsumedRun } from './runs.js';
+import { consumeCredits, listRuns, reverseRun, type ConsumedRun, type RecordedRun, type RunRecorder } from './runs.js';
 
 // More than any one run needs: a larger quantity is almost surely a mistake (an amount of money,
 // a count of bytes) that would use a whole balance at once.
@@ -36,7 +36,7 @@ const runList = z.strictObject({
   cursor: runIdParam.shape.run_id.optional(),
 });
 
-export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<unknown>): Router {
+export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<unknown>, runRecorders: readonly RunRecorder[]): Router {
   const router = Router();
   router.param('id', checkIdParam);
 
@@ -61,8 +61,9 @@ export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<u
   });
 
   // Apps should send an Idempotency-Key: without one, a retry after a timeout uses the credits
-  // twice. With one, the run is made once, in the key's transaction, and a retry is answered with
-  // it. Optional, because runs took no key before.
+  // (or reports the usage) twice. With one, the run is made once, in the key's transaction, and a
+  // retry is answered with it. Optional, because runs took no key before. A recorder (a
+  // usage-billed plan's) is asked first: an account it records for draws no credits.
   router.post('/accounts/:id/runs', async (req, res) => {
     const id = accountId.safeParse(req.params.id);
     if (!id.success) return badRequest(res, id.error);
@@ -78,11 +79,19 @@ export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<u
         key.data,
         { operation: 'run', request: [account, quantity] },
         {
-          async write(tx) {
+          async write(tx): Promise<{ subject: ConsumedRun | RecordedRun } | HttpResult> {
+            for (const record of runRecorders) {
+              const recorded = await record(tx, account, quantity);
+              if (recorded) return { subject: recorded };
+            }
             const run = await consumeCredits(tx, account, quantity);
             return run ? { subject: run } : notEnoughCredits(quantity);
           },
-          answer: (run: ConsumedRun) => ({ status: 201, body: { remaining: run.remaining, run_id: run.runId, quantity: run.quantity } }),
+          // A run that drew credits is kept under the key as a ConsumedRun, which has no kind, in every release.
+          answer: (run: ConsumedRun | RecordedRun) => ({
+            status: 201,
+            body: 'kind' in run ? { kind: run.kind, ...run.answer } : { kind: 'credits', remaining: run.remaining, run_id: run.runId, quantity: run.quantity },
+          }),
         },
       ),
     );

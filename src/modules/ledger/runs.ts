@@ -30,6 +30,21 @@ export interface ConsumedRun {
 }
 
 /**
+ * Another way an account's run is recorded than by drawing credits: a usage-billed plan's
+ * (src/modules/usage/, wired in src/modules/index.ts, so that the ledger never imports it).
+ * Given the run's request, it records the run in `db` (the Idempotency-Key's transaction, or a
+ * plain connection: then in one statement) and says what the answer tells, or answers undefined
+ * when the account's runs are not its kind, and the next recorder, then the credits, are asked.
+ */
+export type RunRecorder = (db: Kysely<Database>, accountId: string, quantity: number) => Promise<RecordedRun | undefined>;
+
+/** A run a recorder made: its kind ('usage') and the rest of the 201 answer. JSON: kept under the key. */
+export interface RecordedRun {
+  kind: string;
+  answer: Record<string, unknown>;
+}
+
+/**
  * Uses `quantity` credits of the account and records the run; undefined, with nothing used, when
  * fewer are left. The conditional UPDATE's row lock serialises the account's runs and its
  * predicate is re-checked once the lock is had, so the balance never goes below zero (also a CHECK

@@ -139,7 +139,7 @@ test("a link that loses the race for a Stripe subscription to another of ours en
   const released = new Promise<void>((resolve) => (release = resolve));
   let holder: number | undefined;
   const linking = file.database.db.transaction().execute(async (tx) => {
-    await linkCheckoutSession(tx, waker({ maxAttempts: 10 }), { id: p.checkoutSessionId, subscription: contested, named: p.subscriptionId });
+    await linkCheckoutSession(tx, waker({ maxAttempts: 10 }), { id: p.checkoutSessionId, subscription: contested, customer: null, named: p.subscriptionId });
     holder = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(tx)).rows[0]!.pid;
     await released;
   });
@@ -181,7 +181,7 @@ test("an invoice that arrives while its subscription's checkout is linking it is
         await released;
         return wake(wakeTx, keys);
       },
-      { id: p.checkoutSessionId, subscription: p.stripeSubscriptionId, named: p.subscriptionId },
+      { id: p.checkoutSessionId, subscription: p.stripeSubscriptionId, customer: null, named: p.subscriptionId },
     );
   });
   try {

@@ -37,11 +37,12 @@ async function runIds(accountId: string): Promise<unknown[]> {
 }
 
 describe('a run', () => {
-  test('uses the quantity asked, answers {remaining, run_id, quantity}, and is listed', async () => {
+  test('uses the quantity asked, answers {kind: credits, remaining, run_id, quantity}, and is listed', async () => {
     const accountId = await accountWith(10);
     const reply = await run(accountId, { quantity: 3 });
     assert.equal(reply.status, 201);
-    assert.deepEqual(Object.keys(reply.body).sort(), ['quantity', 'remaining', 'run_id']);
+    assert.deepEqual(Object.keys(reply.body).sort(), ['kind', 'quantity', 'remaining', 'run_id']);
+    assert.equal(reply.body.kind, 'credits');
     assert.equal(reply.body.remaining, 7);
     assert.equal(reply.body.quantity, 3);
     assert.match(String(reply.body.run_id), /^run_[0-9a-f]{32}$/);
