@@ -75,14 +75,10 @@ export async function accountOfCustomer(db: Kysely<Database>, customerId: string
   return row?.account_id;
 }
 
-/** Every Stripe customer linked to the account. */
-export async function customersOfAccount(db: Kysely<Database>, accountId: string): Promise<string[]> {
-  const rows = await withLedgerTables(db)
-    .selectFrom('stripe_customers')
-    .select('customer_id')
-    .where('account_id', '=', accountId)
-    .orderBy('customer_id')
-    .execute();
+/** Every Stripe customer linked to the account; `forUpdate`: their rows locked until the transaction ends. */
+export async function customersOfAccount(db: Kysely<Database>, accountId: string, { forUpdate = false } = {}): Promise<string[]> {
+  const query = withLedgerTables(db).selectFrom('stripe_customers').select('customer_id').where('account_id', '=', accountId).orderBy('customer_id');
+  const rows = await (forUpdate ? query.forUpdate() : query).execute();
   return rows.map((row) => row.customer_id);
 }
 
@@ -92,16 +88,8 @@ export async function customersOfAccount(db: Kysely<Database>, accountId: string
  * transaction at a time (each compares the account's set before and after). A link being made
  * meanwhile inserts a row, which this does not wait for.
  */
-export async function lockCustomersOfAccount(tx: Transaction<Database>, accountId: string): Promise<string[]> {
-  const rows = await withLedgerTables(tx)
-    .selectFrom('stripe_customers')
-    .select('customer_id')
-    .where('account_id', '=', accountId)
-    .orderBy('customer_id')
-    .forUpdate()
-    .execute();
-  return rows.map((row) => row.customer_id);
-}
+export const lockCustomersOfAccount = (tx: Transaction<Database>, accountId: string): Promise<string[]> =>
+  customersOfAccount(tx, accountId, { forUpdate: true });
 
 /** The account's customers and the Checkout Session that linked each (npm run send-event --entitlements). */
 export async function linksOfAccount(db: Kysely<Database>, accountId: string): Promise<CustomerLink[]> {
