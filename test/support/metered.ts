@@ -19,7 +19,7 @@ export interface MeteredAccount extends GivenSubscription {
   stripeCustomerId: string;
 }
 
-/** A new usage-billed plan on a new meter, and a new account subscribed to it, active. */
+/** A new usage-billed plan on a new meter, granting no credits, and a new account subscribed to it, active. */
 export async function meteredAccount(file: FileService): Promise<MeteredAccount> {
   const n = ++plans;
   const eventName = `api_calls_${process.pid}_${n}`;
@@ -39,7 +39,7 @@ export async function meteredAccount(file: FileService): Promise<MeteredAccount>
   });
   const plan = { id: `metered_${n}`, amount: 5, currency: 'chf' };
   const added = await file.service.call('POST', '/admin/api/plans', {
-    body: { ...plan, name: 'API calls, by use', credits: 1, interval: 'month', stripe_price_id: price, meter_event_name: eventName },
+    body: { ...plan, name: 'API calls, by use', credits: 0, interval: 'month', stripe_price_id: price, meter_event_name: eventName },
   });
   assert.equal(added.status, 201, JSON.stringify(added.body));
   const customerId = randomStripeId('cus');

@@ -2,15 +2,21 @@
 // owns. Amount, currency, credits, the period and the Stripe Price never change once a plan exists
 // (sql/billing/0021's trigger), nor does a usage-billed plan's meter (0040): a subscription copies the first three, and checkout bills the rest.
 import { z } from 'zod';
-import { catalogFields, catalogKind, checkPlanPeriod, planPeriodFields } from '../catalog/index.js';
+import { catalogFields, catalogKind, checkPlanPeriod, creditsOrNone, planPeriodFields } from '../catalog/index.js';
 import type { PlansTable } from './tables.js';
 
 /** Stripe's rule for a meter's event_name, as plans_meter_event_name_shape checks it. */
 export const meterEventName = z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, "must be a meter's event_name: 1-100 characters of A-Z, a-z, 0-9, _ . : -");
 
 export const newPlan = z
-  .strictObject({ ...catalogFields, ...planPeriodFields, meter_event_name: meterEventName.optional() })
+  .strictObject({ ...catalogFields, credits: creditsOrNone, ...planPeriodFields, meter_event_name: meterEventName.optional() })
   .superRefine(checkPlanPeriod)
+  // Runs under a usage-billed plan are reported to its meter, not drawn from credits, so it may
+  // grant none (sql/billing/0042); any other plan is bought for its credits.
+  .refine((plan) => plan.credits > 0 || plan.meter_event_name !== undefined, {
+    path: ['credits'],
+    message: 'must be a positive integer (0 only for a usage-billed plan, one that names a meter_event_name)',
+  })
   .refine((plan) => plan.meter_event_name === undefined || plan.stripe_price_id !== undefined, {
     path: ['stripe_price_id'],
     message: 'a usage-billed plan (meter_event_name) is sold through its metered Stripe Price: name it',

@@ -30,12 +30,13 @@ export const catalogId = z.string().regex(/^[a-z0-9_-]{1,64}$/, 'must be 1-64 ch
  */
 const MAX_CREDITS = 1_000_000;
 // Postgres' integer: a larger amount or count would be refused by the column, as a 500.
-const positiveInteger = (what: string, max = 2_147_483_647) =>
+const integerFrom = (min: number, what: string, max = 2_147_483_647) =>
   z
     .number({ error: `must be ${what}` })
     .int(`must be ${what}`)
-    .positive(`must be ${what}`)
+    .min(min, `must be ${what}`)
     .max(max, `must be ${what} of at most ${max}`);
+const positiveInteger = (what: string, max?: number) => integerFrom(1, what, max);
 const catalogName = postgresText.trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
 const stripePriceId = z.string().regex(/^price_[A-Za-z0-9_]{1,250}$/, 'must be a Stripe Price id (price_…)');
 
@@ -62,6 +63,9 @@ export const catalogFields = {
   /** The Stripe Features (lookup keys) it grants, as attached to its Product at Stripe: shown in the catalog. */
   features,
 };
+
+/** A plan's credits may be 0 where its kind allows it (a usage-billed plan: src/modules/billing/plan-catalog.ts). */
+export const creditsOrNone = integerFrom(0, 'a whole number', MAX_CREDITS);
 
 export const PLAN_INTERVALS = ['day', 'week', 'month', 'year'] as const;
 export type PlanInterval = (typeof PLAN_INTERVALS)[number];

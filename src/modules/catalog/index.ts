@@ -7,7 +7,7 @@
 // src/modules/index.ts.
 export { addCatalogItem, archiveCatalogItem, type AddOutcome, type CatalogItem, type CatalogKind } from './catalog-items.js';
 export { catalogKind, type CatalogColumns } from './catalog-table.js';
-export { catalogFields, checkPlanPeriod, planPeriodFields, type PlanInterval } from './fields.js';
+export { catalogFields, checkPlanPeriod, creditsOrNone, planPeriodFields, type PlanInterval } from './fields.js';
 export { importStripeCatalog, type ImportResult } from './import-stripe.js';
 export { catalogPriceHandlers } from './price-events.js';
 export { catalogAdminRoutes } from './routes.js';

@@ -9,11 +9,15 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import { createLogger } from '../../../src/logger.js';
 import { Metrics } from '../../../src/metrics/metrics.js';
+import { billingModule } from '../../../src/modules/billing/index.js';
+import { invoiceObject } from '../../../src/modules/billing/sample-events.js';
 import { addGrants } from '../../../src/modules/ledger/account-credits.js';
 import { usageReportPump } from '../../../src/modules/usage/report-pump.js';
 import { createStripeClient } from '../../../src/stripe/client.js';
+import { sampleEvent } from '../../../src/stripe/sample-events.js';
 import { StripeCalls } from '../../../src/stripe/stripe-calls.js';
 import { quotaOf } from '../../support/factories.js';
+import { fulfilWith, handlersOf } from '../../support/handlers.js';
 import { meteredAccount, type MeteredAccount } from '../../support/metered.js';
 import { ADMIN_TOKEN, serviceForFile, STRIPE_SECRET_KEY } from '../../support/service.js';
 
@@ -237,4 +241,20 @@ test("a use older than Stripe's 35 days is refused with its code: failed, listed
   assert.equal((await reportsOf(account))[0]!.status, 'pending');
   assert.equal((await file.service.call('POST', '/admin/api/usage-reports/replay', { body: { ids: ['usage_1'] } })).status, 400);
   assert.equal(file.service.stripe.meterTotal(account.eventName, account.stripeCustomerId), 0, 'Stripe recorded none of it');
+});
+
+test('a usage-billed plan may grant no credits: its paid period is recorded, once, with 0; a plan without a meter may not', async () => {
+  const account = await meteredAccount(file);
+  const renewal = sampleEvent('invoice.paid', invoiceObject(account, { billingReason: 'subscription_cycle', status: 'paid' }));
+  const [done] = await fulfilWith(file.database, handlersOf(billingModule), [renewal]);
+  assert.deepEqual([done!.row.status, done!.row.last_error], ['processed', null]);
+  const grants = await file.database.db.selectFrom('invoice_grants').select(['credits']).where('subscription_id', '=', account.subscriptionId).execute();
+  assert.deepEqual(grants, [{ credits: 0 }]);
+  assert.equal((await quotaOf(file.database, account.accountId)).granted, 0);
+
+  const refused = await file.service.call('POST', '/admin/api/plans', {
+    body: { id: `unmetered_${randomUUID().slice(0, 8)}`, name: 'Nothing', amount: 500, currency: 'chf', credits: 0, interval: 'month' },
+  });
+  assert.equal(refused.status, 400);
+  assert.match(JSON.stringify(refused.body), /credits.*0 only for a usage-billed plan/);
 });
