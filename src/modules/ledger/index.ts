@@ -35,6 +35,7 @@ export type { RecordedRun, RunRecorder } from './runs.js';
 // What the modules that sell credits use.
 export { addGrants, getQuota, grantsAdded, takeBackCredits, type Quota } from './account-credits.js';
 export { accountId } from './account-id.js';
+export { pageQuery } from './page-query.js';
 export { DISPUTE_EVENT_TYPES, disputeHandler, disputePolicySettings, type DisputedPurchase, type DisputePolicy } from './disputes.js';
 export { moveRevocation, type CreditsMoved, type Revocation } from './revocations.js';
 export { paymentWaitKey } from './payment-waits.js';

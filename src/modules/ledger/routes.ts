@@ -16,6 +16,7 @@ import {
 } from '../../business-module.js';
 import { getQuota } from './account-credits.js';
 import { accountId } from './account-id.js';
+import { pageQuery } from './page-query.js';
 import { consumeCredits, listRuns, reverseRun, type ConsumedRun, type RecordedRun, type RunRecorder } from './runs.js';
 
 // More than any one run needs: a larger quantity is almost surely a mistake (an amount of money,
@@ -29,12 +30,7 @@ const reverseBody = z.strictObject({});
 const runIdParam = z.object({
   run_id: z.string().regex(/^run_[0-9a-f]{32}$/, 'must be an id: a run_id as POST /api/accounts/:id/runs answers it (run_ and 32 hex digits)'),
 });
-const MAX_PAGE = 100;
-const limitRule = `must be a whole number from 1 to ${MAX_PAGE}`;
-const runList = z.strictObject({
-  limit: z.coerce.number({ error: limitRule }).int(limitRule).min(1, limitRule).max(MAX_PAGE, limitRule).default(50),
-  cursor: runIdParam.shape.run_id.optional(),
-});
+const runList = pageQuery(runIdParam.shape.run_id);
 
 export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<unknown>, runRecorders: readonly RunRecorder[]): Router {
   const router = Router();

@@ -6,7 +6,7 @@
 import { defineModule } from '../../business-module.js';
 import { meterErrorReport } from './meter-error-reports.js';
 import { usageReportPump } from './report-pump.js';
-import { usageAdminRoutes } from './routes.js';
+import { usageAdminRoutes, usageApiRoutes } from './routes.js';
 import { usageGauges } from './usage-gauges.js';
 import { pruneSentReports } from './usage-retention.js';
 import type { UsageTables } from './tables.js';
@@ -20,6 +20,7 @@ export const usageModule = defineModule({
   pumps: (context) => ({ usage_reports: usageReportPump(context) }),
   gauges: usageGauges,
   retention: pruneSentReports,
+  apiRoutes: usageApiRoutes,
   adminRoutes: usageAdminRoutes,
 });
 

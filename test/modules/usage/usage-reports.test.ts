@@ -258,3 +258,26 @@ test('a usage-billed plan may grant no credits: its paid period is recorded, onc
   assert.equal(refused.status, 400);
   assert.match(JSON.stringify(refused.body), /credits.*0 only for a usage-billed plan/);
 });
+
+test("GET /api/accounts/:id/usage: the account's usage newest first with its report's state, a page at a time; credit runs are not in it", async () => {
+  const account = await meteredAccount(file);
+  const ids: string[] = [];
+  for (const quantity of [1, 2, 3]) ids.push(String((await use(account, quantity)).usage_id));
+  const list = (query: string) => file.service.call('GET', `/api/accounts/${account.accountId}/usage${query}`);
+  const shown = (body: Record<string, unknown>) => (body.usage as Array<Record<string, unknown>>).map((u) => [u.usage_id, u.quantity, u.report]);
+
+  const first = await list('?limit=2');
+  assert.equal(first.status, 200);
+  assert.deepEqual(shown(first.body), [
+    [ids[2], 3, 'pending'],
+    [ids[1], 2, 'pending'],
+  ]);
+  const pumper = pump();
+  while ((await pumper.pumpOnce()) !== 'idle');
+  const second = await list(`?limit=2&cursor=${String(first.body.next_cursor)}`);
+  assert.deepEqual([shown(second.body), second.body.next_cursor], [[[ids[0], 1, 'sent']], null]);
+
+  assert.deepEqual((await file.service.call('GET', `/api/accounts/${account.accountId}/runs`)).body.runs, []);
+  assert.equal((await file.service.call('GET', `/api/accounts/acct_other_${randomUUID()}/usage?cursor=${ids[0]}`)).status, 400);
+  assert.deepEqual((await file.service.call('GET', `/api/accounts/acct_other_${randomUUID()}/usage`)).body.usage, []);
+});
