@@ -6,7 +6,7 @@
 // Stripe rules reproduced: an identifier is unique within 24 hours (Stripe: "at least"; here
 // exactly, the worst case), after which the same identifier is a new event; a timestamp must be
 // within the past 35 days and at most 5 minutes ahead; summaries start and end on minute boundaries.
-import { invalid, integer, isRecord, missing, ok, randomId, type Params, type Reply } from './wire.js';
+import { invalid, integer, isRecord, missing, ok, randomId, StripeApiError, type Params, type Reply } from './wire.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -48,6 +48,13 @@ export class Meters {
     if (method === 'GET' && path === '/v1/billing/meters') {
       const data = [...this.meters.values()].filter((m) => params.status === undefined || m.status === params.status);
       return ok({ object: 'list', url: path, has_more: false, data });
+    }
+    const meterId = /^\/v1\/billing\/meters\/([^/]+)$/.exec(path)?.[1];
+    if (method === 'GET' && meterId !== undefined) {
+      const meter = this.meters.get(decodeURIComponent(meterId));
+      if (!meter)
+        throw new StripeApiError(404, { type: 'invalid_request_error', code: 'resource_missing', param: 'id', message: `No such meter: '${meterId}'` });
+      return ok(meter);
     }
     const summaries = /^\/v1\/billing\/meters\/([^/]+)\/event_summaries$/.exec(path)?.[1];
     if (method === 'GET' && summaries !== undefined) return ok(this.summaries(decodeURIComponent(summaries), params));

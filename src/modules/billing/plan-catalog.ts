@@ -31,6 +31,7 @@ export const planCatalog = catalogKind<'plan_id', PlansTable, NewPlan>({
     amount: input.amount,
     currency: input.currency,
     recurring: { interval: input.interval, interval_count: input.interval_count, usage_type: input.meter_event_name ? 'metered' : 'licensed' },
+    meterEventName: input.meter_event_name ?? null,
   }),
   ownColumns: (input) => ({ interval: input.interval, interval_count: input.interval_count, meter_event_name: input.meter_event_name ?? null }),
   // A usage-billed plan shows its meter; the others look as they did before meters.

@@ -11,6 +11,8 @@ export interface PriceTerms {
   currency: string;
   /** A usage-billed plan's Price is metered: Stripe bills what its meter recorded, not a quantity. */
   recurring: { interval: string; interval_count: number; usage_type: 'licensed' | 'metered' } | null;
+  /** A usage-billed plan's meter event_name: the Price's meter must be the one its runs are reported to. */
+  meterEventName?: string | null;
 }
 
 /** The fields of a Price the terms depend on, as the API and price.updated's data.object carry them. */
@@ -22,7 +24,9 @@ export const stripePrice = z.object({
   // null for a tiered or customer-chosen price: never what a fixed row sells.
   unit_amount: z.number().int().nullable(),
   type: z.enum(['one_time', 'recurring']),
-  recurring: z.object({ interval: z.string(), interval_count: z.number().int(), usage_type: z.string().default('licensed') }).nullable(),
+  recurring: z
+    .object({ interval: z.string(), interval_count: z.number().int(), usage_type: z.string().default('licensed'), meter: z.string().nullish() })
+    .nullable(),
   product: z.union([z.string(), z.object({ id: z.string() })]),
   lookup_key: z.string().nullish(),
 });
@@ -67,5 +71,25 @@ export async function checkStripePrice(stripeCalls: StripeCalls, priceId: string
       reason: `Price ${priceId} is not a Price this service can sell: ${price.error.issues[0]?.path.join('.')} ${price.error.issues[0]?.message}`,
     };
   const reasons = priceMismatches(price.data, terms);
-  return reasons.length > 0 ? { outcome: 'refused', reason: reasons.join('; ') } : { outcome: 'matches', productId: productIdOf(price.data) };
+  if (reasons.length > 0) return { outcome: 'refused', reason: reasons.join('; ') };
+  const meter = terms.meterEventName ? await checkMeter(stripeCalls, price.data, terms.meterEventName) : undefined;
+  return meter ?? { outcome: 'matches', productId: productIdOf(price.data) };
+}
+
+/**
+ * A usage-billed plan's runs are reported under its meter_event_name, and Stripe bills the Price
+ * by its own meter: were they two meters, every use would be reported and none billed. Undefined
+ * when the Price's meter has that event_name.
+ */
+async function checkMeter(stripeCalls: StripeCalls, price: StripePrice, eventName: string): Promise<PriceCheck | undefined> {
+  const meterId = price.recurring?.meter;
+  if (!meterId) return { outcome: 'refused', reason: `Price ${price.id} names no meter, and a usage-billed plan's Price bills its meter's events` };
+  const call = await stripeCalls.attempt('meter_retrieve', (stripe) => stripe.billing.meters.retrieve(meterId));
+  if (call.outcome !== 'done') return call;
+  const meterEventName = (call.value as { event_name?: unknown }).event_name;
+  if (meterEventName === eventName) return undefined;
+  return {
+    outcome: 'refused',
+    reason: `Price ${price.id} bills meter ${meterId}, whose event_name is ${String(meterEventName)}, not ${eventName}: the plan's runs would be reported to a meter that bills nothing`,
+  };
 }

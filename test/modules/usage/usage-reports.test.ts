@@ -281,3 +281,44 @@ test("GET /api/accounts/:id/usage: the account's usage newest first with its rep
   assert.equal((await file.service.call('GET', `/api/accounts/acct_other_${randomUUID()}/usage?cursor=${ids[0]}`)).status, 400);
   assert.deepEqual((await file.service.call('GET', `/api/accounts/acct_other_${randomUUID()}/usage`)).body.usage, []);
 });
+
+test('a usage-billed plan whose Price bills another meter, or none, is refused (422) naming both: its runs would be reported and never billed', async () => {
+  const stripe = file.service.stripe;
+  const suffix = randomUUID().slice(0, 8);
+  const other = stripe.addMeter(`other_${suffix}`);
+  const product = `prod_meter_${suffix}`;
+  stripe.addProduct({ id: product, object: 'product', active: true, name: 'API calls' });
+  const priceOn = (id: string, meter: string | null) => {
+    stripe.addPrice({
+      id,
+      object: 'price',
+      active: true,
+      currency: 'chf',
+      unit_amount: 5,
+      type: 'recurring',
+      recurring: { interval: 'month', interval_count: 1, usage_type: 'metered', meter },
+      product,
+    });
+    return id;
+  };
+  const add = (price: string) =>
+    file.service.call('POST', '/admin/api/plans', {
+      body: {
+        id: `metered_${price.slice(-8)}`,
+        name: 'By use',
+        amount: 5,
+        currency: 'chf',
+        credits: 0,
+        interval: 'month',
+        stripe_price_id: price,
+        meter_event_name: `mine_${suffix}`,
+      },
+    });
+
+  const wrong = await add(priceOn(`price_other_${suffix}`, other));
+  assert.equal(wrong.status, 422);
+  assert.match(String(wrong.body.error), new RegExp(`bills meter ${other}, whose event_name is other_${suffix}, not mine_${suffix}`));
+  const none = await add(priceOn(`price_none_${suffix}`, null));
+  assert.equal(none.status, 422);
+  assert.match(String(none.body.error), /names no meter/);
+});
