@@ -73,9 +73,10 @@ export class Meters {
     if (timestamp * 1000 > now + 5 * 60_000) throw invalid('Timestamp must be at most 5 minutes in the future.', 'timestamp', 'timestamp_in_future');
     const identifier = typeof params.identifier === 'string' ? params.identifier : `offline_${randomId(20)}`;
     const answer = { object: 'billing.meter_event', event_name: params.event_name, identifier, livemode: false, payload: params.payload, timestamp };
-    // Within the window the identifier's event is not recorded again; Stripe answers as for the first.
+    // Within the window the identifier's event is not recorded again, and Stripe says so with a 400
+    // (seen from Stripe: "An event already exists with identifier …", Stripe-Should-Retry: false).
     const seen = this.events.findLast((e) => e.identifier === identifier);
-    if (seen && now - seen.recordedAt < DAY_MS) return { ...answer, created: Math.floor(seen.recordedAt / 1000) };
+    if (seen && now - seen.recordedAt < DAY_MS) throw invalid(`An event already exists with identifier ${identifier}.`, 'identifier');
     this.events.push({ identifier, event_name: params.event_name, customer, value, timestamp, recordedAt: now });
     return { ...answer, created: Math.floor(now / 1000) };
   }

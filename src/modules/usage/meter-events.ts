@@ -68,7 +68,8 @@ function judged(error: unknown): SendOutcome {
   const stripeError = (typeof error === 'object' && error !== null ? error : {}) as StripeErrorShape;
   switch (stripeError.type) {
     case 'StripeInvalidRequestError': {
-      // An identifier Stripe already holds is the event recorded before, by a send whose answer was lost.
+      // An identifier Stripe already holds is the event recorded before, by a send whose answer was
+      // lost: within its window Stripe answers 400 "An event already exists with identifier …".
       if (/identifier/i.test(stripeError.message ?? '') && /already/i.test(stripeError.message ?? '')) return { outcome: 'recorded' };
       const param = stripeError.param ? ` (${stripeError.param})` : '';
       return { outcome: 'refused', reason: `Stripe refused the meter event: ${stripeError.code ?? 'invalid request'}${param}` };
