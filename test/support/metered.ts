@@ -19,11 +19,8 @@ export interface MeteredAccount extends GivenSubscription {
   stripeCustomerId: string;
 }
 
-/** A new usage-billed plan on a new meter, granting no credits, and a new account subscribed to it, active. */
-export async function meteredAccount(file: FileService): Promise<MeteredAccount> {
-  const n = ++plans;
-  const eventName = `api_calls_${process.pid}_${n}`;
-  const meter = file.service.stripe.addMeter(eventName);
+/** A metered Price of 5 chf a use on `meter` (none: a metered Price that names no meter), and its Product, in the stand-in; its id. */
+export function meteredPrice(file: FileService, meter: string | null): string {
   const product = randomStripeId('prod');
   const price = randomStripeId('price');
   file.service.stripe.addProduct({ id: product, object: 'product', active: true, name: 'API calls' });
@@ -37,6 +34,14 @@ export async function meteredAccount(file: FileService): Promise<MeteredAccount>
     recurring: { interval: 'month', interval_count: 1, usage_type: 'metered', meter },
     product,
   });
+  return price;
+}
+
+/** A new usage-billed plan on a new meter, granting no credits, and a new account subscribed to it, active. */
+export async function meteredAccount(file: FileService): Promise<MeteredAccount> {
+  const n = ++plans;
+  const eventName = `api_calls_${process.pid}_${n}`;
+  const price = meteredPrice(file, file.service.stripe.addMeter(eventName));
   const plan = { id: `metered_${n}`, amount: 5, currency: 'chf' };
   const added = await file.service.call('POST', '/admin/api/plans', {
     body: { ...plan, name: 'API calls, by use', credits: 0, interval: 'month', stripe_price_id: price, meter_event_name: eventName },

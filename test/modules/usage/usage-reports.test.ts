@@ -18,7 +18,7 @@ import { sampleEvent } from '../../../src/stripe/sample-events.js';
 import { StripeCalls } from '../../../src/stripe/stripe-calls.js';
 import { quotaOf } from '../../support/factories.js';
 import { fulfilWith, handlersOf } from '../../support/handlers.js';
-import { meteredAccount, type MeteredAccount } from '../../support/metered.js';
+import { meteredAccount, meteredPrice, type MeteredAccount } from '../../support/metered.js';
 import { ADMIN_TOKEN, serviceForFile, STRIPE_SECRET_KEY } from '../../support/service.js';
 
 // No worker: the tests drive the pump themselves, one round at a time.
@@ -283,24 +283,8 @@ test("GET /api/accounts/:id/usage: the account's usage newest first with its rep
 });
 
 test('a usage-billed plan whose Price bills another meter, or none, is refused (422) naming both: its runs would be reported and never billed', async () => {
-  const stripe = file.service.stripe;
   const suffix = randomUUID().slice(0, 8);
-  const other = stripe.addMeter(`other_${suffix}`);
-  const product = `prod_meter_${suffix}`;
-  stripe.addProduct({ id: product, object: 'product', active: true, name: 'API calls' });
-  const priceOn = (id: string, meter: string | null) => {
-    stripe.addPrice({
-      id,
-      object: 'price',
-      active: true,
-      currency: 'chf',
-      unit_amount: 5,
-      type: 'recurring',
-      recurring: { interval: 'month', interval_count: 1, usage_type: 'metered', meter },
-      product,
-    });
-    return id;
-  };
+  const other = file.service.stripe.addMeter(`other_${suffix}`);
   const add = (price: string) =>
     file.service.call('POST', '/admin/api/plans', {
       body: {
@@ -315,10 +299,10 @@ test('a usage-billed plan whose Price bills another meter, or none, is refused (
       },
     });
 
-  const wrong = await add(priceOn(`price_other_${suffix}`, other));
+  const wrong = await add(meteredPrice(file, other));
   assert.equal(wrong.status, 422);
   assert.match(String(wrong.body.error), new RegExp(`bills meter ${other}, whose event_name is other_${suffix}, not mine_${suffix}`));
-  const none = await add(priceOn(`price_none_${suffix}`, null));
+  const none = await add(meteredPrice(file, null));
   assert.equal(none.status, 422);
   assert.match(String(none.body.error), /names no meter/);
 });
