@@ -2,7 +2,6 @@
 // Stripe's example objects, signs each with the configured webhook secret (as Stripe signs each
 // delivery) and posts them to a running instance: one event, or a subscription's whole period.
 import { periodEvents } from '../src/modules/billing/sample-events.js';
-import { featuresOfCheckoutSession } from '../src/modules/credits/index.js';
 import { accountSummaries } from '../src/modules/entitlements/sample-events.js';
 import { billingPeriodEnd, type BillingInterval } from '../src/stripe/billing-period.js';
 import {
@@ -57,7 +56,8 @@ renewals. --in-order keeps Stripe's order.
 
 --entitlements sends, for each Stripe customer linked to the account (by a completed checkout of
 a plan, or of a package that names features), the entitlements.active_entitlement_summary.updated
-Stripe would send: the features of the plan or package bought through that customer's checkout.`,
+Stripe would send: the features of the plan or package bought through that customer's checkout.
+It reads the account's links from the service's database (DATABASE_URL, or the embedded one).`,
   options: {
     order: { type: 'string' },
     subscription: { type: 'string' },
@@ -135,8 +135,10 @@ Stripe would send: the features of the plan or package bought through that custo
         ...(order.checkout_session_id && { sessionId: order.checkout_session_id }),
       });
       // A package that grants features asked Checkout for a customer: the one the stand-in named.
-      const features = order.checkout_session_id && (await featuresOfCheckoutSession((await ctx.database()).db, order.checkout_session_id));
-      if (features && features.length > 0) object.customer = `cus_test_${order.order_id}`;
+      // Read through the API, as the order is: the instance may be another host's (a compose stack).
+      const packages = await getJson<PackageView[]>(base, '/api/packages', config.apiToken, 'npm run catalog -- add-package');
+      const features = packages.find((p) => p.id === order.package_id)?.features ?? [];
+      if (order.checkout_session_id && features.length > 0) object.customer = `cus_test_${order.order_id}`;
     } else {
       object = EXAMPLES[type] ? exampleObject(EXAMPLES[type]) : { id: randomStripeId('obj'), object: type.split('.')[0] };
     }
@@ -153,8 +155,14 @@ Stripe would send: the features of the plan or package bought through that custo
   },
 });
 
+interface PackageView {
+  id: string;
+  features: string[];
+}
+
 interface OrderView {
   order_id: string;
+  package_id: string;
   amount: number;
   currency: string;
   checkout_session_id: string | null;

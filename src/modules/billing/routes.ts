@@ -47,6 +47,7 @@ export function billingApiRoutes(context: ModuleRouteContext<BillingSettings>): 
         interval: p.interval,
         interval_count: p.interval_count,
         credits: p.credits,
+        features: p.features,
       })),
     );
   });

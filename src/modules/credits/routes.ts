@@ -43,7 +43,7 @@ export function creditsApiRoutes(context: ModuleRouteContext<CreditsSettings>): 
 
   router.get('/packages', async (_req, res) => {
     const packages = await listPackages(db);
-    res.json(packages.map((p) => ({ id: p.package_id, name: p.name, amount: p.amount, currency: p.currency, credits: p.credits })));
+    res.json(packages.map((p) => ({ id: p.package_id, name: p.name, amount: p.amount, currency: p.currency, credits: p.credits, features: p.features })));
   });
 
   // Two idempotency layers meet here. Inbound, the caller's Idempotency-Key (a double-click, a

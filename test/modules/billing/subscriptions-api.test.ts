@@ -26,7 +26,7 @@ test('GET /api/plans lists the seeded plan, credits per period', async () => {
   const reply = await file.service.call('GET', '/api/plans');
   assert.equal(reply.status, 200);
   assert.deepEqual(reply.body, [
-    { id: 'pro_monthly', name: 'Pro: 100 runs a month', amount: 1900, currency: 'chf', interval: 'month', interval_count: 1, credits: 100 },
+    { id: 'pro_monthly', name: 'Pro: 100 runs a month', amount: 1900, currency: 'chf', interval: 'month', interval_count: 1, credits: 100, features: [] },
   ]);
 });
 

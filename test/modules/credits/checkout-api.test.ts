@@ -58,7 +58,7 @@ describe('authentication', () => {
 test('GET /api/packages lists the seeded starter package in the documented shape', async () => {
   const reply = await file.service.call('GET', '/api/packages');
   assert.equal(reply.status, 200);
-  assert.deepEqual(reply.body, [{ id: 'starter', name: 'Starter: 40 runs', amount: 4900, currency: 'chf', credits: 40 }]);
+  assert.deepEqual(reply.body, [{ id: 'starter', name: 'Starter: 40 runs', amount: 4900, currency: 'chf', credits: 40, features: [] }]);
 });
 
 describe('a checkout', () => {
