@@ -26,7 +26,7 @@ import { serviceMigrations } from '../../src/modules/index.js';
 const DEFAULT_SERVER = 'postgres://postgres@127.0.0.1:5432/postgres';
 const IN_FLIGHT = 32; // concurrent deliveries
 const REPEAT_SHARE = 0.2; // the same event delivered again (a Stripe retry, or two at once)
-const SECOND_EVENT_SHARE = 0.1; // a second Event object for the same session (invariant 4)
+const SECOND_EVENT_SHARE = 0.1; // a second Event object for the same session (docs/design.md, invariant 4)
 const ORDERS_PER_ACCOUNT = 10; // so that grants contend for their account's balance row
 // Stripe retries for three days; 8 attempts, backoff from 250 ms doubling up to 4 s, bound this run.
 const DELIVERY_ATTEMPTS = 8;

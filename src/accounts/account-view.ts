@@ -1,9 +1,10 @@
 // An account as ops read it (GET /admin/api/accounts/:account_id, the dashboard's accounts view):
 // its balance, what granted its credits and what was taken back of them, what it used them for,
-// its other business records (subscriptions, disputes) and the notifications the app was sent
-// about it. The core keeps no account of its own: an account is the selling application's user
-// id, and each business module tells what it holds under it (accountRecords, part of the
-// module contract, src/module-contract.ts); the notifications are the core's. Reads only.
+// its other business records (subscriptions, disputes, entitlements, usage) and the
+// notifications the app was sent about it. The core keeps no account of its own: an account is
+// the selling application's user id, and each business module tells what it holds under it
+// (accountRecords, part of the module contract, src/module-contract.ts); the notifications are
+// the core's. Reads only.
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { BusinessRecord } from '../events/read-model.js';
@@ -51,7 +52,7 @@ export interface AccountRecords {
   readonly balance?: AccountBalance;
   readonly grants?: readonly AccountGrant[];
   readonly runs?: readonly AccountRun[];
-  /** Its subscriptions, its disputes, ... */
+  /** Its subscriptions, disputes, entitlements, usage, ... */
   readonly records?: readonly BusinessRecord[];
 }
 

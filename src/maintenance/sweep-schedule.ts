@@ -50,6 +50,6 @@ export function describeSweep({ last_sweep_at, next_sweep_at, workers_connected 
   if (workers_connected === 0) {
     return `${last_sweep_at ?? 'never'}  ← no worker is connected to this database, so no sweep runs: start one (npm start, or ROLE=worker)`;
   }
-  const next = next_sweep_at === null ? `never due (${schedule} names no minute within a year)` : `next due at ${next_sweep_at} (${schedule})`;
-  return last_sweep_at === null ? `none yet: a worker is running, first ${next}` : `${last_sweep_at}, ${next}`;
+  const due = next_sweep_at === null ? `never due (${schedule} names no minute within a year)` : `due at ${next_sweep_at} (${schedule})`;
+  return last_sweep_at === null ? `none yet: a worker is running, the first is ${due}` : `${last_sweep_at}, the next is ${due}`;
 }

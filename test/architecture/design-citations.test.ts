@@ -77,6 +77,11 @@ function brokenCitations(file: string, text: string, page: Page): string[] {
   for (const m of flat.matchAll(/\]\((?:\.\/)?(?:docs\/)?design\.md#([^)\s]+)\)/g)) {
     if (!page.anchors.has(m[1]!)) problems.push(`${file}: "${m[0]}": ${PAGE} has no heading with the anchor #${m[1]}`);
   }
+  // An invariant named without the page ("(invariant 4)") is a citation no check resolves: a
+  // renumbering would leave it pointing at another promise.
+  for (const m of file === PAGE ? [] : flat.matchAll(/(?<!design\.md,\s+|\[|\bDESIGN\s+)\binvariants?\s+\d+/g)) {
+    problems.push(`${file}: "${m[0]}": cite it as "${PAGE}, ${m[0]}"`);
+  }
   // The page itself names the migrations' old citation, to say what it means.
   for (const m of file === PAGE ? [] : flat.matchAll(/.{0,40}(?:\bDESIGN\b|\/work\/shared\/).{0,40}/g)) {
     problems.push(`${file}: "${m[0].trim()}": cites a design document outside the repository; cite ${PAGE} instead`);
@@ -139,6 +144,7 @@ test('the checks are real: a missing invariant or heading, an outside citation, 
     'a.sql: "docs/design.md, "Lifecycle"": docs/design.md has no heading "Lifecycle"',
   ]);
   assert.equal(brokenCitations('a.ts', '// (DESIGN invariant 7)', probe).length, 1);
+  assert.deepEqual(brokenCitations('a.ts', '// a second Event object (invariant 2)', probe), ['a.ts: "invariant 2": cite it as "docs/design.md, invariant 2"']);
   assert.deepEqual(brokenCitations('sql/0001_inbox_and_ledger.sql', '-- (DESIGN invariant 2)', probe), []);
   assert.deepEqual(brokenCitations('sql/0001_inbox_and_ledger.sql', '-- (DESIGN invariant 7)', probe), [
     'sql/0001_inbox_and_ledger.sql: "docs/design.md, invariant 7": docs/design.md has no invariant 7',

@@ -1,7 +1,10 @@
 // The pages a new team reads before the code: the release they adopt (its licence, its version and
 // the changelog entry that says what it holds), a README that is a front page rather than a manual,
 // links between the pages that lead somewhere, and docs/configuration.md, which must list exactly
-// the variables the service reads, as .env.example must (test/deploy/compose-file.test.ts).
+// the variables the service reads, as .env.example must (test/deploy/compose-file.test.ts). The
+// pages a newcomer is sent to name what they promise: the layout every folder of src/, the
+// compatibility page every ops command, some page every npm script, the notifications page every
+// notification type.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -98,5 +101,49 @@ test('docs/configuration.md lists every variable the service reads, once, and no
     listed.filter((name) => !SERVICE_ENV_VARIABLES.includes(name)),
     [],
     'in docs/configuration.md but read by nothing',
+  );
+});
+
+test('docs/development.md’s layout names every folder and file of src/ and every business module', () => {
+  const layout = /^## Layout\n+```\n([\s\S]*?)^```$/m.exec(read('docs/development.md'))?.[1] ?? '';
+  const entries = [
+    ...readdirSync('src', { withFileTypes: true }).map((e) => (e.isDirectory() ? `src/${e.name}/` : `src/${e.name}`)),
+    ...readdirSync('src/modules', { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => `src/modules/${e.name}/`),
+    ...readdirSync('sql', { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => `sql/${e.name}/`),
+  ];
+  assert.deepEqual(
+    entries.filter((entry) => !layout.includes(entry)),
+    [],
+    'missing from the layout',
+  );
+});
+
+test('every command, npm script and notification type is named on the page that promises it', () => {
+  const compatibility = read('docs/compatibility.md');
+  const commands = readdirSync('scripts')
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => f.replace(/\.ts$/, ''));
+  assert.deepEqual(
+    commands.filter((name) => !compatibility.includes(`\`${name}\``) && !compatibility.includes(`npm run ${name}\``)),
+    [],
+    'ops commands (scripts/*.ts) missing from docs/compatibility.md',
+  );
+  const documented = ['README.md', 'docs/development.md', 'docs/operations.md'].map(read).join('\n');
+  const scripts = Object.keys((JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts);
+  assert.deepEqual(
+    scripts.filter((name) => !new RegExp(`\\bnpm (?:run )?${name.replace(':', '\\:')}\\b`).test(documented)),
+    [],
+    'npm scripts that README.md, docs/development.md and docs/operations.md never name',
+  );
+  const notifications = read('docs/notifications.md');
+  const types = Object.keys((JSON.parse(read('docs/openapi.json')) as { webhooks: Record<string, unknown> }).webhooks);
+  assert.deepEqual(
+    types.filter((type) => !notifications.includes(`\`${type}\``)),
+    [],
+    'notification types missing from docs/notifications.md',
   );
 });

@@ -43,6 +43,15 @@ describe('in development', () => {
     assert.deepEqual([cancel.status, cancel.type.split(';')[0]], [200, 'text/html']);
   });
 
+  test('the page reads an amount as Stripe means it: ISK keeps two decimals in the API (490000 is ISK 4,900)', async () => {
+    const id = `isk_${newAccountId().slice(-8)}`;
+    const added = await service.call('POST', '/admin/api/packages', { body: { id, name: 'Króna pack', amount: 490000, currency: 'isk', credits: 10 } });
+    assert.equal(added.status, 201, JSON.stringify(added.body));
+    const reply = await service.call('POST', '/api/checkout', { body: { package_id: id, account_id: newAccountId() } });
+    const text = await (await fetch(reply.body.url as string)).text();
+    assert.match(text, /ISK\u00a04,900(?!\d)/, text);
+  });
+
   test('a subscription checkout’s url names the command that sends its first period', async () => {
     const reply = await service.call('POST', '/api/subscriptions', { body: { plan_id: 'pro_monthly', account_id: newAccountId() } });
     assert.equal(reply.status, 201);

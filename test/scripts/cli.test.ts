@@ -93,7 +93,7 @@ test('status: before the first sweep, when it is due while a worker is connected
   await worker.connect();
   try {
     const { stdout } = await script('status', []);
-    const due = /^last sweep: {2}none yet: a worker is running, first next due at (\S+) \(SWEEP_CRON '\* \* \* \* \*'\)$/m.exec(stdout);
+    const due = /^last sweep: {2}none yet: a worker is running, the first is due at (\S+) \(SWEEP_CRON '\* \* \* \* \*'\)$/m.exec(stdout);
     assert.ok(due, stdout);
     const inMs = Date.parse(due[1]!) - Date.now();
     assert.ok(inMs > 0 && inMs <= 60_000 && Date.parse(due[1]!) % 60_000 === 0, `the next whole minute: ${due[1]!}`);

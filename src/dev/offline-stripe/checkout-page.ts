@@ -44,6 +44,12 @@ ${successUrl === undefined ? '' : `<p>After paying, Stripe sends the buyer to ${
   );
 }
 
+/**
+ * Where Stripe's API amounts keep two decimals that Intl's currency data drops (ISK, HUF: Stripe's
+ * special cases, https://docs.stripe.com/currencies#special-cases; the dashboard's format.js too).
+ */
+const STRIPE_DIGITS: Readonly<Record<string, number>> = { isk: 2, huf: 2 };
+
 /** As a buyer reads it (CHF 49.00, ¥500): the API's minor units, by the currency's own decimals. */
 function amount(session: Params): string {
   if (typeof session.currency !== 'string' || typeof session.amount_total !== 'number') return 'an unknown amount';
@@ -53,5 +59,6 @@ function amount(session: Params): string {
   } catch {
     return `${session.amount_total} ${session.currency} (minor units)`; // not an ISO 4217 code
   }
-  return format.format(session.amount_total / 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2));
+  const digits = STRIPE_DIGITS[session.currency.toLowerCase()] ?? format.resolvedOptions().maximumFractionDigits ?? 2;
+  return format.format(session.amount_total / 10 ** digits);
 }

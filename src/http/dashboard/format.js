@@ -48,17 +48,25 @@ export function layOut(text) {
 }
 
 /**
+ * Where Stripe's API amounts keep two decimals that Intl's currency data drops: ISK (zero-decimal
+ * since 2023, yet `100` is still 1 króna in the API) and HUF (two-decimal in charges). Stripe's
+ * list of special cases: https://docs.stripe.com/currencies#special-cases
+ * @type {Record<string, number>}
+ */
+const STRIPE_DIGITS = { isk: 2, huf: 2 };
+
+/**
  * An amount in a currency's smallest unit (as Stripe and the catalog keep it) as money: 4900 chf is
- * CHF 49.00, 4900 jpy is JPY 4,900. Intl knows each currency's minor-unit digits (ISO 4217: 2 for
- * most, 0 for JPY or KRW, 3 for KWD), which are Stripe's too; a code Intl does not know is shown
- * as stored.
+ * CHF 49.00, 4900 jpy is JPY 4,900, 490000 isk is ISK 4,900. Intl knows each currency's minor-unit
+ * digits (ISO 4217: 2 for most, 0 for JPY or KRW, 3 for KWD), which are Stripe's but for
+ * STRIPE_DIGITS; a code Intl does not know is shown as stored.
  * @param {number} amount
  * @param {string} currency
  */
 export function money(amount, currency) {
   try {
     const format = new Intl.NumberFormat('en', { style: 'currency', currency: currency.toUpperCase(), currencyDisplay: 'code' });
-    const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+    const digits = STRIPE_DIGITS[currency.toLowerCase()] ?? format.resolvedOptions().maximumFractionDigits ?? 2;
     // Intl puts a no-break space after the code: a plain one reads and searches the same.
     return format.format(amount / 10 ** digits).replace(/\u00a0/g, ' ');
   } catch {

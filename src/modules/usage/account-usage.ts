@@ -1,7 +1,8 @@
 // An account's usage records, newest first, with where each one's report to Stripe stands: what
-// GET /api/accounts/:id/usage answers (runs that drew credits are the ledger's GET …/runs).
+// GET /api/accounts/:id/usage answers (runs that drew credits are the ledger's GET …/runs), and
+// what the accounts view shows of the usage module.
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../../business-module.js';
+import type { AccountRecords, Database } from '../../business-module.js';
 import { withUsageTables } from './tables.js';
 
 export interface AccountUsage {
@@ -52,4 +53,16 @@ export async function listUsage(
     .execute();
   const items = rows.slice(0, page.limit);
   return { usage: items, nextCursor: rows.length > page.limit ? items[items.length - 1]!.usage_id : null };
+}
+
+/** The accounts view's part (src/accounts/account-view.ts): the newest usage, each a record of kind 'usage'. */
+export async function usageRecords(db: Kysely<Database>, accountId: string, limit: number): Promise<AccountRecords> {
+  const { usage } = (await listUsage(db, accountId, { limit, after: undefined }))!;
+  return {
+    records: usage.map(({ usage_id, quantity, event_name, subscription_id, used_at, report }) => ({
+      kind: 'usage',
+      id: usage_id,
+      fields: { quantity, event_name, subscription_id, used_at: used_at.toISOString(), report },
+    })),
+  };
 }

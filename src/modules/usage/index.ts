@@ -4,6 +4,7 @@
 // pump of its own (report-pump.ts), never in the request: each use billed once, also after
 // Stripe's 24-hour identifier window (docs/operations.md, "Usage reports").
 import { defineModule } from '../../business-module.js';
+import { usageRecords } from './account-usage.js';
 import { meterErrorReport } from './meter-error-reports.js';
 import { usageReportPump } from './report-pump.js';
 import { usageAdminRoutes, usageApiRoutes } from './routes.js';
@@ -22,6 +23,7 @@ export const usageModule = defineModule({
   retention: pruneSentReports,
   apiRoutes: usageApiRoutes,
   adminRoutes: usageAdminRoutes,
+  accountRecords: usageRecords,
 });
 
 export { recordUsage } from './usage-records.js';

@@ -259,7 +259,7 @@ test('a usage-billed plan may grant no credits: its paid period is recorded, onc
   assert.match(JSON.stringify(refused.body), /credits.*0 only for a usage-billed plan/);
 });
 
-test("GET /api/accounts/:id/usage: the account's usage newest first with its report's state, a page at a time; credit runs are not in it", async () => {
+test("GET /api/accounts/:id/usage and the accounts view: the account's usage newest first with its report's state, a page at a time; credit runs are not in it", async () => {
   const account = await meteredAccount(file);
   const ids: string[] = [];
   for (const quantity of [1, 2, 3]) ids.push(String((await use(account, quantity)).usage_id));
@@ -276,6 +276,19 @@ test("GET /api/accounts/:id/usage: the account's usage newest first with its rep
   while ((await pumper.pumpOnce()) !== 'idle');
   const second = await list(`?limit=2&cursor=${String(first.body.next_cursor)}`);
   assert.deepEqual([shown(second.body), second.body.next_cursor], [[[ids[0], 1, 'sent']], null]);
+  // The accounts view shows the same usage, each with its report's state, and no credits used.
+  const view = (await file.service.call('GET', `/admin/api/accounts/${account.accountId}`)).body;
+  assert.deepEqual(
+    (view.records as Array<{ kind: string; id: string; fields: Record<string, unknown> }>)
+      .filter((r) => r.kind === 'usage')
+      .map((r) => [r.id, r.fields.quantity, r.fields.report]),
+    [
+      [ids[2], 3, 'sent'],
+      [ids[1], 2, 'sent'],
+      [ids[0], 1, 'sent'],
+    ],
+  );
+  assert.deepEqual([view.balance, view.runs], [{ granted: 0, used: 0, remaining: 0 }, []]);
 
   assert.deepEqual((await file.service.call('GET', `/api/accounts/${account.accountId}/runs`)).body.runs, []);
   assert.equal((await file.service.call('GET', `/api/accounts/acct_other_${randomUUID()}/usage?cursor=${ids[0]}`)).status, 400);
