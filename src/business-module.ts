@@ -37,6 +37,7 @@ export type { AccountGrant, AccountRecords, AccountRun } from './accounts/accoun
 export type { StripeCallFailure, StripeCalls } from './stripe/stripe-calls.js';
 // For a module's outbox pump, which calls run() and must tell a call never sent from one that may have reached Stripe.
 export { isStripeBusy } from './stripe/stripe-calls.js';
+export { modeMismatch } from './stripe/own-mode.js';
 export type { Logger } from './logger.js';
 // Outcome notifications to the app (docs/notifications.md), written in the outcome's transaction.
 export type { NewNotification, Notifications } from './notifications/outbox.js';
@@ -62,6 +63,7 @@ export function defineModule<const T extends SettingsTable = Record<never, Setti
     settings: own(context.config),
     db: context.db,
     stripeCalls: context.stripeCalls,
+    livemode: context.config.stripeLivemode,
     logger: context.logger,
     notifications: context.notifications,
   });
@@ -70,6 +72,7 @@ export function defineModule<const T extends SettingsTable = Record<never, Setti
       settings: own(context.config),
       db: context.db,
       stripeCalls: context.stripeCalls,
+      livemode: context.config.stripeLivemode,
       idempotencyLeaseMs: context.idempotencyLeaseMs,
       wake: waker({ maxAttempts: context.config.maxAttempts }),
       logger: context.logger,

@@ -53,6 +53,8 @@ export interface ModuleContext<S> {
   readonly db: Kysely<Database>;
   /** Every outbound call to Stripe goes through here: bounded, timed, counted. */
   readonly stripeCalls: StripeCalls;
+  /** The mode of STRIPE_SECRET_KEY: what a module fetches from Stripe acts only if it is of it (modeMismatch). */
+  readonly livemode: boolean;
   readonly logger: Logger;
   /** Tells the app of an outcome, in the transaction that makes it (docs/notifications.md); handlers get it in HandlerContext. */
   readonly notifications: Notifications;

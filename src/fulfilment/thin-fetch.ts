@@ -14,6 +14,7 @@ import type { StripeEventRow } from '../db/schema.js';
 import type { CallRate } from '../stripe/call-rate.js';
 import type { StripeCalls } from '../stripe/stripe-calls.js';
 import { quoted } from '../quoted.js';
+import { modeMismatch } from '../stripe/own-mode.js';
 import { Stripe } from '../stripe/sdk.js';
 import { apiPathOf, EVENT_DATA_TYPES, GENERATION_FAILURE_TYPE, snapshotTypeOf } from '../stripe/thin-events.js';
 import { PermanentError, type FinishOutcome } from '../outcomes.js';
@@ -34,9 +35,8 @@ const storedNotification = z.object({
 
 /** What Stripe answered is of the other mode than our key: like a delivered event of it (dispatch.ts), it never acts here. */
 function refuseOtherMode(what: string, fetchedLivemode: unknown, livemode: boolean): void {
-  if (fetchedLivemode === livemode) return;
-  const mode = (value: unknown) => (typeof value === 'boolean' ? `${value ? 'live' : 'test'}-mode` : 'without a livemode');
-  throw new PermanentError(`livemode mismatch: ${what} is ${mode(fetchedLivemode)}, this service is ${mode(livemode)}`);
+  const mismatch = modeMismatch(what, fetchedLivemode, livemode);
+  if (mismatch !== undefined) throw new PermanentError(mismatch);
 }
 
 /**
@@ -72,8 +72,9 @@ export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate, livemode: 
     (event: StripeEventRow): OwnModeGet =>
     async (operation, url, context, what) => {
       const object = await get(operation, url, event, context);
-      // An object that says its mode (most do) must be of ours.
-      if ('livemode' in object) refuseOtherMode(what, object.livemode, livemode);
+      // An event (v1 or v2) always says its mode, so one that does not cannot show it is ours; an
+      // object that says its mode (most do) must be of ours.
+      if (operation === 'thin_fetch_event' || 'livemode' in object) refuseOtherMode(what, object.livemode, livemode);
       return object;
     };
 
@@ -93,9 +94,12 @@ export function thinFetcher(stripeCalls: StripeCalls, rate: CallRate, livemode: 
       return { ...event, type, payload: { id: event.event_id, object: 'event', type, created: full.created, livemode: event.livemode, data: { object } } };
     }
     if (snapshotEvent) {
-      const snapshot = await get('thin_fetch_event', `/v1/events/${encodeURIComponent(snapshotEvent)}`, event, context);
-      // Every Stripe event says its mode; one that does not cannot show it is ours.
-      refuseOtherMode(`snapshot event ${snapshotEvent}`, snapshot.livemode, livemode);
+      const snapshot = await getOwnMode(event)(
+        'thin_fetch_event',
+        `/v1/events/${encodeURIComponent(snapshotEvent)}`,
+        context,
+        `snapshot event ${snapshotEvent}`,
+      );
       return { ...event, type, payload: snapshot };
     }
     // An object without a URL of its own (an active entitlement summary) is named by its snapshot event only.

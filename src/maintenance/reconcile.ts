@@ -218,7 +218,12 @@ export async function reconcileEvents(db: Kysely<Database>, stripe: Stripe, opti
     await claimAll('thin', thinPage);
   }
   // The pass is over once every list was read to the start of the window: the next run starts anew.
-  if (resume) await saveCursors(db, result.truncated ? leaves : new Map());
+  if (resume && !(await saveCursors(db, cursors, result.truncated ? leaves : new Map()))) {
+    options.logger?.info(
+      { listed: result.listed, calls: result.calls },
+      'another reconcile moved the cursors while this one ran: where it stopped is not kept, theirs is',
+    );
+  }
   if (!result.dry_run) await recordRun(db, result, options);
   return result;
 }

@@ -40,25 +40,38 @@ const RESOLVED_AGAINST = new URL('https://api.stripe.invalid');
 const ENCODED_SEPARATOR = /%(?:2e|2f|5c|25)/gi;
 
 /**
+ * What a resolved path of Stripe's API is made of: ids and names, each segment of RFC 3986's
+ * unreserved characters. Anything else (`..;`, which some servers take for `..`; an escape left
+ * undecoded, `%c0%ae`; an empty segment) is no URL Stripe writes, and how a server would read it
+ * cannot be known here: refused.
+ */
+const API_PATH = /^\/v[12](?:\/[\w.~-]+)+$/;
+
+/** The longest related_object.url taken (Stripe's are a few dozen characters). */
+export const MAX_API_URL_LENGTH = 2048;
+
+/**
  * The path to GET for a thin notification's `related_object.url`, resolved the way a server
  * resolves it, or undefined when that lands outside Stripe's /v1/ and /v2/ API. The worker fetches
  * it with our secret key, so `/v1/../../x` must not reach another path of Stripe's host: what a
  * server may decode is decoded first, the dot segments are resolved (the URL standard's way), and
- * the resolved path (with any query) is what is fetched, so what is checked is what is sent.
- * Backslashes and a leading `//` (an authority, another host) are refused outright; Stripe's
- * URLs are plain paths of ids.
+ * the resolved path (with the query as written) is what is fetched, so what is checked is what is
+ * sent. Backslashes and a leading `//` (an authority, another host) are refused outright, and so is
+ * a resolved path with anything but plain segments (API_PATH).
  */
 export function apiPathOf(url: string): string | undefined {
   // Printable ASCII only: the URL standard drops tabs and newlines, which could make `/\t/host`
-  // an authority after this check.
-  if (!/^\/[\x21-\x7e]*$/.test(url)) return undefined;
-  let decoded = url;
+  // an authority after this check. As long as the webhook takes one, whoever stored it.
+  if (url.length > MAX_API_URL_LENGTH || !/^\/[\x21-\x7e]*$/.test(url)) return undefined;
+  // Only the path is decoded: a query (a v2 list's page token) is sent as Stripe wrote it.
+  const pathEnd = url.search(/[?#]/);
+  let decoded = pathEnd === -1 ? url : url.slice(0, pathEnd);
   for (let previous = ''; decoded !== previous;) {
     previous = decoded;
     decoded = decoded.replace(ENCODED_SEPARATOR, (escape) => decodeURIComponent(escape));
   }
   if (decoded.includes('\\') || decoded.startsWith('//')) return undefined;
-  const resolved = new URL(decoded, RESOLVED_AGAINST);
-  if (resolved.origin !== RESOLVED_AGAINST.origin || !/^\/v[12]\//.test(resolved.pathname)) return undefined;
+  const resolved = new URL(decoded + (pathEnd === -1 ? '' : url.slice(pathEnd)), RESOLVED_AGAINST);
+  if (resolved.origin !== RESOLVED_AGAINST.origin || !API_PATH.test(resolved.pathname)) return undefined;
   return resolved.pathname + resolved.search;
 }

@@ -4,7 +4,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { IncomingEvent } from '../events/event-store.js';
-import { apiPathOf, isV1ThinType } from './thin-events.js';
+import { apiPathOf, isV1ThinType, MAX_API_URL_LENGTH } from './thin-events.js';
 import { unstorableJson } from './unstorable-json.js';
 
 /** Stripe's default: a signature older (or newer) than five minutes is a possible replay. */
@@ -61,7 +61,7 @@ const thinShape = z
         type: printable(MAX_ID_LENGTH),
         // Fetched by the worker with our secret key: a path of Stripe's /v1/ or /v2/ API once
         // resolved, never another path of its host, nor another host.
-        url: printable(2048).refine((url) => apiPathOf(url) !== undefined),
+        url: printable(MAX_API_URL_LENGTH).refine((url) => apiPathOf(url) !== undefined),
       })
       .nullish(),
     snapshot_event: printable(MAX_ID_LENGTH).nullish(),

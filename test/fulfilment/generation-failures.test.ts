@@ -128,6 +128,33 @@ describe('what the alert does not grant', () => {
     assert.deepEqual(await grantsOf(file.database, order.order_id), []);
   });
 
+  for (const livemode of [true, undefined]) {
+    test(`an alert whose fetched event is ${livemode ? 'live-mode' : 'without a livemode'}: failed, nothing else fetched`, async () => {
+      const { order, missed } = await missedCheckout();
+      const { event, notification } = generationFailureAlert(missed);
+      file.service.stripe.addThinEvent({ ...event, livemode });
+      assert.equal((await file.service.deliver(notification)).status, 200);
+
+      const row = await finishedEvent(file.database, notification.id);
+      assert.equal(row.status, 'failed');
+      assert.match(row.last_error ?? '', new RegExp(`^livemode mismatch: event ${notification.id} is ${livemode ? 'live-mode' : 'without a livemode'}`));
+      assert.equal(fetchesOf(missed), 0);
+      assert.deepEqual(await grantsOf(file.database, order.order_id), []);
+    });
+  }
+
+  test('a related object that is live-mode: failed, nothing granted', async () => {
+    const { order, missed } = await missedCheckout();
+    file.service.stripe.addObject({ ...missed.data.object, livemode: true });
+    const alert = alertFor(missed);
+    assert.equal((await file.service.deliver(alert)).status, 200);
+
+    const row = await finishedEvent(file.database, alert.id);
+    assert.equal(row.status, 'failed');
+    assert.match(row.last_error ?? '', /^livemode mismatch: the object at ".*" is live-mode, this service is test-mode/);
+    assert.deepEqual(await grantsOf(file.database, order.order_id), []);
+  });
+
   test('an alert Stripe answers 404 for: failed with the reason, nothing else fetched', async () => {
     const { order, missed } = await missedCheckout();
     const alert = alertFor(missed, { known: false });

@@ -34,11 +34,26 @@ const ESCAPING_URLS = [
   '/v1/..%5c_ctl',
   '/v1/../%2f%2fevil.example/v1/x',
   '/v2/core/../../_ctl?expand[]=x',
+  '/v1/%2E%2e/%2e%2E/_ctl',
+  'https://evil.example/v1/x',
+  '//evil.example/v1/x',
+  '/v3/x',
+  '/v1',
+  '/v1/',
+  // Not dot segments to the URL standard, but `..` to some servers, or bytes no Stripe URL has.
+  '/v1/..;/_ctl',
+  '/v1/%c0%ae%c0%ae/_ctl',
+  '/v1/x\u0001/_ctl',
+  '/v1/\t/evil.example',
+  '/v1/caf\u00e9',
+  `/v1/${'x'.repeat(2045)}`,
 ];
 
 describe('a related_object.url that leaves Stripe’s API', () => {
   for (const url of ESCAPING_URLS) {
-    test(`${url} is answered 400 at the webhook, nothing stored`, async () => {
+    // An error names a long URL by its start.
+    const named = JSON.stringify(url.slice(0, 60)).slice(0, -1);
+    test(`${named}" is answered 400 at the webhook, nothing stored`, async () => {
       const { thin } = await paidThin({ withSnapshot: false });
       const reply = await file.service.deliver(withUrl(thin, url));
       assert.equal(reply.status, 400);
@@ -46,17 +61,34 @@ describe('a related_object.url that leaves Stripe’s API', () => {
       assert.equal(await file.database.db.selectFrom('stripe_events').select('event_id').where('event_id', '=', thin.id).executeTakeFirst(), undefined);
     });
 
-    test(`${url}, stored without the webhook (reconcile, an earlier release), ends failed naming it, nothing fetched`, async () => {
+    test(`${named}", stored without the webhook (reconcile, an earlier release), ends failed naming it, nothing fetched`, async () => {
       const { order, event, thin } = await paidThin({ withSnapshot: false });
       file.service.stripe.addObject(event.data.object);
       const stored = withUrl(thin, url);
       const requestsBefore = file.service.stripe.requests.length;
       await claimEvents(file.database.db, [toIncomingNotification(stored, Buffer.from(JSON.stringify(stored)))], { maxAttempts: 10 });
 
-      const row = await refusedAtOnce(file.database, thin.id, [JSON.stringify(url)]);
+      const row = await refusedAtOnce(file.database, thin.id, [named]);
       assert.match(row.last_error ?? '', /not a path of Stripe's \/v1\/ or \/v2\/ API/);
       assert.deepEqual(file.service.stripe.requests.slice(requestsBefore), []);
       assert.deepEqual(await grantsOf(file.database, order.order_id), []);
+    });
+  }
+
+  for (const tail of ['?y=../..', '#/../../_ctl']) {
+    test(`a URL whose query or fragment holds dot segments (${tail}) is fetched at its own path`, async () => {
+      const { order, event, thin } = await paidThin({ withSnapshot: false });
+      file.service.stripe.addObject(event.data.object);
+      const url = thin.related_object!.url;
+      const requestsBefore = file.service.stripe.requests.length;
+      assert.equal((await file.service.deliver(withUrl(thin, url + tail))).status, 200);
+
+      assert.equal((await finishedEvent(file.database, thin.id)).status, 'processed');
+      assert.deepEqual(await grantsOf(file.database, order.order_id), [{ event_id: thin.id, credits: order.credits }]);
+      assert.deepEqual(
+        file.service.stripe.requests.slice(requestsBefore).map((r) => `${r.method} ${r.path}`),
+        [`GET ${url}`],
+      );
     });
   }
 

@@ -38,6 +38,20 @@ test('events missed by the webhook are claimed and fulfilled; a second run claim
   assert.equal(rows[0]!.n, 5);
 });
 
+test('an event Stripe lists of the other mode is claimed as listed and ends failed, as a delivered one would: nothing granted', async () => {
+  const order = await givenOrder(file.database);
+  const live = { ...paidEvent(order), livemode: true };
+  file.service.stripe.addEvent({ ...live }, { delivered: false });
+  const stripe = createStripeClient(STRIPE_SECRET_KEY, file.service.stripe.url, { timeoutMs: 5_000 });
+  const run = await reconcileEvents(file.database.db, stripe, { since: new Date(Date.now() - 86_400_000), maxAttempts: 10, lists: 'snapshot' });
+  assert.ok(run.event_ids.includes(live.id));
+
+  const row = await finishedEvent(file.database, live.id);
+  assert.deepEqual([row.status, row.livemode], ['failed', true]);
+  assert.match(row.last_error ?? '', /livemode mismatch/);
+  assert.equal((await quotaOf(file.database, order.account_id)).granted, 0);
+});
+
 test('--undelivered-only asks Stripe for failed deliveries only', async () => {
   const stripe = createStripeClient(STRIPE_SECRET_KEY, file.service.stripe.url, { timeoutMs: 5_000 });
   const before = file.service.stripe.requests.length;

@@ -42,6 +42,12 @@ export async function fulfilmentJobs(db: Kysely<Database>): Promise<JobRow[]> {
   return rows;
 }
 
+/** Whether no job has `key` any more: the job queued with it ran to its end (or never was). */
+export async function jobDone(db: Kysely<Database>, key: string): Promise<boolean> {
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where key = ${key}`.execute(db);
+  return rows[0]!.n === 0;
+}
+
 /** How many jobs of any task a worker holds: taken and not yet completed or failed. */
 export async function lockedJobs(db: Kysely<Database>): Promise<number> {
   const { rows } = await sql<{ locked: number }>`select count(*)::int as locked from graphile_worker.jobs where locked_at is not null`.execute(db);

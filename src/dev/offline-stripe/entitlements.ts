@@ -14,6 +14,8 @@ export interface OfflineEntitlement {
   lookup_key: string;
   /** The Feature's name, shown when the feature is expanded. */
   name: string;
+  /** Test mode unless told, as the stand-in's key is. */
+  livemode?: boolean;
 }
 
 export class ActiveEntitlements {
@@ -37,7 +39,7 @@ export class ActiveEntitlements {
       feature: expand.includes('data.feature')
         ? { id: e.feature, object: 'entitlements.feature', active: true, livemode: false, lookup_key: e.lookup_key, metadata: {}, name: e.name }
         : e.feature,
-      livemode: false,
+      livemode: e.livemode ?? false,
       lookup_key: e.lookup_key,
     }));
     return { object: 'list', url: ACTIVE_ENTITLEMENTS_PATH, has_more: matching.length > limit, data };

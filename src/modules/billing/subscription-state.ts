@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
-import { addModuleJob, type ModuleContext, type Notifications } from '../../business-module.js';
+import { addModuleJob, modeMismatch, type ModuleContext, type Notifications } from '../../business-module.js';
 import { notifyAccounts } from '../ledger/index.js';
 import { stripeSubscription, type StripeSubscription } from './stripe-schemas.js';
 import { lockSubscription } from './subscriptions.js';
@@ -152,7 +152,7 @@ export async function requestRefresh(
 const refreshPayload = z.object({ subscriptionId: z.string(), stripeSubscriptionId: z.string() });
 
 /** graphile-worker task: fetches the subscription from Stripe and applies it as of when the fetch began. */
-export function refreshSubscriptionTask({ db, stripeCalls, logger, notifications }: ModuleContext<unknown>): Task {
+export function refreshSubscriptionTask({ db, stripeCalls, livemode, logger, notifications }: ModuleContext<unknown>): Task {
   const billing = withBillingTables(db);
   return async (payload) => {
     const job = refreshPayload.safeParse(payload);
@@ -160,7 +160,11 @@ export function refreshSubscriptionTask({ db, stripeCalls, logger, notifications
     const { subscriptionId, stripeSubscriptionId } = job.data;
     const began = new Date();
     // A busy or failing Stripe throws here: graphile-worker retries the job with its backoff.
-    const fetched = stripeSubscription.parse(await stripeCalls.run('subscription_retrieve', (stripe) => stripe.subscriptions.retrieve(stripeSubscriptionId)));
+    const answer = await stripeCalls.run('subscription_retrieve', (stripe) => stripe.subscriptions.retrieve(stripeSubscriptionId));
+    // Fetching again cannot change its mode: dropped, as an event of the other mode fails at once.
+    const mismatch = modeMismatch(`subscription ${stripeSubscriptionId}`, answer.livemode, livemode);
+    if (mismatch !== undefined) return void logger.error({ subscriptionId, stripeSubscriptionId }, `${mismatch}: not applied`);
+    const fetched = stripeSubscription.parse(answer);
     const change = await billing.transaction().execute(async (tx) => {
       const subscription = await lockSubscription(tx, subscriptionId);
       // Only the linked Stripe subscription's state is ours: a job the previous release queued

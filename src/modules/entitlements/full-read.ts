@@ -8,7 +8,7 @@
 import type { Task } from 'graphile-worker';
 import type { Transaction } from 'kysely';
 import { z } from 'zod';
-import { addModuleJob, type Database, type ModuleContext } from '../../business-module.js';
+import { addModuleJob, modeMismatch, type Database, type ModuleContext } from '../../business-module.js';
 import { accountOfCustomer } from '../ledger/index.js';
 import { applyCustomerSet } from './mirror.js';
 import { activeEntitlementPage, entitlementsOf, type Entitlement } from './stripe-schemas.js';
@@ -30,7 +30,7 @@ export async function requestFullRead(tx: Transaction<Database>, customerId: str
 const readPayload = z.object({ customerId: z.string() });
 
 /** graphile-worker task: reads every active entitlement of the customer and applies them as of when the read began. */
-export function fullReadTask({ db, stripeCalls, logger, notifications }: ModuleContext<unknown>): Task {
+export function fullReadTask({ db, stripeCalls, livemode, logger, notifications }: ModuleContext<unknown>): Task {
   return async (payload) => {
     const job = readPayload.safeParse(payload);
     if (!job.success) return void logger.error({ payload }, 'entitlements read without a customer: dropped');
@@ -48,6 +48,12 @@ export function fullReadTask({ db, stripeCalls, logger, notifications }: ModuleC
           ...(startingAfter !== undefined && { starting_after: startingAfter }),
         }),
       );
+      // One entitlement of the other mode and the set read is not this customer's in our mode:
+      // none of it is applied, and reading again cannot change that.
+      const stray = answer.data.find((entitlement) => entitlement.livemode !== livemode);
+      if (stray !== undefined) {
+        return void logger.error({ customerId }, `${modeMismatch(`active entitlement ${stray.id}`, stray.livemode, livemode)}: none applied`);
+      }
       const page = activeEntitlementPage.parse(answer);
       pages += 1;
       entitlements.push(...entitlementsOf(page));

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { invoiceObject, subscriptionObject } from '../../../src/modules/billing/sample-events.js';
 import { sampleEvent } from '../../../src/stripe/sample-events.js';
 import { finishedEvent } from '../../support/factories.js';
+import { jobDone } from '../../support/jobs.js';
 import { serviceForFile } from '../../support/service.js';
 import { subscribedThroughApi } from '../../support/subscriptions.js';
 import { waitFor } from '../../support/wait-for.js';
@@ -57,4 +58,28 @@ test('invoice.payment_failed fetches the subscription, whose status Stripe is ch
   await file.service.deliver(failed);
   assert.equal((await finishedEvent(file.database, failed.id)).status, 'processed');
   await waitFor('the past_due status from Stripe', async () => (await stateOf(subscription.subscriptionId)).status === 'past_due');
+});
+
+test('a subscription Stripe answers in the other mode is not applied, and not fetched again', async () => {
+  const subscription = await givenSubscription();
+  const t = Math.floor(Date.now() / 1000) - 100;
+  const periodEnd = t + 86_400;
+  file.service.stripe.addSubscription({ ...subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd: true }), livemode: true });
+  for (const cancelAtPeriodEnd of [false, true]) {
+    const event = sampleEvent('customer.subscription.updated', subscriptionObject(subscription, { status: 'active', periodEnd, cancelAtPeriodEnd }), {
+      created: t,
+    });
+    await file.service.deliver(event);
+    assert.equal((await finishedEvent(file.database, event.id)).status, 'processed');
+  }
+  const path = `/v1/subscriptions/${subscription.stripeSubscriptionId}`;
+  await waitFor(
+    'the fetch, and its job to end',
+    async () =>
+      file.service.stripe.requests.some((r) => r.method === 'GET' && r.path === path) &&
+      (await jobDone(file.database.db, `billing_refresh_subscription:${subscription.subscriptionId}`)),
+  );
+  // The state held before the tie stays: the live-mode answer settles nothing here.
+  assert.deepEqual(await stateOf(subscription.subscriptionId), { status: 'active', cancelAtPeriodEnd: false });
+  assert.equal(file.service.stripe.requests.filter((r) => r.method === 'GET' && r.path === path).length, 1);
 });

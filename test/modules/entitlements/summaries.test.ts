@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { randomCustomerId, sampleEntitlement, summaryObject, summaryUpdatedEvent } from '../../../src/modules/entitlements/sample-events.js';
 import { sampleEvent, thinNotification, type SampleEvent } from '../../../src/stripe/sample-events.js';
 import { finishedEvent, waitingEvent } from '../../support/factories.js';
+import { jobDone } from '../../support/jobs.js';
 import { notifyingServiceForFile, notifyingTo, receivedWhere, type ReceivedNotification } from '../../support/notification-receiver.js';
 import { startTestService, type TestService } from '../../support/service.js';
 import { checkoutCompleted, subscribedThroughApi } from '../../support/subscriptions.js';
@@ -161,6 +162,22 @@ describe('a summary', () => {
     assert.equal(fullReadsOf(customerId).length, 1);
     assert.deepEqual((await entitlementsOf(accountId)).keys, ['beta']);
     assert.equal(updatesOf(accountId)().length, 2);
+  });
+
+  test('settled by a read of Stripe that lists an entitlement of the other mode: none of that read is applied', async () => {
+    const { accountId, customerId } = await linkedCustomer();
+    const at = Math.floor(Date.now() / 1000) - 20;
+    await deliverProcessed(summaryUpdatedEvent(customerId, ['alpha'], at));
+    await told(accountId, 1);
+    file.service.stripe.setActiveEntitlements(customerId, [sampleEntitlement('beta'), { ...sampleEntitlement('live'), livemode: true }]);
+    await deliverProcessed(summaryUpdatedEvent(customerId, ['gamma'], at));
+    await waitFor(
+      'the read, and its job to end',
+      async () => fullReadsOf(customerId).length > 0 && (await jobDone(file.database.db, `entitlements_read_active:${customerId}`)),
+    );
+    assert.deepEqual((await entitlementsOf(accountId)).keys, ['alpha']);
+    assert.equal(fullReadsOf(customerId).length, 1, 'not read again: the answer would be the same');
+    assert.equal(updatesOf(accountId)().length, 1);
   });
 
   test('for a customer whose link is on its way waits, and is woken by the link', async () => {
