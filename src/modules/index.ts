@@ -1,21 +1,22 @@
 // The business modules this service runs, in order: where two list the same event type, the
 // first that does not answer 'ignored' gives the event its outcome (src/fulfilment/dispatch.ts).
-// The ledger first: credits and billing grant into it; its runs are recorded as usage under a
-// usage-billed plan (the usage module's recorder, given to the ledger here); entitlements after
+// The ledger first: credits and billing grant into it, and pay their refunds' and disputes' unpaid
+// claims when a run is reversed (their settlers, given to the ledger here); its runs are recorded
+// as usage under a usage-billed plan (the usage module's recorder, also given here); entitlements after
 // billing, as they follow from what the others linked. Only the entry points (src/main.ts,
 // scripts/, tests, benchmarks) import this file.
 import type { Kysely } from 'kysely';
 import type { BusinessModule, Database } from '../business-module.js';
 import { envVariables, loadConfig, type Config } from '../config.js';
 import { readMigrations } from '../db/migrate.js';
-import { billingModule, newPlan, planCatalog } from './billing/index.js';
-import { creditsModule, newPackage, packageCatalog } from './credits/index.js';
+import { billingModule, newPlan, planCatalog, settlePeriodShortfalls } from './billing/index.js';
+import { creditsModule, newPackage, packageCatalog, settleOrderShortfalls } from './credits/index.js';
 import { entitlementsModule } from './entitlements/index.js';
 import { defineLedger } from './ledger/index.js';
 import { recordUsage, usageModule } from './usage/index.js';
 
 export const businessModules: readonly BusinessModule[] = [
-  defineLedger({ runRecorders: [recordUsage] }),
+  defineLedger({ runRecorders: [recordUsage], shortfallSettlers: [settleOrderShortfalls, settlePeriodShortfalls] }),
   creditsModule,
   billingModule,
   entitlementsModule,

@@ -5,9 +5,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
+import { PERIOD_SECONDS, periodEvents } from '../../src/modules/billing/sample-events.js';
+import { addGrants } from '../../src/modules/ledger/account-credits.js';
 import { checkoutSession, sampleEvent } from '../../src/stripe/sample-events.js';
 import { finishedEvent, givenOrder, grantsOf, newAccountId, orderRow, paidEvent } from '../support/factories.js';
 import { serviceForFile } from '../support/service.js';
+import { subscribedThroughApi } from '../support/subscriptions.js';
 
 const file = serviceForFile();
 
@@ -74,6 +77,20 @@ describe('a paid checkout session that cannot be fulfilled fails at once', () =>
     assert.equal((await orderRow(file.database, second.order_id)).status, 'pending');
     assert.deepEqual(await grantsOf(file.database, second.order_id), []);
     assert.equal(await granted(accountId), 2147483647);
+  });
+
+  test("a plan's paid period past what a balance holds: invoice.paid failed on attempt 1 as numeric_value_out_of_range, the balance untouched", async () => {
+    const subscription = await subscribedThroughApi(file, { linked: true });
+    // 50 credits short of what an integer balance holds: the period's 100 cannot fit.
+    const nearlyFull = 2_147_483_647 - 50;
+    await file.database.db.transaction().execute((tx) => addGrants(tx, [{ accountId: subscription.accountId, credits: nearlyFull }]));
+    const start = Math.floor(Date.now() / 1000) - 60;
+    const paid = periodEvents(subscription, { cycle: 1, lastAt: start, periodEnd: start + PERIOD_SECONDS }).find((e) => e.type === 'invoice.paid')!;
+    assert.equal((await file.service.deliver(paid)).status, 200);
+    const row = await finishedEvent(file.database, paid.id);
+    assert.deepEqual([row.status, row.attempts], ['failed', 1], `${row.status} after ${row.attempts} attempt(s): ${row.last_error}`);
+    assert.match(row.last_error ?? '', /numeric_value_out_of_range .*: integer out of range$/);
+    assert.equal(await granted(subscription.accountId), nearlyFull);
   });
 
   test('a failed event is visible to ops through the admin API', async () => {

@@ -24,6 +24,8 @@ import type { BillingTables } from './tables.js';
 export { newPlan, planCatalog } from './plan-catalog.js';
 // Whether a subscription's Checkout Session may still link a Stripe customer (the entitlements module).
 export { planFeaturesOfCheckoutSession, subscriptionCheckoutOpenSince } from './subscriptions.js';
+// What a reversed run pays of what refunds and disputes of paid periods are still owed (src/modules/ledger/revocations.ts).
+export { settlePeriodShortfalls } from './invoice-disputes.js';
 // What the usage module records a run against (src/modules/usage/).
 export { activeMeteredSubscription, type MeteredSubscription } from './metered-subscriptions.js';
 

@@ -8,7 +8,7 @@
 // sale's, 'ignored' at once, when none is.
 import { sql, type Transaction } from 'kysely';
 import { WAIT_HOURS, type Database, type Notifications } from '../../business-module.js';
-import { disputeHandler, type DisputedPurchase, type DisputePolicy, type RefundPolicy } from '../ledger/index.js';
+import { disputeHandler, shareOut, type DisputedPurchase, type DisputePolicy, type RefundPolicy, type ShortfallSettler } from '../ledger/index.js';
 import { lockGrantOfPayment } from './invoice-refunds.js';
 import { withBillingTables } from './tables.js';
 
@@ -22,7 +22,7 @@ async function lockPurchase(transaction: Transaction<Database>, paymentIntent: s
   const grant = await lockGrantOfPayment(tx, paymentIntent);
   if (!grant) return undefined;
   return {
-    key: `invoice:${grant.invoice_id}`,
+    key: invoicePurchase(grant.invoice_id),
     accountId: grant.account_id,
     amount: grant.amount_paid,
     credits: grant.credits,
@@ -62,3 +62,31 @@ async function mayStillPay(transaction: Transaction<Database>): Promise<boolean>
     .executeTakeFirst();
   return paying !== undefined;
 }
+
+/**
+ * The billing module's ShortfallSettler (src/modules/ledger/revocations.ts): the account's paid
+ * periods whose refunds and disputes took back fewer credits than they claim, locked as those
+ * lock them (their invoice_grants rows, before the balance), and paid, the earliest granted first.
+ */
+export const settlePeriodShortfalls: ShortfallSettler = async (transaction, accountId, budget) => {
+  const tx = withBillingTables(transaction);
+  const shortfalls = await tx
+    .selectFrom('invoice_grants')
+    .select(['invoice_id', sql<number>`revocation_target - revoked_credits`.as('owed')])
+    .where('account_id', '=', accountId)
+    .whereRef('revoked_credits', '<', 'revocation_target')
+    .orderBy('granted_at')
+    .orderBy('invoice_id')
+    .forUpdate()
+    .execute();
+  const shares = shareOut(shortfalls, budget);
+  if (shares.length === 0) return [];
+  await sql`
+    update invoice_grants as g set revoked_credits = g.revoked_credits + s.paid
+    from unnest(${shares.map((s) => s.invoice_id)}::text[], ${shares.map((s) => s.paid)}::int[]) as s(invoice_id, paid)
+    where g.invoice_id = s.invoice_id`.execute(tx);
+  return shares.map((share) => ({ purchase: invoicePurchase(share.invoice_id), paid: share.paid }));
+};
+
+/** A paid period as its disputes name it (the ledger's disputes.purchase). */
+const invoicePurchase = (invoiceId: string) => `invoice:${invoiceId}`;

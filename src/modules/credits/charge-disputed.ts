@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { WAIT_HOURS, type Database, type Notifications } from '../../business-module.js';
 import type { Transaction } from 'kysely';
 import { disputeHandler, type DisputedPurchase, type DisputePolicy, type RefundPolicy } from '../ledger/index.js';
-import { orderRevocation, storeRevocation } from './credit-revocations.js';
+import { orderPurchase, orderRevocation, storeRevocation } from './credit-revocations.js';
 import { withCreditTables } from './tables.js';
 
 export function chargeDisputed(policies: { refundPolicy: RefundPolicy; disputePolicy: DisputePolicy }, notifications: Notifications) {
@@ -24,7 +24,7 @@ async function lockPurchase(transaction: Transaction<Database>, paymentIntent: s
   const order = await tx.selectFrom('orders').selectAll().where('payment_intent_id', '=', paymentIntent).forUpdate().executeTakeFirst();
   if (!order) return undefined;
   return {
-    key: `order:${order.order_id}`,
+    key: orderPurchase(order.order_id),
     accountId: order.account_id,
     amount: order.amount,
     credits: order.credits,

@@ -25,6 +25,8 @@ export { newPackage, packageCatalog } from './package-catalog.js';
 // Whether a package's Checkout may still link a Stripe customer (the entitlements module), and what
 // a package sold through a Checkout Session grants (npm run send-event --entitlements).
 export { customerCheckoutOpenSince, featuresOfCheckoutSession } from './orders.js';
+// What a reversed run pays of what refunds and disputes of orders are still owed (src/modules/ledger/revocations.ts).
+export { settleOrderShortfalls } from './credit-revocations.js';
 
 export const creditsModule = defineModule({
   name: 'credits',

@@ -28,7 +28,7 @@ import {
   type StripeDispute,
   type StripeEventRow,
 } from '../../business-module.js';
-import { moveRevocation, type CreditsMoved, type Revocation } from './revocations.js';
+import { moveRevocation, type CreditsMoved, type PaidClaim, type Revocation } from './revocations.js';
 import { paymentWaitKey, unfinishedPaymentEvent } from './payment-waits.js';
 import { notifyAccounts } from './account-notifications.js';
 import { revocationTarget, type RefundPolicy } from './refund-policy.js';
@@ -132,6 +132,25 @@ async function noteDisputeCredits(transaction: Transaction<Database>, disputeId:
     .set({ credits_taken: sql`credits_taken + ${moved.taken}`, credits_returned: sql`credits_returned + ${moved.returned}`, updated_at: sql`now()` })
     .where('dispute_id', '=', disputeId)
     .execute();
+}
+
+/**
+ * Adds what a reversed run paid to a disputed purchase's revocation (revocations.ts) to the
+ * credits its claiming dispute took: a reinstatement gives back what its purchase's revocation
+ * holds beyond the refunds' claim, and never more than its dispute took. A purchase no dispute
+ * claims was paid for its refunds: nothing to note.
+ */
+export async function noteDisputesPaid(transaction: Transaction<Database>, paid: readonly PaidClaim[]): Promise<void> {
+  if (paid.length === 0) return;
+  await sql`
+    update disputes as d set credits_taken = d.credits_taken + p.paid, updated_at = now()
+    from unnest(${paid.map((claim) => claim.purchase)}::text[], ${paid.map((claim) => claim.paid)}::int[]) as p(purchase, paid)
+    where d.dispute_id = (
+      select c.dispute_id from disputes as c
+      where c.purchase = p.purchase and c.funds_withdrawn and not c.funds_reinstated
+      order by c.created_at, c.dispute_id
+      limit 1
+    )`.execute(transaction);
 }
 
 type Policies = { refundPolicy: RefundPolicy; disputePolicy: DisputePolicy };

@@ -11,21 +11,24 @@
 import { defineModule } from '../../business-module.js';
 import { ledgerOfAccount } from './account-records.js';
 import { ledgerApiRoutes } from './routes.js';
+import type { ShortfallSettler } from './revocations.js';
 import type { RunRecorder } from './runs.js';
 import type { LedgerTables } from './tables.js';
 
 /**
  * The ledger, with the recorders of runs that draw no credits (a usage-billed plan's), asked in
- * order before the credits: given here by src/modules/index.ts, so that the ledger depends on no
- * module that records runs, and those depend on the ledger only through this file.
+ * order before the credits, and the selling modules' settlers of what their refunds and disputes
+ * are still owed, asked in order when a run is reversed: given here by src/modules/index.ts, so
+ * that the ledger depends on no module that records runs or sells, and those depend on the ledger
+ * only through this file.
  */
-export const defineLedger = ({ runRecorders }: { runRecorders: readonly RunRecorder[] }) =>
+export const defineLedger = (others: { runRecorders: readonly RunRecorder[]; shortfallSettlers: readonly ShortfallSettler[] }) =>
   defineModule({
     name: 'ledger',
     // account_credits was created by the core's sql/0001, before modules had migrations; its changes are here.
     migrations: new URL('../../../sql/ledger/', import.meta.url),
     tables: ['account_credits', 'disputes', 'account_runs', 'stripe_customers'] satisfies Array<keyof LedgerTables>,
-    apiRoutes: (context) => ledgerApiRoutes(context, runRecorders),
+    apiRoutes: (context) => ledgerApiRoutes(context, others),
     accountRecords: ledgerOfAccount,
   });
 
@@ -37,7 +40,7 @@ export { addGrants, getQuota, grantsAdded, takeBackCredits, type Quota } from '.
 export { accountId } from './account-id.js';
 export { pageQuery } from './page-query.js';
 export { DISPUTE_EVENT_TYPES, disputeHandler, disputePolicySettings, type DisputedPurchase, type DisputePolicy } from './disputes.js';
-export { moveRevocation, type CreditsMoved, type Revocation } from './revocations.js';
+export { moveRevocation, shareOut, type CreditsMoved, type PaidClaim, type Revocation, type ShortfallSettler } from './revocations.js';
 export { paymentWaitKey } from './payment-waits.js';
 export { chargeOwnership, ORDER_ID_KEY, SUBSCRIPTION_ID_KEY, type ChargeClues, type ChargeOwnership } from './charge-ownership.js';
 export { notifyAccounts, type AccountNotification } from './account-notifications.js';

@@ -3,7 +3,7 @@
 // subscription's paid period).
 import { Router } from 'express';
 import { z } from 'zod';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import {
   badRequest,
   checkIdParam,
@@ -17,6 +17,7 @@ import {
 import { getQuota } from './account-credits.js';
 import { accountId } from './account-id.js';
 import { pageQuery } from './page-query.js';
+import type { ShortfallSettler } from './revocations.js';
 import { consumeCredits, listRuns, reverseRun, type ConsumedRun, type RecordedRun, type RunRecorder } from './runs.js';
 
 // More than any one run needs: a larger quantity is almost surely a mistake (an amount of money,
@@ -32,7 +33,10 @@ const runIdParam = z.object({
 });
 const runList = pageQuery(runIdParam.shape.run_id);
 
-export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<unknown>, runRecorders: readonly RunRecorder[]): Router {
+export function ledgerApiRoutes(
+  { db, idempotencyLeaseMs }: ModuleRouteContext<unknown>,
+  { runRecorders, shortfallSettlers }: { runRecorders: readonly RunRecorder[]; shortfallSettlers: readonly ShortfallSettler[] },
+): Router {
   const router = Router();
   router.param('id', checkIdParam);
 
@@ -103,8 +107,10 @@ export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<u
     res.json({ account_id: id.data, runs: page.runs, next_cursor: page.nextCursor });
   });
 
-  // Gives a run's credits back, once. A second reversal of the run with another key (or none) is
-  // a 409 naming when it was reversed; with the first's key, the first's answer is replayed.
+  // Gives a run's credits back, once, less what refunds and disputes of the account's purchases
+  // could not take back while they were in use (credits_revoked). A second reversal of the run
+  // with another key (or none) is a 409 naming when it was reversed; with the first's key, the
+  // first's answer is replayed.
   router.post('/accounts/:id/runs/:run_id/reverse', async (req, res) => {
     const id = accountId.safeParse(req.params.id);
     if (!id.success) return badRequest(res, id.error);
@@ -123,7 +129,7 @@ export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<u
         { operation: 'run-reverse', request: [account, runId] },
         {
           async write(tx) {
-            const reversal = await reverseRun(tx, account, runId);
+            const reversal = await inTransaction(tx, (t) => reverseRun(t, account, runId, shortfallSettlers));
             switch (reversal.outcome) {
               case 'not_found':
                 return { status: 404, body: { error: `account ${account} has no run ${runId}` } };
@@ -136,13 +142,22 @@ export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<u
                     reversed_at: reversal.reversedAt,
                   },
                 };
-              case 'reversed':
-                return { subject: { runId, quantity: reversal.quantity, remaining: reversal.remaining, reversedAt: reversal.reversedAt.toISOString() } };
+              case 'reversed': {
+                const { quantity, revoked, remaining } = reversal;
+                return { subject: { runId, quantity, revoked, remaining, reversedAt: reversal.reversedAt.toISOString() } };
+              }
             }
           },
-          answer: (reversed: { runId: string; quantity: number; remaining: number; reversedAt: string }) => ({
+          // A reversal kept under its key by a release before credits/0048 has no revoked: it revoked nothing (docs/migrations.md, C5).
+          answer: (reversed: { runId: string; quantity: number; revoked?: number; remaining: number; reversedAt: string }) => ({
             status: 200,
-            body: { run_id: reversed.runId, quantity: reversed.quantity, reversed_at: reversed.reversedAt, remaining: reversed.remaining },
+            body: {
+              run_id: reversed.runId,
+              quantity: reversed.quantity,
+              reversed_at: reversed.reversedAt,
+              remaining: reversed.remaining,
+              credits_revoked: reversed.revoked ?? 0,
+            },
           }),
         },
       ),
@@ -151,6 +166,10 @@ export function ledgerApiRoutes({ db, idempotencyLeaseMs }: ModuleRouteContext<u
 
   return router;
 }
+
+/** Runs `work` in `db` when it is a transaction already (an Idempotency-Key's), else in a new one. */
+const inTransaction = <T>(db: Kysely<Database>, work: (tx: Transaction<Database>) => Promise<T>): Promise<T> =>
+  db.isTransaction ? work(db as Transaction<Database>) : db.transaction().execute(work);
 
 function notEnoughCredits(quantity: number): HttpResult {
   const left = quantity === 1 ? 'no credits left' : `fewer than ${quantity} credits left`;

@@ -3,13 +3,16 @@
 // never a run without its credits used, nor credits used without their run. A run is reversed at
 // most once, which gives its credits back. Runs are business records: nothing prunes them.
 //
-// Each write is one statement (data-modifying CTEs), so it is whole on a plain connection as well
-// as in the caller's transaction (an Idempotency-Key's, src/http/idempotent-request.ts). Locks are
-// taken in one order: a run locks its balance's row only; a reversal its run's row, then the
-// balance's.
+// A run is one statement (data-modifying CTEs), so it is whole on a plain connection as well as in
+// the caller's transaction (an Idempotency-Key's, src/http/idempotent-request.ts). A reversal,
+// which also pays what refunds and disputes are still owed, needs a transaction. Locks are taken
+// in one order: a run locks its balance's row only; a reversal its run's row, the purchases whose
+// refunds and disputes are owed credits, then the balance's.
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type NotNull } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../business-module.js';
+import { noteDisputesPaid } from './disputes.js';
+import type { PaidClaim, ShortfallSettler } from './revocations.js';
 import { withLedgerTables } from './tables.js';
 
 const newRunId = () => `run_${randomUUID().replaceAll('-', '')}`;
@@ -66,40 +69,51 @@ export async function consumeCredits(db: Kysely<Database>, accountId: string, qu
 }
 
 export type Reversal =
-  | { outcome: 'reversed'; quantity: number; remaining: number; reversedAt: Date }
+  /** `revoked`: of the credits given back, those a refund or dispute of a purchase claimed while they were in use, taken back at once. */
+  | { outcome: 'reversed'; quantity: number; revoked: number; remaining: number; reversedAt: Date }
   /** Reversed before, by another request: its credits were given back then, and are not again. */
   | { outcome: 'already_reversed'; reversedAt: Date }
   /** No run of this id belongs to the account. */
   | { outcome: 'not_found' };
 
 /**
- * Gives a run's credits back, once: marking the run reversed and giving its credits back are one
- * statement, conditional on the run not being reversed yet. A concurrent second reversal waits on
- * the run's row lock, re-checks, and finds it reversed: it gives nothing.
+ * Gives a run's credits back, once, less what the account's purchases' refunds and disputes are
+ * still owed (each settler's, revocations.ts). Locks in the order refunds and disputes do: the
+ * run's row, which a concurrent second reversal waits on and then finds reversed, the purchases
+ * the settlers lock, then the balance.
  */
-export async function reverseRun(db: Kysely<Database>, accountId: string, runId: string): Promise<Reversal> {
-  const { rows } = await sql<{ quantity: number; remaining: number; reversed_at: Date }>`
-    with reversed as (
-      update account_runs set reversed_at = now()
-      where run_id = ${runId} and account_id = ${accountId} and reversed_at is null
-      returning account_id, quantity, reversed_at
-    )
-    update account_credits set used = account_credits.used - reversed.quantity
-    from reversed
-    where account_credits.account_id = reversed.account_id
-    returning reversed.quantity, account_credits.granted - account_credits.used as remaining, reversed.reversed_at`.execute(db);
-  const reversal = rows[0];
-  if (reversal) return { outcome: 'reversed', quantity: reversal.quantity, remaining: reversal.remaining, reversedAt: reversal.reversed_at };
-  // Its id is known only once it committed, so a run this statement did not reverse was reversed before, or is not the account's.
-  const before = await withLedgerTables(db)
+export async function reverseRun(tx: Transaction<Database>, accountId: string, runId: string, settlers: readonly ShortfallSettler[]): Promise<Reversal> {
+  const run = await withLedgerTables(tx)
     .selectFrom('account_runs')
-    .select('reversed_at')
+    .select(['quantity', 'reversed_at'])
     .where('run_id', '=', runId)
     .where('account_id', '=', accountId)
-    .where('reversed_at', 'is not', null)
-    .$narrowType<{ reversed_at: NotNull }>()
+    .forUpdate()
     .executeTakeFirst();
-  return before ? { outcome: 'already_reversed', reversedAt: before.reversed_at } : { outcome: 'not_found' };
+  if (!run) return { outcome: 'not_found' };
+  if (run.reversed_at !== null) return { outcome: 'already_reversed', reversedAt: run.reversed_at };
+  const paid: PaidClaim[] = [];
+  let revoked = 0;
+  for (const settle of settlers) {
+    if (revoked === run.quantity) break;
+    for (const claim of await settle(tx, accountId, run.quantity - revoked)) {
+      paid.push(claim);
+      revoked += claim.paid;
+    }
+  }
+  await noteDisputesPaid(tx, paid);
+  // used <= granted holds: the balance gains quantity - revoked unused credits, never fewer than none.
+  const { rows } = await sql<{ remaining: number; reversed_at: Date }>`
+    with reversed as (
+      update account_runs set reversed_at = now() where run_id = ${runId}
+      returning account_id, reversed_at
+    )
+    update account_credits set used = account_credits.used - ${run.quantity}, granted = account_credits.granted - ${revoked}
+    from reversed
+    where account_credits.account_id = reversed.account_id
+    returning account_credits.granted - account_credits.used as remaining, reversed.reversed_at`.execute(tx);
+  const reversed = rows[0]!;
+  return { outcome: 'reversed', quantity: run.quantity, revoked, remaining: reversed.remaining, reversedAt: reversed.reversed_at };
 }
 
 /**

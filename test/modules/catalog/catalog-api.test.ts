@@ -152,6 +152,10 @@ describe('archiving', () => {
     const plan = { id: 'fortnightly', name: 'Every two weeks', amount: 900, currency: 'eur', credits: 20, interval: 'week', interval_count: 2 };
     assert.match((await admin('POST', '/plans', { ...plan, interval_count: 200 })).body.error as string, /^interval_count: must be at most 156/);
     assert.match((await admin('POST', '/plans', { ...plan, interval: 'fortnight' })).body.error as string, /^interval: /);
+    // A period's credits are bounded as a package's are: what a balance can hold.
+    for (const credits of [1_000_001, 2_147_483_647]) {
+      assert.match((await admin('POST', '/plans', { ...plan, credits })).body.error as string, /^credits: must be a whole number of at most 1000000$/);
+    }
     const created = await admin('POST', '/plans', plan);
     assert.equal(created.status, 201, JSON.stringify(created.body));
     assert.deepEqual(created.body, { ...plan, active: true, stripe_price_id: null, features: [] });

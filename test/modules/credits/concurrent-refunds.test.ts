@@ -66,6 +66,16 @@ test('partial refunds at once that together fit are both sent; one that would ex
   assert.deepEqual(amountsSent(order), [900, 2000, 2000]);
 });
 
+test('two partial refunds at once that together exceed the order, one per instance: one is sent, the other refused before Stripe', async () => {
+  for (let trial = 1; trial <= 3; trial++) {
+    const order = await paidOrder(database, first);
+    const replies = await Promise.all([refund(first, order, { amount: 3000 }), refund(second, order, { amount: 3000 })]);
+    assert.deepEqual(statuses(replies), [201, 409], `trial ${trial}: ${JSON.stringify(replies)}`);
+    assert.equal(replies.find((reply) => reply.status === 409)!.body.refundable_amount, 1900);
+    assert.deepEqual(amountsSent(order), [3000], `trial ${trial}: one partial refund sent to Stripe`);
+  }
+});
+
 test('a refund Stripe has reported is counted once: its charge.refunded does not shrink what is left', async () => {
   const order = await paidOrder(database, first);
   assert.equal((await refund(first, order, { amount: 1000 })).status, 201);

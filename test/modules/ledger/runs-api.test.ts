@@ -155,7 +155,10 @@ describe('reversing a run', () => {
     const key = newKey();
     const reversed = await reverse(accountId, runId, key);
     assert.equal(reversed.status, 200);
-    assert.deepEqual({ ...reversed.body, reversed_at: typeof reversed.body.reversed_at }, { run_id: runId, quantity: 3, reversed_at: 'string', remaining: 10 });
+    assert.deepEqual(
+      { ...reversed.body, reversed_at: typeof reversed.body.reversed_at },
+      { run_id: runId, quantity: 3, reversed_at: 'string', remaining: 10, credits_revoked: 0 },
+    );
     assert.deepEqual(await quota(accountId), { used: 0, remaining: 10 });
 
     assert.deepEqual(await reverse(accountId, runId, key), reversed);
