@@ -1,10 +1,11 @@
 // The inbox as ops read it: status at a glance (GET /admin/api/status, `npm run status`, the
-// metrics' gauges), the dashboard's lists, timeline, search and event detail. Reads only; the
-// writers of stripe_events are in event-store.ts.
+// metrics' gauges), the dashboard's timeline, search and event detail (its lists are in
+// event-lists.ts). Reads only; the writers of stripe_events are in event-store.ts.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { EVENT_STATUSES, type Database, type EventStatus, type StripeEventRow } from '../db/schema.js';
 import { lastMaintenanceRun } from '../db/maintenance-runs.js';
 import { countQueuedJobs } from '../queue/job-queue.js';
+import { summaryColumns, waitColumns, type EventSummary } from './event-lists.js';
 
 export interface InboxStatus {
   counts: Record<EventStatus, number>;
@@ -102,37 +103,6 @@ async function countHistoryStatuses(db: Kysely<Database>): Promise<Record<Histor
   return counts;
 }
 
-export interface EventSummary {
-  event_id: string;
-  type: string;
-  object_id: string | null;
-  status: EventStatus;
-  attempts: number;
-  last_error: string | null;
-  received_at: Date;
-  enqueued_at: Date;
-  finished_at: Date | null;
-}
-
-const summaryColumns = ['event_id', 'type', 'object_id', 'status', 'attempts', 'last_error', 'received_at', 'enqueued_at', 'finished_at'] as const;
-
-/** The dead letters, newest first: what an operator must look at. */
-export async function listFailedEvents(db: Kysely<Database>, limit: number): Promise<EventSummary[]> {
-  return db.selectFrom('stripe_events').select(summaryColumns).where('status', '=', 'failed').orderBy('finished_at', 'desc').limit(limit).execute();
-}
-
-/** 'processing' events waiting longer than `olderThanMs` since their last enqueue, oldest first. */
-export async function listStuckEvents(db: Kysely<Database>, olderThanMs: number, limit: number): Promise<EventSummary[]> {
-  return db
-    .selectFrom('stripe_events')
-    .select(summaryColumns)
-    .where('status', '=', 'processing')
-    .where('enqueued_at', '<', sql<Date>`now() - make_interval(secs => ${olderThanMs / 1000})`)
-    .orderBy('enqueued_at')
-    .limit(limit)
-    .execute();
-}
-
 /** A row of the business that an event touched or names: the dashboard's event detail shows it. */
 export interface BusinessRecord {
   /** What it is, in the module's words: 'order', 'subscription'. */
@@ -185,6 +155,9 @@ export interface EventDetail {
   related: EventSummary[];
   /** What the business modules hold about it: the order it named or granted, ... */
   records: BusinessRecord[];
+  /** While it is parked: what wakes it and when its wait gives up (as in EventSummary). */
+  waits_for: string[] | null;
+  wait_until: Date | null;
 }
 
 /** What an operator looks at first when a payment went wrong: the payload, its neighbours, its business records. */
@@ -204,12 +177,13 @@ export async function eventDetail(
           .orderBy('received_at', 'desc')
           .limit(20)
           .execute();
-  const [payloadText, records] = await Promise.all([
+  const [payloadText, records, wait] = await Promise.all([
     findPayloadText(db, event.event_id),
     Promise.all(modules.map((m) => m.eventRecords?.(db, event) ?? Promise.resolve([]))).then((found) => found.flat()),
+    db.selectFrom('stripe_events').select(waitColumns).where('event_id', '=', event.event_id).executeTakeFirst(),
   ]);
   // Prune may delete the event between the read of its row and this one: no payload, then.
-  return { payloadText: payloadText ?? 'null', related, records };
+  return { payloadText: payloadText ?? 'null', related, records, waits_for: wait?.waits_for ?? null, wait_until: wait?.wait_until ?? null };
 }
 
 /** Events whose id or object id is `term`, or that a business module finds by it (an order id). */

@@ -6,7 +6,8 @@ import { accountView } from '../accounts/account-view.js';
 import type { BusinessModule, RouteContext } from '../module-contract.js';
 import { DELIVERY_STATUSES } from '../db/schema.js';
 import { findEvent, replayEvents } from '../events/event-store.js';
-import { eventDetail, eventTimeline, findPayloadText, listFailedEvents, listStuckEvents, searchEvents } from '../events/read-model.js';
+import { listFailedEvents, listStuckEvents, listWaitingEvents } from '../events/event-lists.js';
+import { eventDetail, eventTimeline, findPayloadText, searchEvents } from '../events/read-model.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { listNotifications, notificationSummary, replayNotifications } from '../notifications/notification-store.js';
 import { NOTIFICATION_ID } from '../notifications/outbox.js';
@@ -15,7 +16,7 @@ import { adminGuard } from './admin-dashboard.js';
 import { proveConnection } from './connection-keep-alive.js';
 import { badRequest, checkIdParam, lookupId } from './validation.js';
 
-const eventList = z.strictObject({ status: z.enum(['failed', 'stuck']), limit: z.coerce.number().int().min(1).max(500).default(50) });
+const eventList = z.strictObject({ status: z.enum(['failed', 'stuck', 'waiting']), limit: z.coerce.number().int().min(1).max(500).default(50) });
 const timelineQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(48).default(3) });
 const searchQuery = z.strictObject({ q: z.string().trim().pipe(lookupId) });
 const accountParam = z.object({ account_id: lookupId });
@@ -99,7 +100,12 @@ export function adminRoutes(modules: readonly BusinessModule[], context: RouteCo
     const query = eventList.safeParse(req.query);
     if (!query.success) return badRequest(res, query.error);
     const { status, limit } = query.data;
-    res.json(status === 'failed' ? await listFailedEvents(db, limit) : await listStuckEvents(db, staleAfterMs, limit));
+    const lists = {
+      failed: () => listFailedEvents(db, limit),
+      stuck: () => listStuckEvents(db, staleAfterMs, limit),
+      waiting: () => listWaitingEvents(db, limit),
+    };
+    res.json(await lists[status]());
   });
 
   router.get('/admin/api/timeline', async (req, res) => {

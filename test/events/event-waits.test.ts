@@ -130,3 +130,21 @@ test('a waiter and its waker fulfilled in one transaction, the waiter first: it 
   const [waited, arrived] = await fulfilWith(database, { [TYPE]: needsArrival, 'charge.succeeded': arrives }, [waiter, arrival]);
   assert.deepEqual([waited!.row.status, arrived!.row.status], ['processed', 'processed']);
 });
+
+test('an event that waits again after a wake is reported as first once, and keeps the deadline of its first wait', async () => {
+  const paymentIntent = randomStripeId('pi');
+  const event = sampleEvent(TYPE, { ...exampleObject('payment_intent'), id: paymentIntent });
+  const waitOf = async () => {
+    const [done] = await fulfilWith(database, { [TYPE]: needsArrival }, [event]);
+    const result = done!.result;
+    assert.ok('wait' in result && result.wait, `parked: ${JSON.stringify(result)}`);
+    return result.wait;
+  };
+  const first = await waitOf();
+  // Woken by something that was not what it needs (a link before the grant): it runs and waits again.
+  assert.deepEqual(await database.db.transaction().execute((tx) => wakeWaiting(tx, [keyOf(paymentIntent)], { maxAttempts: 10 })), [event.id]);
+  const again = await waitOf();
+  // Only the first wait is logged at info (report-result.ts): the operator is told once.
+  assert.deepEqual([first.first, again.first], [true, false]);
+  assert.equal(again.until.getTime(), first.until.getTime(), 'the wait is bounded from its first wait, not restarted by a wake');
+});

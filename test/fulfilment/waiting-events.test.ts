@@ -5,7 +5,9 @@
 // raced in test/events/event-waits.test.ts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { sql } from 'kysely';
 import { PERIOD_SECONDS, periodEvents, subscriptionObject } from '../../src/modules/billing/sample-events.js';
+import { WAIT_HOURS } from '../../src/events/event-waits.js';
 import { disputeObject, sampleEvent, type SampleEvent } from '../../src/stripe/sample-events.js';
 import { finishedEvent, givenOrder, paidEvent, quotaOf, waitingEvent } from '../support/factories.js';
 import { notifyingServiceForFile, receivedWhere } from '../support/notification-receiver.js';
@@ -139,4 +141,37 @@ test("a subscription's first events before the checkout that links it wait for i
   const reply = await file.service.call('GET', `/api/subscriptions/${subscription.subscriptionId}`);
   assert.equal(reply.body.status, 'active');
   assert.equal(reply.body.stripe_subscription_id, subscription.stripeSubscriptionId);
+});
+
+test('an operator sees what a waiting event waits for and until when, listed as waiting, not as stuck', async () => {
+  const order = await givenOrder(file.database);
+  const payment = paidEvent(order);
+  const paymentIntentId = (payment.data.object as { payment_intent: string }).payment_intent;
+  const withdrawn = await delivered(
+    sampleEvent('charge.dispute.funds_withdrawn', disputeObject({ paymentIntentId, amount: order.amount, currency: order.currency, status: 'needs_response' })),
+  );
+  await waitingEvent(file.database, withdrawn.id);
+
+  const detail = (await file.service.call('GET', `/admin/api/events/${withdrawn.id}`)).body;
+  assert.deepEqual([detail.status, detail.attempts, detail.waits_for], ['processing', 0, [`payment_intent:${paymentIntentId}`]]);
+  const hoursLeft = (Date.parse(detail.wait_until as string) - Date.now()) / 3_600_000;
+  assert.ok(hoursLeft > WAIT_HOURS - 1 && hoursLeft <= WAIT_HOURS, `gives up in ${hoursLeft} h`);
+  assert.match(detail.last_error as string, /no order paid by payment intent \S+ \(yet\): waiting for its payment's event/);
+  const listed = async (status: string) =>
+    ((await file.service.call('GET', `/admin/api/events?status=${status}&limit=500`)).body as unknown as Array<{ event_id: string }>).some(
+      (e) => e.event_id === withdrawn.id,
+    );
+  // Parked a day ago, far past the stale threshold: old on purpose, not stuck.
+  await file.database.db
+    .updateTable('stripe_events')
+    .set({ enqueued_at: sql`now() - interval '1 day'` })
+    .where('event_id', '=', withdrawn.id)
+    .execute();
+  assert.deepEqual([await listed('waiting'), await listed('stuck')], [true, false]);
+
+  await delivered(payment);
+  await processed(withdrawn);
+  const after = (await file.service.call('GET', `/admin/api/events/${withdrawn.id}`)).body;
+  assert.deepEqual([after.status, after.waits_for, after.wait_until], ['processed', null, null]);
+  assert.equal(await listed('waiting'), false);
 });

@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { promisify } from 'node:util';
 import { claimEvents } from '../../src/events/event-store.js';
+import { parkWaiting } from '../../src/events/event-waits.js';
 import { createOutbox } from '../../src/notifications/outbox.js';
 import { applicationNameOf } from '../../src/db/pools.js';
 import { databaseForFile } from '../support/database.js';
@@ -80,6 +81,7 @@ test('status --json has the admin API shape and exits 0 when nothing failed', as
     'notifications',
     'oldest_processing_age_seconds',
     'waiting',
+    'waiting_events',
     'workers_connected',
   ]);
 });
@@ -119,6 +121,29 @@ test('status counts events by type and status within --since', async () => {
       ['charge.succeeded', 2],
       ['invoice.upcoming', 1],
     ],
+  );
+});
+
+test('status lists the waiting events, each with what it waits for and until when', async () => {
+  const event = incomingEvent(sampleEvent('charge.dispute.funds_withdrawn', exampleObject('dispute')));
+  await claimEvents(database.db, [event], { maxAttempts: 10 });
+  const reason = 'dispute dp_1: no order paid by payment intent pi_1 (yet)';
+  await database.db
+    .transaction()
+    .execute((tx) => parkWaiting(tx, [{ eventId: event.eventId, keys: ['payment_intent:pi_1'], reason, ignoreWhenExhausted: true }]));
+  const { stdout } = await script('status', []);
+  assert.match(stdout, /^waiting: 1 /m);
+  assert.match(
+    stdout,
+    new RegExp(
+      `^  ${event.eventId}  charge\\.dispute\\.funds_withdrawn  waits for payment_intent:pi_1 until \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z  dispute dp_1`,
+      'm',
+    ),
+  );
+  const json = JSON.parse((await script('status', ['--json'])).stdout) as { waiting_events: Array<{ event_id: string; waits_for: string[] }> };
+  assert.deepEqual(
+    json.waiting_events.map((e) => [e.event_id, e.waits_for]),
+    [[event.eventId, ['payment_intent:pi_1']]],
   );
 });
 

@@ -30,11 +30,12 @@ const notificationStatus = $('notification-status');
 const usageStatus = $('usage-status');
 
 async function drawPage() {
-  /** @type {[InboxStatus, EventSummary[], EventSummary[], MinuteCounts[], NotificationView[], CatalogItem[], CatalogItem[], UsageReports]} */
-  const [status, failed, stuck, timeline, notifications, packages, plans, usage] = await Promise.all([
+  /** @type {[InboxStatus, EventSummary[], EventSummary[], EventSummary[], MinuteCounts[], NotificationView[], CatalogItem[], CatalogItem[], UsageReports]} */
+  const [status, failed, stuck, waiting, timeline, notifications, packages, plans, usage] = await Promise.all([
     api('GET', '/status'),
     api('GET', '/events?status=failed'),
     api('GET', '/events?status=stuck'),
+    api('GET', '/events?status=waiting'),
     api('GET', '/timeline?hours=' + hours.value),
     api('GET', '/notifications?status=' + notificationStatus.value),
     api('GET', '/packages'),
@@ -55,10 +56,12 @@ async function drawPage() {
   // Finished statuses of a large history are recounted every few minutes (GET /admin/api/status).
   $('counts').title = 'processed, ignored and duplicate counted at ' + new Date(status.history_counted_at).toLocaleTimeString();
   $('oldest').textContent = status.oldest_processing_age_seconds == null ? 'none' : status.oldest_processing_age_seconds + ' s';
+  $('waiting-count').textContent = String(status.waiting);
   $('jobs').textContent = status.jobs_queued + ' (' + status.events_queued + ' events)';
   $('last-sweep').textContent = status.last_sweep_at ? new Date(status.last_sweep_at).toLocaleString() : 'never';
   eventTable($('failed'), failed, 'No failed events.');
   eventTable($('stuck'), stuck, 'Nothing stuck.');
+  eventTable($('waiting'), waiting, 'Nothing waiting.');
   notificationFacts(status.notifications);
   notificationTable($('notifications'), notifications, {
     emptyText: 'No ' + notificationStatus.value + ' notifications.',

@@ -10,7 +10,8 @@ import { refresh } from './refresh.js';
 /**
  * @import { BusinessRecord } from './format.js'
  * @import { NotificationView } from './notifications-view.js'
- * @typedef {{ event_id: string, type: string, status: string, attempts: number, last_error: string | null, received_at: string }} EventSummary
+ * @typedef {{ event_id: string, type: string, status: string, attempts: number, last_error: string | null, received_at: string,
+ *   waits_for: string[] | null, wait_until: string | null }} EventSummary
  * @typedef {EventSummary & { object_id: string | null, duplicate_of: string | null, livemode: boolean, finished_at: string | null,
  *   related: EventSummary[], records: BusinessRecord[], notifications: NotificationView[] }} EventDetail
  */
@@ -54,6 +55,8 @@ export async function showDetail(eventId) {
     status: detail.status,
     attempts: detail.attempts,
     'last error': detail.last_error,
+    'waits for': detail.waits_for?.join(' '),
+    'wait gives up': detail.wait_until,
     object: detail.object_id,
     'duplicate of': detail.duplicate_of,
     livemode: detail.livemode,

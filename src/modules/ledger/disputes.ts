@@ -195,10 +195,13 @@ export function disputeHandler(
         if (awaited !== undefined)
           throw new RetryLaterError(`${unlinked} (yet): waiting for ${awaited}, its payment's event`, { waitsFor: [key], ignoreWhenExhausted: true });
         if (await purchases.mayStillPay(tx))
-          throw new RetryLaterError(`${unlinked} (yet): waiting for its payment's event, as a ${what} of ours is still being paid`, {
-            waitsFor: [key],
-            ignoreWhenExhausted: true,
-          });
+          throw new RetryLaterError(
+            `${unlinked} (yet): waiting for its payment's event, as ${/^[aeiou]/.test(what) ? 'an' : 'a'} ${what} of ours is still being paid`,
+            {
+              waitsFor: [key],
+              ignoreWhenExhausted: true,
+            },
+          );
         return { status: 'ignored', reason: `${unlinked}, and none is being paid` };
       }
     }
