@@ -36,6 +36,15 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return false;
 }
 
+/**
+ * True when Postgres rolled the transaction back to break a lock cycle or a serialization conflict
+ * (SQLSTATE 40P01 deadlock_detected, 40001 serialization_failure): the other side has gone on, and
+ * the same work run again at once nearly always succeeds.
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  return errorChain(error).some((e) => ['40P01', '40001'].includes(codeOf(e) ?? ''));
+}
+
 /** True when a unique constraint (`constraint`, by name) refused a write: SQLSTATE 23505. */
 export function isUniqueViolation(error: unknown, constraint: string): boolean {
   return errorChain(error).some((e) => codeOf(e) === '23505' && (e as { constraint?: unknown }).constraint === constraint);

@@ -4,7 +4,7 @@
 // the one wrapper that turns a PermanentError into 'failed' and leaves everything else to
 // graphile-worker's backoff, with the attempt counted on the event row either way.
 import type { Kysely, Transaction } from 'kysely';
-import { isDatabaseUnavailable, isNumericValueOutOfRange } from '../db/pg-errors.js';
+import { isDatabaseUnavailable, isNumericValueOutOfRange, isTransactionConflict } from '../db/pg-errors.js';
 import type { Database, EventStatus, StripeEventRow } from '../db/schema.js';
 import { lockForFulfilment, markFinished, recordFailure } from '../events/event-store.js';
 import { parkWaiting } from '../events/event-waits.js';
@@ -50,14 +50,24 @@ class FetchFirst extends Error {
  * failed attempt is counted (a PermanentError, or the last attempt, ends it 'failed').
  */
 export async function fulfilEvent(db: Kysely<Database>, eventId: string, options: FulfilOptions): Promise<FulfilResult> {
-  try {
-    const [result] = await fulfilTogether(db, [eventId], options);
-    return result!;
-  } catch (failure) {
-    if (!(failure instanceof HandlerError)) throw failure;
-    return recordFailedAttempt(db, failure.event, failure.error, options);
+  for (let tries = 1; ; tries++) {
+    try {
+      const [result] = await fulfilTogether(db, [eventId], options);
+      return result!;
+    } catch (failure) {
+      const error = failure instanceof HandlerError ? failure.error : failure;
+      // Chosen as a deadlock's victim (two instances' batches locking one subscription's rows in
+      // opposite orders): the event is not at fault, and an attempt spent on it could end a
+      // subscription's first event 'failed' under a small MAX_ATTEMPTS. Nothing was written.
+      if (isTransactionConflict(error) && tries < CONFLICT_TRIES) continue;
+      if (!(failure instanceof HandlerError)) throw failure;
+      return recordFailedAttempt(db, failure.event, failure.error, options);
+    }
   }
 }
+
+/** Runs of one event that lost a lock cycle before the loss counts as an attempt. */
+const CONFLICT_TRIES = 3;
 
 /**
  * Fulfils a job's events (src/queue/job-queue.ts) in one transaction: one lock statement, each
