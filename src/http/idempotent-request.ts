@@ -49,6 +49,11 @@ export interface IdempotentRequest<S extends KeySubject> {
    * retry with the same key is a new request.
    */
   counted?: boolean;
+  /**
+   * False when `execute` calls nobody (a run: its answer follows from what `register` wrote).
+   * Only a key whose request may have reached Stripe is refused once Stripe has forgotten it.
+   */
+  callsStripe?: boolean;
   /** Creates what a new key names, or refuses with a result (nothing is registered then). */
   register: (tx: Transaction<Database>) => Promise<{ subject: S } | HttpResult>;
   /** Runs while this request holds the lease, outside any transaction; a 2xx result is kept for replays. */
@@ -178,7 +183,7 @@ async function takeLease<S extends KeySubject>(
           return { status: 422, body: { error: 'Idempotency-Key was already used with a different request; use a new key' } };
         }
         if (row.response_status !== null) return { status: row.response_status, body: row.response_body as Record<string, unknown> };
-        if (row.past_window) return PAST_STRIPE_WINDOW;
+        if (row.past_window && request.callsStripe !== false) return PAST_STRIPE_WINDOW;
         const leased = await tx
           .updateTable('api_idempotency_keys')
           .set({ leased_until: until })
@@ -204,7 +209,7 @@ async function takeLease<S extends KeySubject>(
 export async function createThenCall<S extends KeySubject>(
   db: Kysely<Database>,
   key: string | undefined,
-  request: Pick<IdempotentRequest<S>, 'operation' | 'request' | 'leaseMs'> & {
+  request: Pick<IdempotentRequest<S>, 'operation' | 'request' | 'leaseMs' | 'callsStripe'> & {
     /** Creates the subject in `db` (the key's transaction, when there is a key), or refuses with an answer. */
     create: (db: Kysely<Database>) => Promise<{ subject: S } | HttpResult>;
     /** Calls Stripe for the subject, outside any transaction. */

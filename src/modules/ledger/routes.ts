@@ -45,14 +45,20 @@ export function ledgerApiRoutes(
    * once, in the key's transaction, and answered from what it wrote (the key's subject) to every
    * retry with the key. There is nothing to call after it: its answer follows from the subject,
    * so a retry after a crash between the commit and the answer gets the same answer once the
-   * lease has run out.
+   * lease has run out, however late (no Stripe key to outlive).
    */
   const writeOnce = <S extends object>(
     key: string | undefined,
     request: { operation: string; request: unknown },
     steps: { write: (db: Kysely<Database>) => Promise<{ subject: S } | HttpResult>; answer: (subject: S) => HttpResult },
   ) =>
-    createThenCall(db, key, { ...request, leaseMs: idempotencyLeaseMs, create: steps.write, complete: (subject: S) => Promise.resolve(steps.answer(subject)) });
+    createThenCall(db, key, {
+      ...request,
+      leaseMs: idempotencyLeaseMs,
+      callsStripe: false,
+      create: steps.write,
+      complete: (subject: S) => Promise.resolve(steps.answer(subject)),
+    });
 
   router.get('/accounts/:id/quota', async (req, res) => {
     const id = accountId.safeParse(req.params.id);

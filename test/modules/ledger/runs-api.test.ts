@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { addGrants } from '../../../src/modules/ledger/account-credits.js';
 import { newAccountId } from '../../support/factories.js';
 import { serviceForFile, type HttpReply } from '../../support/service.js';
@@ -127,6 +128,22 @@ describe('a run with an Idempotency-Key', () => {
     }
     assert.deepEqual(await quota(accountId), { used: 1, remaining: 9 });
     assert.deepEqual(await quota(otherAccount), { used: 0, remaining: 10 });
+  });
+
+  test('whose answer was lost is answered with its run, however late: a run calls nothing a key could be forgotten by', async () => {
+    const accountId = await accountWith(10);
+    const key = newKey();
+    const first = await run(accountId, { quantity: 3 }, key);
+    assert.equal(first.status, 201);
+    // As a crash between the run's commit and its answer leaves the key, found two days later.
+    await file.database.db
+      .updateTable('api_idempotency_keys')
+      .set({ response_status: null, response_body: null, leased_until: null, created_at: sql`now() - interval '2 days'` })
+      .where('idempotency_key', '=', `run:${key}`)
+      .execute();
+    const late = await run(accountId, { quantity: 3 }, key);
+    assert.deepEqual([late.status, late.body], [201, first.body]);
+    assert.deepEqual(await quota(accountId), { used: 3, remaining: 7 });
   });
 
   test('refused with 402 keeps nothing: the same key runs once credits are bought', async () => {
