@@ -53,8 +53,8 @@ test('each part of a module gets its own settings and the services, and no Confi
     return rest;
   };
   assert.deepEqual(withWake(given.handlers), { settings: { probeLimit: 9 }, notifications });
-  assert.deepEqual(given.tasks, { settings: { probeLimit: 9 }, ...services, notifications });
-  assert.deepEqual(withWake(given.apiRoutes), { settings: { probeLimit: 9 }, ...services, idempotencyLeaseMs: 10_000, notifications });
+  assert.deepEqual(given.tasks, { settings: { probeLimit: 9 }, ...services, livemode: false, notifications });
+  assert.deepEqual(withWake(given.apiRoutes), { settings: { probeLimit: 9 }, ...services, livemode: false, idempotencyLeaseMs: 10_000, notifications });
   assert.deepEqual(withWake(given.adminRoutes), withWake(given.apiRoutes));
   assert.equal(module.settings, settings, 'the table is what loadConfig reads');
 });
