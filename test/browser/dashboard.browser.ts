@@ -10,6 +10,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { checkoutSession, sampleEvent } from '../../src/stripe/sample-events.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { finishedEvent, givenOrder, newAccountId, paidEvent } from '../support/factories.js';
+import { meteredPrice } from '../support/metered.js';
 import { notifyingTo, receivedWhere, startNotificationReceiver, type NotificationReceiver } from '../support/notification-receiver.js';
 import { ADMIN_TOKEN, API_TOKEN, startTestService, type TestService } from '../support/service.js';
 import { waitFor } from '../support/wait-for.js';
@@ -193,7 +194,7 @@ test('the catalog page: add a package and a plan, see a refusal naming the field
   // Prices as money, in each currency's own minor unit.
   assert.equal(await page.locator('#catalog tr[data-catalog-id="starter"] td.money').textContent(), 'CHF 49.00');
   // A package has no period: the add form shows a plan's fields only for a plan.
-  const planFields = ['#catalog-interval', '#catalog-interval-count'];
+  const planFields = ['#catalog-interval', '#catalog-interval-count', '#catalog-meter'];
   for (const field of planFields) assert.equal(await page.locator(field).isVisible(), false, `${field} hidden for a package`);
 
   const fill = async (fields: Record<string, string>) => {
@@ -221,6 +222,18 @@ test('the catalog page: add a package and a plan, see a refusal naming the field
   await page.selectOption('#catalog-interval', 'week');
   await fill({ id: 'weekly', name: 'Weekly', amount: '500', currency: 'eur', credits: '5', 'interval-count': '2' });
   await page.locator('#catalog tr[data-catalog-id="weekly"]').filter({ hasText: '2 week' }).waitFor();
+  // A usage-billed plan: no credits, its meter and metered Price, and the features it grants.
+  const meter = 'api_calls_dashboard';
+  const price = meteredPrice(service.stripe, service.stripe.addMeter(meter));
+  await page.selectOption('#catalog-kind', 'plans');
+  await fill({ id: 'by_use', name: 'By use', amount: '5', currency: 'chf', credits: '0', meter, price, features: 'pro_export, api' });
+  await page.locator('#catalog tr[data-catalog-id="by_use"]').filter({ hasText: 'pro_export, api' }).waitFor();
+  const byUse = await database.db
+    .selectFrom('plans')
+    .select(['credits', 'meter_event_name', 'features', 'stripe_price_id'])
+    .where('plan_id', '=', 'by_use')
+    .executeTakeFirst();
+  assert.deepEqual(byUse, { credits: 0, meter_event_name: meter, features: ['pro_export', 'api'], stripe_price_id: price });
 
   await added.locator('button.archive').click();
   await added.locator('td.status').filter({ hasText: 'archived' }).waitFor();

@@ -9,6 +9,7 @@ import { PERIOD_SECONDS, subscriptionObject } from '../../src/modules/billing/sa
 import { randomStripeId, sampleEvent } from '../../src/stripe/sample-events.js';
 import { finishedEvent } from './factories.js';
 import { fulfilWith, handlersOf } from './handlers.js';
+import type { OfflineStripe } from '../../src/dev/offline-stripe/index.js';
 import type { FileService } from './service.js';
 import { checkoutCompleted, subscribedThroughApi, type GivenSubscription } from './subscriptions.js';
 
@@ -20,11 +21,11 @@ export interface MeteredAccount extends GivenSubscription {
 }
 
 /** A metered Price of 5 chf a use on `meter` (none: a metered Price that names no meter), and its Product, in the stand-in; its id. */
-export function meteredPrice(file: FileService, meter: string | null): string {
+export function meteredPrice(stripe: OfflineStripe, meter: string | null): string {
   const product = randomStripeId('prod');
   const price = randomStripeId('price');
-  file.service.stripe.addProduct({ id: product, object: 'product', active: true, name: 'API calls' });
-  file.service.stripe.addPrice({
+  stripe.addProduct({ id: product, object: 'product', active: true, name: 'API calls' });
+  stripe.addPrice({
     id: price,
     object: 'price',
     active: true,
@@ -41,7 +42,7 @@ export function meteredPrice(file: FileService, meter: string | null): string {
 export async function meteredAccount(file: FileService): Promise<MeteredAccount> {
   const n = ++plans;
   const eventName = `api_calls_${process.pid}_${n}`;
-  const price = meteredPrice(file, file.service.stripe.addMeter(eventName));
+  const price = meteredPrice(file.service.stripe, file.service.stripe.addMeter(eventName));
   const plan = { id: `metered_${n}`, amount: 5, currency: 'chf' };
   const added = await file.service.call('POST', '/admin/api/plans', {
     body: { ...plan, name: 'API calls, by use', credits: 0, interval: 'month', stripe_price_id: price, meter_event_name: eventName },

@@ -52,7 +52,10 @@ export function showCatalogFields() {
   }
 }
 
-/** The add form's fields as the admin API takes them; a plan's period only for a plan. */
+/**
+ * The add form's fields as the admin API takes them; a plan's period and meter only for a plan.
+ * Credits may be 0 in the form: the API allows it for a usage-billed plan only, and says so.
+ */
 export function catalogInput() {
   /** @param {string} id */
   const value = (id) => /** @type {HTMLInputElement} */ ($(id)).value.trim();
@@ -64,6 +67,13 @@ export function catalogInput() {
     currency: value('catalog-currency'),
     credits: Number(value('catalog-credits')),
     ...(value('catalog-price') && { stripe_price_id: value('catalog-price') }),
+    ...(value('catalog-features') && {
+      features: value('catalog-features')
+        .split(',')
+        .map((key) => key.trim())
+        .filter(Boolean),
+    }),
     ...(plan && { interval: value('catalog-interval'), interval_count: Number(value('catalog-interval-count')) }),
+    ...(plan && value('catalog-meter') && { meter_event_name: value('catalog-meter') }),
   };
 }

@@ -312,10 +312,10 @@ test('a usage-billed plan whose Price bills another meter, or none, is refused (
       },
     });
 
-  const wrong = await add(meteredPrice(file, other));
+  const wrong = await add(meteredPrice(file.service.stripe, other));
   assert.equal(wrong.status, 422);
   assert.match(String(wrong.body.error), new RegExp(`bills meter ${other}, whose event_name is other_${suffix}, not mine_${suffix}`));
-  const none = await add(meteredPrice(file, null));
+  const none = await add(meteredPrice(file.service.stripe, null));
   assert.equal(none.status, 422);
   assert.match(String(none.body.error), /names no meter/);
 });
