@@ -1,5 +1,5 @@
-// The hostile run of issue 52 (items 1 and 2) on two instances of the service against one
-// database, each with its worker: 8 orders and 4 plans' first periods whose disputes
+// Disputes before their payments, on two instances of the service against one database, each
+// with its worker: 8 orders and 4 plans' first periods whose disputes
 // (created and funds_withdrawn) are delivered first, every event twice and as a second Event
 // object, shuffled across both instances; then their payments' events the same way. Every
 // dispute waits, nothing ends failed, and each purchase ends with its credits taken back once and
